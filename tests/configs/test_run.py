@@ -196,6 +196,7 @@ def test_the_slurm_launcher_without_slurm_is_one_line(tmp_path: Path, capsys,
     (["algorithm=SAC"], "Unknown algorithm 'SAC'. Did you mean 'continuous/sac'?"),
     (["runner=standard"], "Unknown runner 'standard'. Did you mean 'online'?"),
     (["meta=[PrioritizedLevelReplay]"], "Did you mean 'plr'?"),
+    (["meta=[mighty.mighty_meta.PrioritizedLevelReplay]"], "looprl's own is 'plr': meta=[plr]"),
     (["algorithm.learning_rate=1"], "Did you mean 'lr' (Mighty's 'learning_rate')?"),
     (["meta=[rndd]"], "Unknown meta 'rndd'. Did you mean 'rnd'?"),
     (["meta=[rnd,rnd]"],  # (was: one RND attached, silently)

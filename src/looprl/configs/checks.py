@@ -16,16 +16,16 @@ from looprl.configs import (
 )
 from looprl.configs.sources import PRIMARY, config_keys, config_name, key_hint, user_groups
 from looprl.core.suggest import check_choice, check_once, did_you_mean
+from looprl.meta.registry import own_name
 from looprl.presets.all_names import hyperparameter_hint
 
 __all__ = ["check_given_once", "check_overrides"]
 
 #: the options the ``looprl`` config chooses in its defaults
 DEFAULTS = {"algorithm": ["ppo"], "runner": ["online"], "meta": [], "runtime": ["local"]}
-#: Mighty's option names that are not looprl's in lower case (``algorithm: SAC``, ``meta:
-#: [RND]``: ``_mighty_hint``)
-MIGHTY_OPTIONS = {"runner": {"standard": "online", "default": "online"},
-                  "meta": {"PrioritizedLevelReplay": "plr", "CosineLRSchedule": "cosine_lr"}}
+#: Mighty's option names that are not looprl's in lower case (``algorithm: SAC``: ``sac``;
+#: ``_mighty_hint``; a meta component's: ``meta.registry.own_name``)
+MIGHTY_OPTIONS = {"runner": {"standard": "online", "default": "online"}}
 
 
 def _builtin_options() -> dict[str, list[str]]:
@@ -88,7 +88,8 @@ def check_overrides(overrides: list[str]) -> None:
 def _mighty_hint(group: str, choice: str, options: list[str]) -> str:
     """" Did you mean ...?" naming looprl's options for Mighty's (``algorithm=SAC``:
     ``continuous/sac``; ``runner=standard``: ``online``), or ``""``."""
-    name = MIGHTY_OPTIONS.get(group, {}).get(choice, choice).lower()
+    mighty = own_name(choice) if group == "meta" else MIGHTY_OPTIONS.get(group, {}).get(choice)
+    name = (mighty or choice).lower()
     same = [o for o in options if o.rpartition("/")[2] == name]
     return f" Did you mean {', '.join(map(repr, same))}?" if same else ""
 

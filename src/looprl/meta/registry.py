@@ -17,7 +17,7 @@ from looprl.meta.rnd import RND, NovelD
 from looprl.meta.schedules import CosineLRSchedule, HPSchedule
 from looprl.meta.space import SPaCE
 
-__all__ = ["COMPONENTS", "component_class", "make_component"]
+__all__ = ["COMPONENTS", "MIGHTY_CLASSES", "component_class", "make_component", "own_name"]
 
 COMPONENTS: dict[str, type[MetaComponent]] = {
     "rnd": RND,
@@ -30,6 +30,15 @@ COMPONENTS: dict[str, type[MetaComponent]] = {
 }
 _COMPONENTS = Registry("meta component", COMPONENTS,
                        advice=", or an import path 'package.module:MyComponent'")
+#: Mighty's class names of the components looprl names otherwise than by class (``own_name``)
+MIGHTY_CLASSES = {"PrioritizedLevelReplay": "plr"}
+
+
+def own_name(class_name: str) -> str | None:
+    """looprl's name of the component Mighty's class ``class_name`` is (``RND``: ``rnd``,
+    ``PrioritizedLevelReplay``: ``plr``), or ``None``."""
+    by_class = {cls.__name__: name for name, cls in COMPONENTS.items()}
+    return MIGHTY_CLASSES.get(class_name) or by_class.get(class_name)
 
 
 def accepted_parameters(cls: type) -> dict[str, inspect.Parameter]:
@@ -54,7 +63,13 @@ def component_class(name: str) -> type[MetaComponent]:
     anything else."""
     if name in COMPONENTS or not (is_import_path(name) or "." in name):
         return _COMPONENTS.get(name)
-    cls = import_object(name, "meta component")
+    try:
+        cls = import_object(name, "meta component")
+    except ImportError as error:  # (Mighty's path of a component looprl has: its name)
+        own = own_name(name.replace(":", ".").rpartition(".")[2])
+        if own is None:
+            raise
+        raise ImportError(f"{error}; looprl's own is {own!r}: meta=[{own}]") from None
     if not (isinstance(cls, type) and issubclass(cls, MetaComponent)):
         what = f"the class {cls.__name__}" if isinstance(cls, type) else f"a {type(cls).__name__}"
         raise TypeError(f"meta component {name!r} is {what}, not a subclass of "
