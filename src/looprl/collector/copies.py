@@ -18,7 +18,6 @@ from looprl.core import NamedArray, StateArray
 from looprl.core.namedarray import as_numpy
 from looprl.core.suggest import check_count
 from looprl.environments.base import VectorEnvironment
-from looprl.environments.faults import PolicyActionError
 from looprl.environments.gym_helpers import episode_cap
 from looprl.environments.srl import checked_results, make, result_scalars
 
@@ -99,8 +98,7 @@ class Copies:
         try:
             return call(*args, **kwargs)
         except Exception as error:
-            if runner.restarts is None or self.build is None or isinstance(
-                    error, PolicyActionError):  # (the policy's fault: a new copy would not help)
+            if runner.restarts is None or self.build is None:
                 raise
             self._rebuild(runner, i, method, error)
             return None

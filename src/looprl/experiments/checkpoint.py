@@ -150,8 +150,6 @@ def load_checkpoint(path: str | Path, run_name: str | None = None,
     path = Path(path)
     if path.is_dir():
         path = path / CHECKPOINT
-    if run_name is None:
-        check_run_files(path.parent)
     with checkpoint_dir(path.parent):
         state = load_saved(path)
     if not (isinstance(state, dict) and {"experiment", "rng"} <= state.keys()):
@@ -159,8 +157,10 @@ def load_checkpoint(path: str | Path, run_name: str | None = None,
                          "checkpoint_every or save_checkpoint; a saved preset, as preset.pt, "
                          "loads with looprl.presets.load_preset)")
     experiment = state["experiment"]
-    run_dir = getattr(experiment.logger, "log_dir", None)  # (the run's, not the checkpoint's
-    if run_name is None and run_dir is not None and Path(run_dir).is_dir():  # folder: PBT's)
+    # the files the run goes on writing: its directory's (a checkpoint may lie elsewhere: PBT's)
+    run_dir = getattr(experiment.logger, "log_dir", None)
+    if run_name is None and run_dir is not None and Path(run_dir).is_dir():
+        check_run_files(Path(run_dir))
         for name, header in CSV_HEADERS.items():  # (deleted: its rows before the checkpoint
             if not (Path(run_dir) / name).is_file():  # are gone, its header is not)
                 (Path(run_dir) / name).write_text(header + "\n", encoding="utf-8")
