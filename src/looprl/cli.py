@@ -18,6 +18,7 @@ import math
 import os
 import signal
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -352,7 +353,10 @@ def cmd_run(argv: list[str]) -> int:
     full_error = os.environ.get("HYDRA_FULL_ERROR")
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises errors (``_guarded`` prints them)
     try:
-        return run_main(argv)
+        with warnings.catch_warnings():  # (a -cd directory's algorithm/ppo.yaml is checked
+            warnings.filterwarnings(  # against looprl's, as intended: Hydra warns at every run)
+                "ignore", r"\s*'[^']*' is validated against ConfigStore schema", UserWarning)
+            return run_main(argv)
     except SystemExit as stop:  # Hydra's --help, or a bad config reported in one line
         return stop.code if isinstance(stop.code, int) else 1
     finally:

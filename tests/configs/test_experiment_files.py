@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,21 @@ def test_a_config_of_ones_own_starts_from_looprls(config_dir, tmp_path) -> None:
     assert described["hyperparameters"]["lr"] == 0.002
     assert described["hyperparameters"]["replay_start_size"] == 32
     assert json.loads((out / "results.json").read_text())["train"]["step"] == 64
+
+
+def test_an_algorithm_file_of_ones_own_runs_without_hydras_warning(config_dir, tmp_path
+                                                                   ) -> None:
+    (config_dir / "algorithm").mkdir()  # (checked against looprl's algorithm/dqn: Hydra warned
+    (config_dir / "algorithm" / "dqn.yaml").write_text(  # twice, at every run, before)
+        "preset: classic_control.dqn\nlr: 0.0042\nhidden: 8\nreplay_start_size: 32\n")
+    out = tmp_path / "run"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert cli(["run", "-cd", str(config_dir), "algorithm=dqn", "frames=64",
+                    "test_episodes=0", *QUIET, f"hydra.run.dir={out}"]) == 0
+    assert not [w for w in caught if "ConfigStore schema" in str(w.message)]
+    described = json.loads((out / "dqn" / "CartPole-v1" / "run.json").read_text())
+    assert described["hyperparameters"]["lr"] == 0.0042
 
 
 @pytest.mark.parametrize("arguments, message", [
