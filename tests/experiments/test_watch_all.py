@@ -36,3 +36,41 @@ def test_load_and_watch_a_saved_preset(tmp_path: Any) -> None:
     assert len(returns) == 2 and all(r >= 1 for r in returns)
     with pytest.raises(FileNotFoundError, match="preset.save"):
         load_and_watch(tmp_path / "missing.pt", env, n_episodes=1)
+
+
+WATCH_FOREVER = """
+from looprl.environments import GymEnvironment
+from looprl.experiments import watch
+
+
+class Left:
+    def act(self, state):
+        print("acting", flush=True)
+        return 0
+
+
+watch(Left(), GymEnvironment("CartPole-v1", render_mode="human"), fps=1000, n_episodes=10**9)
+"""
+
+
+def test_a_window_watched_forever_stops_at_sigterm() -> None:
+    """ALL's watch_classic.py under a scheduler: SDL made SIGTERM a quit event that nothing
+    read, and the watch played on."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    pytest.importorskip("pygame")
+    env = {**os.environ, "SDL_VIDEODRIVER": "dummy", "SDL_AUDIODRIVER": "dummy"}
+    env.pop("SDL_NO_SIGNAL_HANDLERS", None)
+    process = subprocess.Popen([sys.executable, "-c", WATCH_FOREVER], env=env,
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        for _ in range(3):  # (its window drawn: pygame started)
+            assert process.stdout.readline() == "acting\n"
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == -signal.SIGTERM
+    finally:
+        process.kill()
+        process.wait()

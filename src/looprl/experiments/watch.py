@@ -153,7 +153,8 @@ def watch(agent: Any, env: Any, episodes: int = 1, fps: float | None = None,
                         "AtariEnvironment, ...) or a MultiagentPettingZooEnv, got "
                         f"{type(env).__name__}")
     fps = fps or default_fps(env)
-    try:
+    os.environ.setdefault("SDL_NO_SIGNAL_HANDLERS", "1")  # (before pygame starts: SDL makes
+    try:  # SIGTERM a quit event, which nothing reads, and a kill was ignored)
         runner, act = _acting(agent, env)
         played, path = play_and_show(runner, act, env.render, episodes, fps, gif, max_steps)
     finally:
