@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn, optim
 
@@ -20,6 +21,7 @@ from looprl.core import (
 from looprl.environments import GymEnvironment
 from looprl.memory import ExperienceReplayBuffer
 from looprl.memory.replay import transitions
+from looprl.policies import GreedyPolicy
 
 
 def _q(seed: int = 0, lr: float = 1e-2, target: object = None) -> QNetwork:
@@ -61,6 +63,12 @@ def test_agent_calls_trainer_on_schedule() -> None:
     assert batch.obs.shape == (2, 5, 4) and batch.action.shape == (2, 5)
     assert batch.reward.shape == batch.done.shape == batch.truncated.shape == (2, 5)
     assert batch.weight is None  # uniform replay
+
+
+def test_alls_agent_arguments_are_one_line() -> None:
+    q = _q()  # ALL's DQN(q, policy, replay_buffer): refused when made, not at the first act
+    with pytest.raises(TypeError, match="DQN takes looprl's .policy, trainer.*got QNetwork"):
+        DQN(q, GreedyPolicy(q, 2, epsilon=0.1), ExperienceReplayBuffer(100))
 
 
 def test_agent_stores_transitions_but_not_out_of_done_states() -> None:

@@ -89,6 +89,17 @@ def test_approximation_steps_alls_scheduler() -> None:
         Approximation(model, optimizer, scheduler=scheduler, lr_scheduler=scheduler)
 
 
+def test_a_scheduler_without_step_is_one_line_when_made() -> None:
+    """(was: "'int' object is not callable" after the first optimizer step, for an
+    ``all.optim.LinearScheduler``, or a missing ``self`` for a scheduler class)"""
+    model = nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    for scheduler in (LinearScheduler(1.0, 0.1, 0, 10), torch.optim.lr_scheduler.StepLR):
+        for keyword in ("scheduler", "lr_scheduler"):
+            with pytest.raises(TypeError, match="scheduler is a learning-rate scheduler"):
+                Approximation(model, optimizer, **{keyword: scheduler})
+
+
 class _Explorer(Schedulable):
     def __init__(self) -> None:
         self.epsilon = LinearScheduler(1.0, 0.0, 1, 3)

@@ -194,6 +194,17 @@ def test_reinforce_without_optimizer_raises():
         f.reinforce(f(torch.ones(1, 2)).sum())
 
 
+def test_reinforce_of_a_loss_without_gradients_is_one_line():
+    """(was: torch's "element 0 of tensors does not require grad" from ``backward``)"""
+    model = nn.Linear(2, 1)
+    f = Approximation(model, optim.SGD(model.parameters(), lr=0.1))
+    x = torch.ones(3, 2)
+    for loss in (f.no_grad(x).pow(2).mean(), f.target(x).sum(), 1.0):
+        with pytest.raises(ValueError, match=r"reinforce\(loss\) takes a loss tensor with grad"):
+            f.reinforce(loss)
+    assert f.updates == 0
+
+
 def test_nan_loss_raises_helpful_error_and_leaves_parameters():
     model = nn.Linear(2, 1)
     f = Approximation(model, optim.SGD(model.parameters(), lr=0.1), name="q")

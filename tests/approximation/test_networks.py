@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn, optim
 
-from looprl.approximation import FeatureNetwork, FixedTarget, QNetwork, VNetwork
+from looprl.approximation import FeatureNetwork, FixedTarget, QContinuous, QNetwork, VNetwork
 from looprl.core import State, StateArray
 
 
@@ -115,3 +115,21 @@ def test_q_approximations_take_observations_as_their_model_does():
     model = FieldsModel()
     assert torch.equal(QNetwork(model)(fields, actions),
                        model(fields).gather(-1, actions.unsqueeze(-1)).squeeze(-1))
+
+
+def test_v_feature_softmax_and_q_continuous_take_observations_as_q_does():
+    """(was: an ``AttributeError`` ('Tensor' object has no attribute 'apply'), where ``QNetwork``,
+    ``QDist`` and the continuous policies take the tensor)"""
+    from looprl.policies import SoftmaxPolicy
+
+    torch.manual_seed(0)
+    obs = torch.randn(5, 4)
+    states = _states(obs, torch.ones(5))
+    v, features = VNetwork(nn.Linear(4, 1), None), FeatureNetwork(nn.Linear(4, 4))
+    assert torch.equal(v(obs), v(states))
+    assert torch.equal(features(obs), features(states).observation)
+    assert torch.equal(v(features(obs)), v(features(states)))
+    policy = SoftmaxPolicy(nn.Linear(4, 3))
+    assert torch.equal(policy(obs).logits, policy(states).logits)
+    q, actions = QContinuous(nn.Linear(6, 1), None), torch.randn(5, 2)
+    assert torch.equal(q(obs, actions), q(states, actions))

@@ -53,6 +53,9 @@ def test_schedule_logs_every_log_every_reads():
     values = [schedule.value for _ in range(5)]
     assert values == [1.0, 0.75, 0.5, 0.25, 0.0]
     assert logger.calls == [("eps", 1.0), ("eps", 0.5), ("eps", 0.0)]
+    logger.calls.clear()  # ALL's positional (..., name, logger)
+    assert LinearScheduler(1.0, 0.0, 0, 4, "eps", logger).value == 1.0
+    assert logger.calls == [("eps", 1.0)]
 
 
 def _lrs_of(scheduler, optimizer, steps: int) -> list[float]:

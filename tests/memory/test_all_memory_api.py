@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from looprl import nn
-from looprl.approximation import Identity, VNetwork
+from looprl.approximation import Identity, LinearScheduler, VNetwork
 from looprl.core import State, StateArray
 from looprl.memory import (
     ExperienceReplayBuffer,
@@ -91,6 +91,7 @@ def test_a_batch_size_that_is_no_whole_number_is_one_line(make) -> None:
 def test_prioritized_replay_buffer_takes_alls_argument_order() -> None:
     buffer = PrioritizedReplayBuffer(100, 0.5, 0.25, 1e-3, device="cpu")
     assert (buffer.alpha, buffer.beta, buffer.epsilon) == (0.5, 0.25, 1e-3)
+    assert PrioritizedReplayBuffer(buffer_size=100, alpha=0.5).size == 100  # ALL's keyword
     assert buffer.device == "cpu"
     with pytest.raises(TypeError, match="pass device=... by keyword"):
         PrioritizedReplayBuffer(100, "cpu")
@@ -173,6 +174,20 @@ def test_advantage_buffers_say_when_they_are_full_or_short() -> None:
         buffer.store(states, torch.zeros(2), torch.zeros(2))
 
 
+def test_advantage_buffers_refuse_tensors_in_place_of_states() -> None:
+    """(was: stored, to fail in ``advantages()`` with "'Tensor' object has no attribute
+    'items'")"""
+    for make in (NStepAdvantageBuffer, GeneralizedAdvantageBuffer):
+        buffer = make(_value_of_observation(), Identity("cpu"), 1, 2)
+        with pytest.raises(TypeError, match=r"store\(states, actions, rewards\) takes a "
+                                            r"StateArray of the n_envs=2 .* got Tensor"):
+            buffer.store(torch.zeros(2, 1), torch.zeros(2), torch.zeros(2))
+        buffer.store(StateArray({"observation": torch.zeros(2, 1)}, (2,)), torch.zeros(2),
+                     torch.zeros(2))
+        with pytest.raises(TypeError, match=r"advantages\(next_states\) takes a StateArray"):
+            buffer.advantages(torch.zeros(2, 1))
+
+
 @pytest.mark.parametrize("args", [(None, 2), (2.5, 2), (2, 0), (2, 2, 0.9, 0.95, 0)])
 def test_advantage_buffers_take_whole_counts(args) -> None:
     """(was: ``'<' not supported between 'NoneType' and 'int'``, and ``2.5`` steps or a
@@ -239,3 +254,17 @@ def test_every_replay_buffer_is_a_replay_buffer_as_alls() -> None:
     for buffer in (ExperienceReplayBuffer(10), PrioritizedReplayBuffer(10),
                    AtariReplayBuffer(10)):
         assert isinstance(buffer, ReplayBuffer)
+
+
+def test_storing_tensors_or_a_beta_that_is_no_number_is_one_line() -> None:
+    """(was: "'Tensor' object has no attribute 'done'" at ``store``, and "bad operand type for
+    unary -: 'str'" at the first ``sample``)"""
+    n_step = NStepReplayBuffer(2, 0.9, ExperienceReplayBuffer(10))
+    for replay in (ExperienceReplayBuffer(10), n_step):
+        with pytest.raises(TypeError, match=r"store\(state, action, next_state\) takes States, "
+                                            r"got Tensor and Tensor"):
+            replay.store(torch.zeros(2), 0, torch.ones(2))
+        replay.store(None, None, None)  # (ALL's: nothing before a first state)
+    with pytest.raises(TypeError, match="beta is a number >= 0 or a schedule"):
+        PrioritizedReplayBuffer(10, beta="0.4")
+    PrioritizedReplayBuffer(10, beta=LinearScheduler(0.4, 1.0, 0, 10)).store(None, None, _s(0))

@@ -35,6 +35,8 @@ def test_deterministic_policy_acts_on_states_as_alls() -> None:
     single = policy.mode(State(states.observation[0]))
     assert single.shape == (2,) and torch.allclose(single, expected[0])
     assert torch.allclose(policy.no_grad(states.observation), expected)  # tensors still work
+    named = DeterministicPolicy(model, None, SPACE, "pi")  # ALL's (model, optimizer, space, name)
+    assert named.name == "pi" and named.noise == 0.1
 
 
 def test_soft_deterministic_policy_acts_on_states_as_alls() -> None:

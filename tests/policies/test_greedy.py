@@ -149,6 +149,16 @@ def test_a_number_of_actions_that_is_no_whole_number_is_one_line():
     assert GreedyPolicy(_q(), 4.0).num_actions == 4
 
 
+def test_a_number_of_actions_other_than_qs_is_one_line():
+    """(was: ignored, the random actions drawn among q's; ALL's drew among num_actions)"""
+    import pytest
+
+    for policy in (GreedyPolicy(_q(4), 5, epsilon=1.0), BoltzmannPolicy(_q(4), 3)):
+        with pytest.raises(ValueError, match=r"num_actions=\d\) over a q that gives 4 action"):
+            policy(_array(2))
+    assert GreedyPolicy(_q(4), 4, epsilon=1.0)(_array(2)).shape == (2,)
+
+
 def test_a_bare_module_for_q_is_one_line():
     """(was: "'Linear' object has no attribute 'no_grad'"; ALL's takes an approximation too)"""
     import pytest

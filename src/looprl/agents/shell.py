@@ -31,6 +31,17 @@ def seed_units(seed: int, actor: Actor | None = None, learner: Learner | None = 
             unit.seed(seed)
 
 
+def _check_units(agent: Any, policy: Any, trainer: Any) -> None:
+    """A one-line ``TypeError`` unless ``policy`` is a ``Policy`` and ``trainer`` a ``Trainer``
+    (ALL's agents take ``(q, policy, replay_buffer, ...)``: approximations, not these)."""
+    if not (isinstance(policy, Policy) and isinstance(trainer, Trainer)):
+        raise TypeError(f"{type(agent).__name__} takes looprl's (policy, trainer, ...), a Policy "
+                        f"and a Trainer, got {type(policy).__name__} and "
+                        f"{type(trainer).__name__}: ALL's agent arguments (q, policy, "
+                        "replay_buffer, ...) are not ported; build the agent from a preset "
+                        "(docs/coming-from-all-envs.md)")
+
+
 class LearningAgent(AgentBase):
     """``act`` over ``actor`` (whose adder cuts the segments) and ``learner``."""
 
@@ -97,6 +108,7 @@ class ReplayAgent(LearningAgent, Agent):
                  minibatch_size: int = 32, replay_start_size: int = 1000,
                  update_frequency: int = 1, gradient_steps: int = 1,
                  logger: Logger | None = None, log_every: int | None = None):
+        _check_units(self, policy, trainer)
         schedule = ReplaySchedule(minibatch_size, replay_start_size, update_frequency,
                                   gradient_steps)
         super().__init__(Actor(policy, SegmentBuffer(schedule.segment_length, 1)),
@@ -114,5 +126,6 @@ class SegmentAgent(LearningAgent):
 
     def __init__(self, policy: Policy, trainer: Trainer, adder: SegmentBuffer,
                  logger: Logger | None = None):
+        _check_units(self, policy, trainer)
         super().__init__(Actor(policy, adder),
                          Learner(trainer, OnPolicyBuffer(len(adder.t)), logger=logger))

@@ -47,7 +47,8 @@ class Approximation:
                  flush_denormal: bool = True, *, lr_scheduler: Any = None,
                  functional_step: bool = True):
         check_count(log_every=log_every)
-        _check_parts(model, optimizer, clip_grad, loss_scaling, target, checkpointer)
+        _check_parts(model, optimizer, clip_grad, loss_scaling, target, checkpointer,
+                     scheduler if scheduler is not None else lr_scheduler)
         if scheduler is not None and lr_scheduler is not None:
             raise ValueError("Approximation got both scheduler and lr_scheduler (the same "
                              "thing under two names): pass one")
@@ -129,6 +130,11 @@ class Approximation:
         """Backpropagate ``loss * loss_scaling`` and ``step``."""
         if self.optimizer is None:
             raise self._no_optimizer("reinforce")
+        if not (isinstance(loss, torch.Tensor) and loss.requires_grad):
+            raise ValueError(
+                f"Approximation '{self.name}'.reinforce(loss) takes a loss tensor with gradients, "
+                f"got {loss!r:.60}: compute it from the forward pass f(x), not f.no_grad(x), "
+                "f.eval(x), f.target(x) or detached values")
         scaled = loss * self._loss_scaling if self._loss_scaling != 1 else loss
         scaled.backward()
         return self.step(loss)
@@ -248,7 +254,7 @@ class Approximation:
 
 
 def _check_parts(model: Any, optimizer: Any, clip_grad: Any, loss_scaling: Any, target: Any,
-                 checkpointer: Any) -> None:
+                 checkpointer: Any, scheduler: Any) -> None:
     fix = "e.g. Approximation(model, torch.optim.Adam(model.parameters(), lr=1e-3))"
     for name, part, example in (("target", target, "FixedTarget(1000)"),
                                 ("checkpointer", checkpointer, "PeriodicCheckpointer(200)")):
@@ -256,6 +262,11 @@ def _check_parts(model: Any, optimizer: Any, clip_grad: Any, loss_scaling: Any, 
                                                                                 None))):
             raise TypeError(f"Approximation's {name} is an object such as {name}={example} "
                             f"(an instance, not its class), got {part!r:.60}")
+    if scheduler is not None and (isinstance(scheduler, type) or not callable(
+            getattr(scheduler, "step", None))):  # (a LinearScheduler's step is its counter)
+        raise TypeError(f"Approximation's scheduler is a learning-rate scheduler stepped after "
+                        f"every update, such as torch.optim.lr_scheduler.StepLR(optimizer, "
+                        f"1000) (an instance with a step() method), got {scheduler!r:.60}")
     if not (is_number(clip_grad) and clip_grad >= 0):
         raise ValueError(f"Approximation's clip_grad is the largest gradient norm, a number "
                          f">= 0 (0: no clipping), got {clip_grad!r:.40}")

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from looprl.approximation.approximation import Approximation
+from looprl.core.state import State
 from looprl.nn import RLNetwork
 
 __all__ = ["FeatureModule", "FeatureNetwork"]
@@ -18,6 +19,8 @@ class FeatureModule(RLNetwork):
     """Applies ``model`` to the observations of a ``State``/``StateArray``."""
 
     def forward(self, state: Any) -> Any:
+        if not isinstance(state, State):  # (observations: their features)
+            return self.model(state)
         features = state.as_output(self.model(state.as_input("observation")))
         return state.update("observation", features)
 

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from looprl.approximation.approximation import Approximation
+from looprl.core.state import State
 from looprl.nn import RLNetwork
 
 __all__ = ["ContinuousQ", "QContinuous", "QContinuousModule"]
@@ -24,9 +25,12 @@ class ContinuousQ(RLNetwork):
 
 
 class QContinuousModule(ContinuousQ):
-    """``ContinuousQ`` of a ``State``/``StateArray`` and actions ``(*state.shape, action_dim)``."""
+    """``ContinuousQ`` of a ``State``/``StateArray`` (or observations) and actions
+    ``(*state.shape, action_dim)``."""
 
     def forward(self, state: Any, actions: torch.Tensor) -> torch.Tensor:
+        if not isinstance(state, State):  # (observations: ``ContinuousQ``'s)
+            return super().forward(state, actions)
         observation = state.as_input("observation").float()
         actions = torch.as_tensor(actions, device=observation.device)
         actions = actions.reshape(*observation.shape[:-1], -1).to(observation.dtype)

@@ -60,10 +60,10 @@ class LinearScheduler(Schedule):
     """Linear decay from ``initial_value`` (at ``decay_start``) to ``final_value``."""
 
     def __init__(self, initial_value: float, final_value: float, decay_start: int,
-                 decay_end: int, name: str = "variable", **kwargs: Any):
+                 decay_end: int, name: str = "variable", logger: Any = None, **kwargs: Any):
         if decay_end < decay_start:
             raise ValueError(f"decay_end ({decay_end}) must be >= decay_start ({decay_start})")
-        super().__init__(name=name, **kwargs)
+        super().__init__(name=name, logger=logger, **kwargs)
         self.initial_value = initial_value
         self.final_value = final_value
         self.decay_start = decay_start

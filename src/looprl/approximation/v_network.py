@@ -17,7 +17,7 @@ class VModule(RLNetwork):
     """Maps a ``State``/``StateArray`` to one value per state."""
 
     def forward(self, state: Any) -> torch.Tensor:
-        return state.apply(self.model, "observation").squeeze(-1)
+        return super().forward(state).squeeze(-1)
 
 
 class VNetwork(Approximation):

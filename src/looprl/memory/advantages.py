@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from looprl.core import StateArray
+from looprl.core import State, StateArray
 from looprl.core.ranges import check_ranges
 from looprl.core.suggest import check_count
 from looprl.memory.returns import generalized_advantage_estimate
@@ -42,6 +42,7 @@ class _AdvantageBuffer:
         """One step of every environment (``states`` ``None``: nothing, as ALL's)."""
         if states is None:
             return
+        self._check_states("store(states, actions, rewards)", states)
         if len(self._steps) >= self.n_steps:
             raise RuntimeError(f"{type(self).__name__} holds n_steps={self.n_steps} steps "
                                "already: call advantages(next_states) before storing more")
@@ -50,6 +51,7 @@ class _AdvantageBuffer:
 
     def _take(self, next_states: StateArray) -> tuple[StateArray, torch.Tensor, torch.Tensor]:
         """``(states (n_steps + 1, n_envs), actions, rewards (n_steps, n_envs))``; empties."""
+        self._check_states("advantages(next_states)", next_states)
         if len(self._steps) < self.n_steps:
             raise RuntimeError(f"{type(self).__name__} holds {len(self._steps)} of its "
                                f"n_steps={self.n_steps} steps: store more before advantages()")
@@ -59,6 +61,12 @@ class _AdvantageBuffer:
         actions = torch.stack(actions)
         rewards = torch.stack(rewards).to(states.observation.device)
         return states, actions.reshape(-1, *actions.shape[2:]), rewards
+
+    def _check_states(self, call: str, states: Any) -> None:
+        if not isinstance(states, State):
+            raise TypeError(f"{type(self).__name__}.{call} takes a StateArray of the "
+                            f"n_envs={self.n_envs} environments' states, got "
+                            f"{type(states).__name__}: pass env.state_array")
 
     def _gae(self, states: StateArray, rewards: torch.Tensor, values: torch.Tensor,
              lam: float) -> torch.Tensor:

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from looprl.core.namedarray import as_numpy
+from looprl.core.suggest import is_number
 from looprl.memory.replay import ExperienceReplayBuffer
 
 __all__ = ["Prioritized", "PrioritizedReplayBuffer", "SumTree", "importance_weights"]
@@ -71,15 +72,21 @@ class Prioritized:
         alpha: how much prioritization is used (``0``: uniform).
         beta: importance-sampling exponent, a float or a schedule with a ``value``.
         epsilon: added to the new priorities so that none is zero.
+        buffer_size: ALL's name of ``size``.
     """
 
-    def __init__(self, size: int, alpha: float = 0.6, beta: Any = 0.4, epsilon: float = 1e-5,
-                 device: str | torch.device = "cpu", generator: torch.Generator | None = None,
-                 n_step: int = 1):
+    def __init__(self, size: int | None = None, alpha: float = 0.6, beta: Any = 0.4,
+                 epsilon: float = 1e-5, device: str | torch.device = "cpu",
+                 generator: torch.Generator | None = None, n_step: int = 1, *,
+                 buffer_size: int | None = None):
+        size = size if buffer_size is None else buffer_size
         if isinstance(alpha, (str, torch.device)) or not isinstance(epsilon, (int, float)):
             raise TypeError(f"{type(self).__name__}(size, alpha, beta, epsilon, device) takes "
                             f"ALL's argument order; got alpha={alpha!r}, epsilon={epsilon!r}: "
                             "pass device=... by keyword")
+        if not (is_number(beta) or hasattr(type(beta), "value")):
+            raise TypeError(f"beta is a number >= 0 or a schedule (e.g. LinearScheduler(0.4, "
+                            f"1.0, 0, 100000)), got {beta!r:.40}")
         super().__init__(size, device, generator, n_step)
         for name, value in (("alpha", alpha), ("beta", beta), ("epsilon", epsilon)):
             if isinstance(value, int | float) and not value >= 0:  # (beta: or a schedule)

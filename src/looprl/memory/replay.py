@@ -170,6 +170,11 @@ class ExperienceReplayBuffer(ReplayBuffer):
         are gathered and ``put`` as one segment when the buffer is next read, or every
         ``STORE_CHUNK`` steps (a single state's one-step transition into CPU storage is
         written at once: ``_write_step``)."""
+        if state is not None and not (isinstance(state, State) and isinstance(next_state, State)):
+            raise TypeError(f"{type(self).__name__}.store(state, action, next_state) takes "
+                            f"States, got {type(state).__name__} and {type(next_state).__name__}: "
+                            "store env.state (or State({'observation': obs, 'reward': r, "
+                            "'done': d}))")
         single = not isinstance(state, StateArray)
         if state is None or (single and state.done):  # no previous state; a discarded action
             return

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from looprl.core.state import State
 from looprl.core.suggest import check_choice
 
 __all__ = ["ACTIVATIONS", "MLP", "ActionBounds", "Aggregation", "Dueling", "Flatten", "Float",
@@ -196,7 +197,8 @@ class MLP(nn.Sequential):
 
 class RLNetwork(nn.Module):
     """Calls ``model`` on a state's observations (``State.apply``: the state's batch shape,
-    zero where terminated). ``_`` is ignored (ALL's shape argument)."""
+    zero where terminated), or on observations given in place of a state (a tensor or fields).
+    ``_`` is ignored (ALL's shape argument)."""
 
     def __init__(self, model: nn.Module, _: Any = None):
         super().__init__()
@@ -210,7 +212,9 @@ class RLNetwork(nn.Module):
         return torch.device("cpu")
 
     def forward(self, state: Any) -> torch.Tensor:
-        return state.apply(self.model, "observation")
+        if isinstance(state, State):
+            return state.apply(self.model, "observation")
+        return self.model(state)
 
 
 def _reduce(loss: torch.Tensor, reduction: str) -> torch.Tensor:

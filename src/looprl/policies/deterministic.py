@@ -55,7 +55,7 @@ class DeterministicPolicy(_BoxPolicy):
     in units of half the range."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
-                 space: Any = None, noise: float = 0.1, name: str = "policy", **kwargs: Any):
+                 space: Any = None, name: str = "policy", noise: float = 0.1, **kwargs: Any):
         check_ranges({"noise": noise}, type(self).__name__)
         actor = model if isinstance(model, DeterministicActor) else DeterministicActor(model, space)
         super().__init__(actor, optimizer, name=name, **kwargs)

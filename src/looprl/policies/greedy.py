@@ -197,6 +197,10 @@ class GreedyPolicy:
         """The Q-values of ``state`` (by ``forward``, default the training one), ``MASKED_Q`` where
         its ``action_mask`` rules actions out."""
         values = (forward or self._values)(state)
+        if values.shape[-1] != self.num_actions:  # (else a random action could be out of range)
+            raise ValueError(f"{type(self).__name__}(q, num_actions={self.num_actions}) over a q "
+                             f"that gives {values.shape[-1]} action values per state: pass "
+                             "the number of actions of q's model")
         if isinstance(state, dict) and "action_mask" in state:
             values = values.masked_fill(~legal_actions(state).to(values.device), MASKED_Q)
         return values

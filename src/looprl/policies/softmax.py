@@ -20,7 +20,7 @@ class SoftmaxPolicyNetwork(RLNetwork):
     """Maps a ``State``/``StateArray`` to a ``Categorical`` over its logits (not validated)."""
 
     def forward(self, state: Any) -> Categorical:
-        return Categorical(logits=state.apply(self.model, "observation"), validate_args=False)
+        return Categorical(logits=super().forward(state), validate_args=False)
 
 
 class SoftmaxPolicy(Approximation):
