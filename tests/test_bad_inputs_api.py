@@ -279,3 +279,21 @@ def test_algorithm_spec_takes_registered_names_and_factories():
     spec = AlgorithmSpec(env="CartPole-v1", policy="actor-critic", trainer="ppo")
     assert spec.on_device("cpu").trainer == "ppo"  # (``replace`` checks again)
     AlgorithmSpec(env="CartPole-v1", policy=lambda: None, trainer=lambda policy: None)
+
+
+def test_an_agent_names_the_shape_of_an_observation_of_fields():
+    """An SRL environment's observations (a ``NamedArray`` of fields) of another width than its
+    declared space: the line said "unhashable type: 'slice'" (a dict's shape sliced)."""
+    import numpy as np
+
+    from looprl.agents.actor import Actor
+    from looprl.core import NamedArray, RolloutRequest
+
+    class Policy:
+        def rollout(self, request):
+            raise RuntimeError("mat1 and mat2 shapes cannot be multiplied (1x3 and 4x64)")
+
+    request = RolloutRequest(obs=NamedArray(obs=np.zeros((1, 3), np.float32)))
+    with pytest.raises(ValueError) as error:
+        Actor(Policy()).rollout(request)
+    assert "cannot act on an observation of shape {'obs': (3,)} (mat1" in one_line(error)

@@ -281,7 +281,8 @@ def test_duplicate_makes_independent_copies_found_in_order() -> None:
     assert isinstance(env, GymVectorEnvironment)
     env.reset()
     wrappers = contextual_envs(env)
-    assert len(wrappers) == 4 and wrappers == list(env.env.envs)  # in the copies' order
+    copies = [copy.env for copy in env.env.envs]  # (each in looprl's CheckedOutput)
+    assert len(wrappers) == 4 and wrappers == copies  # in the copies' order
     assert len({id(w.unwrapped) for w in wrappers}) == 4
     draws = [_draws(w, 10) for w in wrappers]
     assert len({tuple(d) for d in draws}) == 4  # each copy its own RNG

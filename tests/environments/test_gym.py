@@ -396,7 +396,7 @@ def test_duplicate_keeps_the_wrappers_and_gives_each_copy_its_own_rng() -> None:
     env = _flat_frozen_lake()
     vector = env.duplicate(3)
     assert vector.name == "FrozenLake-v1" and vector.n_envs == 3
-    copies = vector.env.envs
+    copies = [c.env for c in vector.env.envs]  # (each in looprl's CheckedOutput)
     assert all(isinstance(c, gym.wrappers.FlattenObservation) for c in copies)
     assert len({id(c) for c in copies} | {id(env.env)}) == 4
     seeds = {str(c.unwrapped.np_random.bit_generator.state) for c in copies}

@@ -160,6 +160,21 @@ def test_a_users_own_looprl_environment_is_named_with_its_copy():
         envs.step([0, 0])
 
 
+class CrashingClose(Crashing):
+    def close(self):
+        raise ZeroDivisionError("the user's bug")
+
+
+def test_an_exception_in_close_names_the_env_and_the_method():
+    """``Experiment.test`` closes its copies after the evaluation: the user's bare exception
+    was all the run said (through the CLI: ``looprl: error: the user's bug``)."""
+    for env in (GymEnvironment(CrashingClose()), GymEnvironment(CrashingClose()).duplicate(2)):
+        with pytest.raises(EnvironmentFailure, match=r"CrashingClose\.close\(\) raised "
+                           r"ZeroDivisionError: the user's bug") as info:
+            env.close()
+        assert info.value.method == "close"
+
+
 def test_the_cli_prints_an_environment_failure_in_one_line(tmp_path, monkeypatch, capsys):
     (tmp_path / "users_envs.py").write_text(textwrap.dedent("""
         import gymnasium as gym, numpy as np
@@ -217,9 +232,10 @@ def test_a_bare_reset_observation_is_named(make):
 
 @pytest.mark.parametrize("bare, size", [(False, 4), (True, 4), (True, 2)])
 def test_the_old_gym_api_in_a_vector_environment_is_named(bare, size):
-    # (a bare observation of 2 entries unpacks as Gymnasium's pair: its info had no items)
+    # (a bare observation of 2 entries unpacks as Gymnasium's pair: its info had no items);
+    # each copy's output is checked as GymEnvironment's: the same TypeError
     env = GymEnvironment(OldGym(bare, size)).duplicate(2)
-    with pytest.raises(EnvironmentFailure, match="old gym API"):
+    with pytest.raises(TypeError, match=r"OldGym\.(step|reset)\(\) returned .*old gym API"):
         _play(env, 2, [0, 0])
 
 
@@ -293,6 +309,42 @@ def test_a_reward_that_is_not_one_number_is_named(reward):
         env.step = lambda action, reward=reward: (np.zeros(4, np.float32), reward, False, False,
                                                   {})
         assert GymEnvironment(env).step(0).reward == float(reward)
+
+
+class Returning(gym.Env):
+    """``step`` returns ``reward`` and ``terminated`` as given."""
+
+    observation_space, action_space = BOX, gym.spaces.Discrete(2)
+
+    def __init__(self, reward=0.0, terminated=False):
+        self.reward, self.terminated = reward, terminated
+
+    def reset(self, seed=None, options=None):
+        return np.zeros(4, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(4, np.float32), self.reward, self.terminated, False, {}
+
+
+@pytest.mark.parametrize("reward, terminated, named", [
+    ("1.0", False, "the reward a str '1.0'"), (None, False, "the reward a NoneType"),
+    (np.array([1.0, 2.0]), False, "the reward a ndarray"),
+    (0.0, np.array(2), "terminated a ndarray array\\(2\\)"),
+    (0.0, np.array([True, False]), "terminated a ndarray"), (0.0, None, "terminated a NoneType"),
+    (0.0, "yes", "terminated a str")])
+def test_a_reward_or_terminated_of_the_wrong_kind_is_named_in_every_form(reward, terminated,
+                                                                       named):
+    """The vector environment of copies (the parallel presets) stored a text reward as a
+    number, ``None`` as NaN, ``terminated=np.array(2)`` as True; an array of flags was NumPy's
+    "truth value of an array" in ``GymEnvironment``: each is the one line of
+    ``GymEnvironment``'s checks, in every form."""
+    for made, action in ((GymEnvironment(Returning(reward, terminated)), 0),
+                         (GymEnvironment(Returning(reward, terminated)).duplicate(3), [0] * 3)):
+        made.reset()
+        with pytest.raises(TypeError, match=rf"Returning.step\(\) returned {named}"):
+            made.step(action)
+    for flag in (True, np.bool_(False), 1, np.array(True)):  # (bools, and 0/1 flags, are fine)
+        assert GymEnvironment(Returning(terminated=flag)).step(0).done == bool(flag)
 
 
 def test_a_box_dimension_of_zero_width_is_named_by_gaussian_ppo():
@@ -415,3 +467,66 @@ def test_an_exception_when_a_finished_agent_steps_none_is_named():
     with pytest.raises(EnvironmentFailure, match=r"^FailsAtTheEnd\.step\(\) raised RuntimeError"):
         for move in (0, 3, 1, 4, 2):  # player_1 wins on its third move
             env.step(move)
+
+
+def test_a_users_srl_environment_that_raises_is_named_by_the_local_collector():
+    """A user's own SRL environment played locally (``looprl run algorithm=multiagent/ppo
+    env=my_envs:name``) raised its bare exception (``looprl: error: the user's bug``); on Ray
+    the same fault names the environment, the method, the copy, the episode and the step."""
+    from looprl.collector import EnvRunner
+    from looprl.core import RolloutResult
+    from looprl.environments.srl import Environment as SRLEnvironment
+    from looprl.environments.srl import step_result
+
+    class Failing(SRLEnvironment):
+        agent_count, t = 1, 0
+
+        def reset(self) -> list:
+            return [step_result({"obs": np.zeros(2, np.float32)}, 0.0, False)]
+
+        def step(self, actions: list) -> list:
+            self.t += 1
+            if self.t == 3:
+                raise KeyError("the user's bug")
+            return [step_result({"obs": np.zeros(2, np.float32)}, 1.0, False)]
+
+    class FailingReset(Failing):
+        def reset(self) -> list:
+            raise KeyError("the user's bug")
+
+    with pytest.raises(EnvironmentFailure, match=r"FailingReset\.reset\(\) raised KeyError: "
+                       r"\"the user's bug\" \(copy 0, episode 1\)"):
+        EnvRunner(FailingReset, segment_length=None, seed=0).request(0)
+    runner = EnvRunner(Failing, n_envs=2, segment_length=None, seed=0)
+    with pytest.raises(EnvironmentFailure, match=r"Failing\.step\(\) raised KeyError: \"the "
+                       r"user's bug\" \(copy 0, episode 1, step 3\)") as info:
+        for _ in range(3):
+            runner.request(0)
+            runner.step(0, RolloutResult(action=np.zeros(2, np.int64)))
+    assert info.value.method == "step" and isinstance(info.value.__cause__, KeyError)
+
+
+def test_a_users_srl_environment_whose_close_raises_is_named():
+    """The multi-agent experiment closes its collector's copies after an evaluation: an SRL
+    environment's exception there was all the run said."""
+    from looprl.collector import EnvRunner
+    from looprl.environments.srl import Environment as SRLEnvironment
+    from looprl.environments.srl import step_result
+
+    class ClosingBadly(SRLEnvironment):
+        agent_count = 1
+
+        def reset(self) -> list:
+            return [step_result({"obs": np.zeros(2, np.float32)}, 0.0, False)]
+
+        def step(self, actions: list) -> list:
+            return self.reset()
+
+        def close(self) -> None:
+            raise KeyError("the user's bug")
+
+    runner = EnvRunner(ClosingBadly, n_envs=2, segment_length=None, seed=0)
+    with pytest.raises(EnvironmentFailure, match=r"ClosingBadly\.close\(\) raised KeyError: "
+                       r"\"the user's bug\" \(copy 0\)"):
+        runner.close()
+    EnvRunner(GymEnvironment(Crashing()).duplicate(2), segment_length=None, seed=0).close()

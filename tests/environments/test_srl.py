@@ -491,3 +491,21 @@ def test_the_gymnasium_adapter_gives_observations_as_gym_environment_does():
     assert local.reset().observation.numpy().tolist() == obs.tolist()
     moved = env.step([2])[0].obs["obs"]  # (right, not slippery)
     assert moved.dtype == np.float32 and moved.argmax() == 1
+
+
+def test_result_flags_that_are_neither_bools_nor_0_or_1_are_one_line():
+    """A run's collector read ``done=np.array([2])``, ``[0.5]`` or ``[None]`` as True or False
+    (only ``test_environment`` refused them); bools and the 0/1 flags of ``uint8`` read as
+    flags."""
+    from looprl.environments.srl import StepResult, result_scalars
+
+    def result(done):
+        return StepResult(obs={"obs": np.zeros(1)}, reward=np.array([1.0]), done=done, info={},
+                          truncated=np.array([False]))
+
+    for done in (np.array([2]), np.array([0.5]), np.array([None]), np.array(["yes"])):
+        with pytest.raises(ValueError, match=r"\(done and truncated: True/False or 0/1\)"):
+            result_scalars(result(done))
+    for done, flag in ((np.array([True]), True), (np.array([1], np.uint8), True),
+                       (np.array([0.0]), False)):
+        assert result_scalars(result(done)) == (1.0, flag, False)

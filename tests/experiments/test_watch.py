@@ -27,6 +27,21 @@ def test_max_steps_cuts_the_episode(tmp_path) -> None:
     assert path.read_bytes()[:6] == b"GIF89a"
 
 
+def test_a_render_that_raises_names_the_environment_and_render(tmp_path) -> None:
+    # was the user's bare exception (looprl watch: "looprl: error: the user's bug")
+    from looprl.environments import EnvironmentFailure
+
+    def crash():
+        raise KeyError("the user's bug")
+
+    env = GymEnvironment("CartPole-v1", render_mode="rgb_array")
+    env.env.render = crash
+    with pytest.raises(EnvironmentFailure, match=r"CartPole-v1\.render\(\) raised KeyError: "
+                       r"\"the user's bug\"") as info:
+        watch.watch(_Right(), env, episodes=1, gif=tmp_path / "a.gif", max_steps=3)
+    assert info.value.method == "render"
+
+
 def test_a_gif_path_that_cannot_be_written_is_one_line_before_the_episodes_play(
         tmp_path, monkeypatch) -> None:
     # was: every episode played, then "[Errno 21] Is a directory: 'runs.tmp' -> 'runs'" (a

@@ -42,9 +42,12 @@ class Actor(Agent, ParallelAgent):
             shape = getattr(request.obs, "shape", None)
             if "shape" not in str(error) or shape is None:
                 raise
+            shown = ({name: tuple(each[1:]) for name, each in shape.items()}
+                     if isinstance(shape, dict) else tuple(shape[1:]))  # (a NamedArray's fields)
             raise ValueError(f"{type(self.policy).__name__} cannot act on an observation of "
-                             f"shape {tuple(shape[1:])} ({error}): give it the states of the "
-                             "environment it was built for") from error
+                             f"shape {shown} ({error}): give it the states of the environment "
+                             "it was built for (the shapes its observation_space declares)"
+                             ) from error
 
     def act(self, state: Any) -> Any:
         """The policy's action for ``state`` (a ``State``), or one per row (a ``StateArray``); the

@@ -18,6 +18,7 @@ from looprl.core import NamedArray, StateArray
 from looprl.core.namedarray import as_numpy
 from looprl.core.suggest import check_count
 from looprl.environments.base import VectorEnvironment
+from looprl.environments.faults import EnvironmentFailure, failure
 from looprl.environments.gym_helpers import episode_cap
 from looprl.environments.srl import checked_results, make, result_scalars
 
@@ -99,7 +100,10 @@ class Copies:
             return call(*args, **kwargs)
         except Exception as error:
             if runner.restarts is None or self.build is None:
-                raise
+                if i is None or isinstance(error, EnvironmentFailure):
+                    raise  # (a vector environment names its copies' faults itself)
+                raise failure(self.name, method, error, *self._place(i, method),
+                              copy=i) from error
             self._rebuild(runner, i, method, error)
             return None
         finally:
@@ -233,11 +237,24 @@ class Copies:
         results = self._call(runner, i, method, getattr(env, method), *args)
         return None if results is None else checked_results(results, env, method)
 
+    def close(self) -> None:
+        """Close every copy; an exception is an ``EnvironmentFailure`` naming the copy."""
+        for i, env in enumerate(self.envs):
+            try:
+                env.close()
+            except EnvironmentFailure:
+                raise
+            except Exception as error:
+                raise failure(self.name, "close", error, copy=i) from error
+
+    def _place(self, i: int, method: str) -> tuple[int, int | None]:
+        """The episode of copy ``i`` and, in ``step``, its step (from 1)."""
+        return int(self.episode[i]), int(self.lengths[i]) + 1 if method == "step" else None
+
     def _rebuild(self, runner: Any, i: int, method: str, error: Exception) -> None:
         """Count ``error``, cut copy ``i``'s episode, and rebuild, seed and reset the copy."""
-        step = int(self.lengths[i]) + 1 if method == "step" else None
         restarts = runner.restarts
-        restarts.note(self.name, i, method, error, int(self.episode[i]), step, runner.total_frames)
+        restarts.note(self.name, i, method, error, *self._place(i, method), runner.total_frames)
         if method == "step":
             runner.cut_episodes(np.flatnonzero(self.stream_copy == i))
         _close(self.envs[i])
@@ -282,6 +299,9 @@ class VectorCopies(Copies):
     @property
     def env_cap(self) -> int:
         return episode_cap(self.env)
+
+    def close(self) -> None:
+        self.env.close()
 
     @property
     def needs_reset(self) -> bool:

@@ -227,6 +227,10 @@ class EnvRunner:
         if self.hooks is not None and len(asked):
             _after_step(self, asked, obs, action, stepped)
 
+    def close(self) -> None:
+        """Close the environment copies (one that raises: an ``EnvironmentFailure``)."""
+        self._copies.close()
+
     def truncate(self) -> None:
         """End every episode in progress as truncated at the latest observations (not
         reported); the next ``advance`` resets every env copy instead of stepping it."""

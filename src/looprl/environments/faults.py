@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["EnvironmentFailure", "PolicyActionError", "failure", "gym_reset_output",
-           "gym_step_output", "place", "unpack_hint"]
+__all__ = ["EnvironmentFailure", "EnvironmentOutputError", "PolicyActionError", "failure",
+           "gym_reset_output", "gym_step_output", "place", "unpack_hint"]
 
 STEP_API = "Gymnasium's 5-tuple (observation, reward, terminated, truncated, info)"
 RESET_API = "Gymnasium's (observation, info) pair"
@@ -20,8 +20,8 @@ OLD_GYM = ("the old gym API: port the environment to gymnasium.Env (step returns
 
 
 class EnvironmentFailure(RuntimeError):
-    """An exception raised in ``environment``'s ``method`` (``"reset"`` or ``"step"``), at
-    ``episode`` and ``step`` (from 1) when known."""
+    """An exception raised in ``environment``'s ``method`` (``"reset"``, ``"step"`` or
+    ``"close"``), at ``episode`` and ``step`` (from 1) when known."""
 
     def __init__(self, message: str, environment: str, method: str,
                  episode: int | None = None, step: int | None = None):
@@ -32,6 +32,11 @@ class EnvironmentFailure(RuntimeError):
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle with every attribute (a Ray worker's failure reaches the driver)."""
         return type(self), (str(self), self.environment, self.method, self.episode, self.step)
+
+
+class EnvironmentOutputError(TypeError):
+    """What an environment's ``step`` or ``reset`` returned is not Gymnasium's API (a reward
+    that is not one number, a ``terminated`` that is not a bool, the old gym API, ...)."""
 
 
 class PolicyActionError(ValueError):
@@ -75,28 +80,38 @@ def unpack_hint(error: BaseException, method: str) -> str | None:
 
 
 def gym_step_output(output: Any, name: str) -> tuple[Any, Any, Any, Any, Any]:
-    """``output`` of ``name``'s ``step`` if it is Gymnasium's 5-tuple, else ``TypeError``."""
+    """``output`` of ``name``'s ``step`` if it is Gymnasium's 5-tuple, else
+    ``EnvironmentOutputError`` (a ``TypeError``)."""
     if isinstance(output, tuple) and len(output) == 5:
         if type(output[1]) is not float and not _one_number(output[1]):
-            raise TypeError(f"{name}.step() returned the reward {_described(output[1])}; "
-                            "looprl expects one number (a float) per step")
+            raise EnvironmentOutputError(f"{name}.step() returned the reward "
+                                         f"{_described(output[1])}; looprl expects one number "
+                                         "(a float) per step")
+        for index, flag in ((2, "terminated"), (3, "truncated")):
+            if not _one_flag(output[index]):
+                raise EnvironmentOutputError(
+                    f"{name}.step() returned {flag} {_described(output[index])}; looprl "
+                    f"expects {STEP_API} with {flag} a bool")
         if not isinstance(output[4], dict | None):
-            raise TypeError(f"{name}.step() returned the info {_described(output[4])}; "
-                            f"looprl expects {STEP_API} with info a dict")
+            raise EnvironmentOutputError(f"{name}.step() returned the info "
+                                         f"{_described(output[4])}; looprl expects {STEP_API} "
+                                         "with info a dict")
         return tuple(output)  # (a plain tuple as it is; a named tuple as a plain one)
     if isinstance(output, tuple) and len(output) == 4:
-        raise TypeError(f"{name}.step() returned a 4-tuple (obs, reward, done, info), "
-                        f"{OLD_GYM}; looprl expects {STEP_API}")
-    raise TypeError(f"{name}.step() returned {_described(output)}; looprl expects {STEP_API}")
+        raise EnvironmentOutputError(f"{name}.step() returned a 4-tuple (obs, reward, done, "
+                                     f"info), {OLD_GYM}; looprl expects {STEP_API}")
+    raise EnvironmentOutputError(f"{name}.step() returned {_described(output)}; looprl "
+                                 f"expects {STEP_API}")
 
 
 def gym_reset_output(output: Any, name: str) -> tuple[Any, dict[str, Any]]:
-    """``output`` of ``name``'s ``reset`` if it is Gymnasium's pair, else ``TypeError``."""
+    """``output`` of ``name``'s ``reset`` if it is Gymnasium's pair, else
+    ``EnvironmentOutputError``."""
     if isinstance(output, tuple) and len(output) == 2 and isinstance(output[1], dict):
         return output
     old = "" if isinstance(output, tuple) else f", {OLD_GYM}"
-    raise TypeError(f"{name}.reset() returned {_described(output)}{old}; looprl expects "
-                    f"{RESET_API} with info a dict")
+    raise EnvironmentOutputError(f"{name}.reset() returned {_described(output)}{old}; looprl "
+                                 f"expects {RESET_API} with info a dict")
 
 
 def _one_number(value: Any) -> bool:
@@ -106,6 +121,11 @@ def _one_number(value: Any) -> bool:
     if isinstance(value, np.ndarray | np.generic):
         return value.shape == () and value.dtype.kind in "biuf"
     return isinstance(value, torch.Tensor) and value.dim() == 0 and not value.is_complex()
+
+
+def _one_flag(value: Any) -> bool:
+    """Whether ``value`` is one bool (or one number that is 0 or 1: the ``uint8`` flags)."""
+    return isinstance(value, bool | np.bool_) or (_one_number(value) and value in (0, 1))
 
 
 def _described(value: Any) -> str:

@@ -180,7 +180,10 @@ class GymEnvironment(Environment):
         return self.env.render(**kwargs)
 
     def close(self) -> None:
-        self.env.close()
+        try:
+            self.env.close()
+        except Exception as error:
+            raise failure(self.name, "close", error) from error
 
     def duplicate(self, n: int) -> GymVectorEnvironment:
         """``n`` copies as a ``GymVectorEnvironment`` (deep copies of a given ``gym.Env``)."""

@@ -64,15 +64,19 @@ def checked_results(results: Any, env: Environment, call: str) -> list[StepResul
 
 
 def result_scalars(result: Any) -> tuple[float, bool, bool]:
-    """``(reward, done, truncated)`` of a ``StepResult``, checked to be shape-``(1,)`` arrays."""
+    """``(reward, done, truncated)`` of a ``StepResult``, checked to be shape-``(1,)`` arrays
+    (the flags bools or 0/1: ``done=np.array([2])`` or ``0.5`` is no flag)."""
     try:
         if len(result.reward) == len(result.done) == len(result.truncated) == 1:
-            return float(result.reward[0]), bool(result.done[0]), bool(result.truncated[0])
+            done, truncated = result.done[0], result.truncated[0]
+            if done in (0, 1) and truncated in (0, 1):
+                return float(result.reward[0]), bool(done), bool(truncated)
     except TypeError:  # (a number, a 0-d array)
         pass
     raise ValueError("a StepResult's reward, done and truncated must be shape-(1,) arrays, "
-                     f"got {result.reward!r}, {result.done!r}, {result.truncated!r}; build "
-                     "results with looprl.environments.step_result(...)")
+                     f"got {result.reward!r}, {result.done!r}, {result.truncated!r} (done and "
+                     "truncated: True/False or 0/1); build results with "
+                     "looprl.environments.step_result(...)")
 
 
 def _what(result: Any) -> str:

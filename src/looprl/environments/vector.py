@@ -15,7 +15,13 @@ from looprl.core import StateArray
 from looprl.core.state import as_observation
 from looprl.core.suggest import check_device, check_seed, is_whole
 from looprl.environments.base import VectorEnvironment
-from looprl.environments.faults import failure, unpack_hint
+from looprl.environments.faults import (
+    EnvironmentOutputError,
+    failure,
+    gym_reset_output,
+    gym_step_output,
+    unpack_hint,
+)
 from looprl.environments.gym_helpers import (
     SHAPE_ERRORS,
     action_to_numpy,
@@ -37,7 +43,27 @@ def make_vector_env(env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: 
         # (not make_vec's "sync" mode: it makes its copies with a closure, which a checkpoint
         # cannot pickle)
         env_id = partial(gym.make, env_id, **kwargs)
-    return gym.vector.SyncVectorEnv([env_id] * n_envs)
+    return gym.vector.SyncVectorEnv([partial(CheckedOutput.made, env_id)] * n_envs)
+
+
+class CheckedOutput(gym.Wrapper):
+    """A copy whose ``step`` and ``reset`` outputs are checked as ``GymEnvironment``'s (a reward
+    that is not one number, a ``terminated`` that is not a bool: one line, not stored as it
+    comes by the vector environment)."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self._name = env_name(env)
+
+    @classmethod
+    def made(cls, make: Callable[[], gym.Env]) -> CheckedOutput:
+        return cls(make())
+
+    def step(self, action: Any) -> Any:
+        return gym_step_output(self.env.step(action), self._name)
+
+    def reset(self, **kwargs: Any) -> Any:
+        return gym_reset_output(self.env.reset(**kwargs), self._name)
 
 
 def tuple_rows(obs: Any, space: gym.Space) -> Any:
@@ -92,6 +118,8 @@ class NumpyVectorEnvironment(VectorEnvironment):
         self._t = 0
         try:
             obs, info = self.env.reset(seed=seed)
+        except EnvironmentOutputError:
+            raise
         except Exception as error:
             if isinstance(error, ValueError) and any(words in str(error)
                                                      for words in SHAPE_ERRORS):
@@ -117,7 +145,10 @@ class NumpyVectorEnvironment(VectorEnvironment):
         return self.env.single_action_space
 
     def close(self) -> None:
-        self.env.close()
+        try:
+            self.env.close()
+        except Exception as error:
+            raise self._failure("close", error) from error
 
 
 class GymVectorEnvironment(NumpyVectorEnvironment):
@@ -159,6 +190,8 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         self._t += 1
         try:
             obs, reward, terminated, truncated, _ = self.env.step(action)
+        except EnvironmentOutputError:
+            raise
         except Exception as error:  # (Gymnasium's environments assert valid actions)
             if isinstance(error, AssertionError) and not self.env.action_space.contains(action):
                 raise ValueError(f"Invalid actions {action!r} for {self.name} (action space of "

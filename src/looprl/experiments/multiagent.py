@@ -166,8 +166,7 @@ class MultiagentEnvExperiment(Experiment):
                 actor.seed(seed)
             act = actor.rollout
         returns = agent_returns(play_episodes(runner, act, episodes), played.possible_agents)
-        for copy_ in runner.envs:
-            copy_.close()
+        runner.close()
         if env is None:
             self.agent_logs.add_test_returns([sum(each) for each in zip(*returns.values())],
                                              returns, self.logger.frame)
@@ -177,8 +176,8 @@ class MultiagentEnvExperiment(Experiment):
     def close(self) -> None:
         """Close the loggers, the environment and the collector's copy of it."""
         super().close()
-        for env in self.runner.envs if self.runner is not None else ():
-            env.close()
+        if self.runner is not None:
+            self.runner.close()
 
     def close_loggers(self) -> None:
         """Close the experiment's and the agents' loggers (safe to call more than once)."""

@@ -28,6 +28,7 @@ from looprl.environments import AtariEnvironment, Environment
 from looprl.environments.ale import atari_game
 from looprl.environments.contextual import ContextualEnvironment
 from looprl.environments.duplicate import DuplicateEnvironment
+from looprl.environments.faults import EnvironmentFailure, failure
 from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.experiments.episodes import (
     check_episodes,
@@ -215,7 +216,8 @@ def check_gif(path: Path) -> None:
 
 
 def rgb_frame(render: Callable[[], Any]) -> np.ndarray:
-    """``render()``'s frame, or a one-line ``ValueError`` if it gives no RGB array."""
+    """``render()``'s frame, or a one-line ``ValueError`` if it gives no RGB array (an
+    ``EnvironmentFailure`` if it raises)."""
     env = getattr(render, "__self__", render)
     owner = getattr(env, "name", None) or type(env).__name__
     fix = ("nothing to write to the GIF: build it with render_mode='rgb_array' (an argument "
@@ -224,6 +226,10 @@ def rgb_frame(render: Callable[[], Any]) -> np.ndarray:
         frame = render()
     except NotImplementedError as error:
         raise ValueError(str(error) or f"{owner} does not render: {fix}") from None
+    except EnvironmentFailure:
+        raise
+    except Exception as error:  # (the user's render: one line naming it, as step's)
+        raise failure(owner, "render", error) from error
     if not isinstance(frame, np.ndarray) or frame.ndim != 3:
         raise ValueError(f"{owner}.render() gave {type(frame).__name__}, not an (H, W, 3) RGB "
                          f"array: {fix}")
