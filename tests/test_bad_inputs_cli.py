@@ -68,16 +68,42 @@ def test_text_for_a_number_whose_default_is_none_is_refused_by_the_builder(value
         continuous.sac.hyperparameters(target_entropy=value)  # (was: "could not convert ...")
 
 
+@pytest.mark.parametrize(("builder", "key", "value"), [
+    ("ppo", "value_clip", [0.2]), ("ppo", "value_clip", True), ("ppo", "value_clip", {}),
+    ("continuous.sac", "target_entropy", [-1.0]), ("continuous.sac", "target_entropy", True)])
+def test_a_non_number_whose_default_is_none_is_refused_by_the_builder(
+        builder: str, key: str, value: object) -> None:
+    """A default ``None`` leaves the type unchecked: a list was "bad operand type for unary -:
+    'list'" in the loss; ``True`` trained as 1."""
+    from looprl.presets.catalog import resolve_agent
+
+    with pytest.raises(TypeError, match=re.escape(f"'{key}' must be")) as error:
+        resolve_agent(builder).hyperparameters(**{key: value})
+    assert str(error.value).endswith(f"or None, got {value!r}")
+
+
+def test_a_log_std_init_the_gaussian_head_clamps_is_refused() -> None:
+    """``log_std_init=100`` trained with a std of e**2 that never moved (clamped: no gradient)."""
+    from looprl.presets import continuous
+
+    with pytest.raises(ValueError, match=r"'log_std_init' of ppo must be in \[-20, 2\], got 100"):
+        continuous.ppo.hyperparameters(log_std_init=100.0)
+    continuous.ppo.hyperparameters(log_std_init=-1)  # (an int where a float is fine)
+
+
 @pytest.mark.parametrize(("builder", "key", "value", "expected"), [
     ("ppo", "lr", math.inf, "must be finite and positive (> 0), got inf"),
     ("ppo", "discount_factor", math.nan, "must be finite and in [0, 1], got nan"),
     ("c51", "v_min", -math.inf, "must be a finite number, got -inf"),
-    ("continuous.ppo", "log_std_init", math.nan, "must be a finite number, got nan"),
-    ("continuous.sac", "target_entropy", math.inf, "must be a finite number (null: -|A|)")])
+    ("continuous.ppo", "log_std_init", math.nan, "must be finite and in [-20, 2], got nan"),
+    ("continuous.sac", "target_entropy", math.inf, "must be a finite number (null: -|A|)"),
+    ("dqn", "replay_buffer_size", 10**400, "must be finite and a whole number >= 1, got 1000"),
+    ("dqn", "lr", -10**400, "must be finite and positive (> 0), got -1000")])
 def test_a_non_finite_hyperparameter_is_refused_by_the_builder(
         builder: str, key: str, value: float, expected: str) -> None:
     """``lr=inf`` trained on NaN weights, ``v_min=-inf`` was a torch traceback deep in C51's
-    projection and ``log_std_init=nan`` was blamed on the environment's NaNs."""
+    projection and ``log_std_init=nan`` was blamed on the environment's NaNs; an int beyond any
+    float was an OverflowError traceback."""
     from looprl.presets.catalog import resolve_agent
 
     with pytest.raises(ValueError, match=re.escape(f"'{key}' of {builder.split('.')[-1]} "
@@ -124,6 +150,14 @@ def test_n_envs_zero_warns_nothing_before_its_error(caplog: pytest.LogCaptureFix
 def test_an_on_policy_segment_that_cannot_fit_in_memory_is_one_line() -> None:
     builder = classic_control.ppo.hyperparameters(n_steps=10**12)
     with pytest.raises(ValueError, match=r"n_envs x \(n_steps \+ 1\) = .* GiB.* lower n_steps"):
+        builder.env(GymEnvironment("CartPole-v1")).build()
+
+
+def test_networks_that_cannot_fit_in_memory_are_one_line() -> None:
+    """``hidden=2e7`` (1.6 PB of weights) was torch's allocator traceback."""
+    builder = classic_control.dqn.hyperparameters(hidden=2 * 10**7).device("cpu")
+    with pytest.raises(ValueError, match=r"dqn's networks do not fit in memory \(.*allocate.*\); "
+                                         r"lower hidden \(now 20000000\)$"):
         builder.env(GymEnvironment("CartPole-v1")).build()
 
 

@@ -131,6 +131,17 @@ def test_a_sweep_over_lists_of_meta_components_passes_the_checks() -> None:
         check_overrides(["-m", "meta=[rnd],[nd]"])
 
 
+def test_a_swept_hyperparameter_value_out_of_range_is_refused_before_the_first_job() -> None:
+    """``-m algorithm.lr=1e-3,-1`` trained job 0 in full before job 1 was refused."""
+    from looprl.configs.checks import check_overrides
+    register()
+    with pytest.raises(ValueError, match=r"'lr' of ppo must be positive \(> 0\), got -1"):
+        check_overrides(["-m", "algorithm.lr=1e-3,-1"])
+    with pytest.raises(ValueError, match="'alpha' of sac must be positive"):
+        check_overrides(["-m", "algorithm=dqn,continuous/sac", "algorithm.alpha=0.0,0.5"])
+    check_overrides(["-m", "algorithm.lr=1e-3,${oc.env:LR}", "algorithm.hidden=range(1,4)"])
+
+
 def test_a_second_copy_of_a_component_attaches_under_a_name_of_its_own() -> None:
     """What the one-line error of ``meta=[rnd,rnd]`` advises."""
     built = build(_compose(["meta=[rnd]", "+meta.rnd2._target_=looprl.meta.rnd.RND",

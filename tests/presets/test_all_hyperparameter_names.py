@@ -3,6 +3,7 @@ each name of ALL's ``default_hyperparameters`` sets looprl's value, or is one li
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -191,6 +192,17 @@ def test_conversions_follow_later_calls() -> None:
     with pytest.raises(ValueError) as error:
         constant.hyperparameters(clip=0.2)  # (ALL's 0.2 -> 0.3 has no looprl form)
     assert "clip_final" in _one_line(error)
+
+
+@pytest.mark.parametrize("given", [{"n_envs": "abc"}, {"n_steps": None}, {"n_envs": [2]}])
+def test_a_value_a_conversion_reads_is_typed_before_it_converts(given: dict[str, Any]) -> None:
+    """``minibatches`` redone over ``n_envs='abc'`` was "not all arguments converted during
+    string formatting"."""
+    message = re.escape(f"'{next(iter(given))}' must be int (like ")
+    with pytest.raises(TypeError, match=message):
+        classic_control.ppo.hyperparameters(minibatches=4).hyperparameters(**given)
+    with pytest.raises(TypeError, match=message):
+        classic_control.ppo.hyperparameters(minibatches=4, **given)
 
 
 @pytest.mark.parametrize(("name", "value", "key"), [

@@ -122,6 +122,33 @@ def test_settings_of_a_part_not_chosen_warn_with_the_part_to_choose(cartpole, ca
         "instead): choose it, or drop initial_exploration"]
 
 
+def test_settings_of_a_switch_turned_off_warn_with_the_switch(cartpole, caplog) -> None:
+    # were taken silently: Rainbow's sigma without noisy nets, its atoms without a distribution,
+    # SAC's tuning settings with a fixed temperature
+    from looprl.presets import continuous
+    from looprl.presets.classic_control import rainbow
+    caplog.set_level("WARNING", "looprl.presets")
+    rainbow.env(cartpole).hyperparameters(noisy=False, sigma=0.9, distributional=False, atoms=11,
+                                          v_max=50.0).device("cpu").build()
+    continuous.sac.env("Pendulum-v1").hyperparameters(
+        entropy_tuning=False, lr_temperature=0.5, target_entropy=-2.0).device("cpu").build()
+    assert [r.getMessage() for r in caplog.records] == [
+        "rainbow: sigma takes effect only with noisy=True: choose it, or drop sigma",
+        "rainbow: atoms, v_max take effect only with distributional=True: choose it, or drop "
+        "atoms and v_max", "sac: lr_temperature, target_entropy take effect only with "
+        "entropy_tuning=True: choose it, or drop lr_temperature and target_entropy"]
+
+
+def test_hidden_with_a_feature_extractor_warns_that_it_is_unused(cartpole, caplog) -> None:
+    # was taken silently: the extractor's own widths build the network
+    from looprl.presets.classic_control import ppo
+    caplog.set_level("WARNING", "looprl.presets")
+    ppo.env(cartpole).hyperparameters(features="mlp", hidden=32).device("cpu").build()
+    dqn.env(cartpole).hyperparameters(features="mlp").device("cpu").build()  # (no hidden: quiet)
+    assert [r.getMessage() for r in caplog.records] == [
+        "ppo: hidden takes effect only with features=None: choose it, or drop hidden"]
+
+
 def test_settings_of_an_exploration_not_chosen_warn_with_the_exploration_to_choose(
         cartpole, caplog) -> None:
     # were taken silently: epsilon under the default decaying schedule (a Mighty config's

@@ -15,6 +15,7 @@ from looprl.configs import (
     runtimes,
 )
 from looprl.configs.sources import PRIMARY, config_keys, config_name, key_hint, user_groups
+from looprl.core.ranges import check_ranges
 from looprl.core.suggest import check_choice, check_once, did_you_mean
 from looprl.meta.registry import own_name
 from looprl.presets.all_names import hyperparameter_hint
@@ -75,6 +76,8 @@ def check_overrides(overrides: list[str]) -> None:
             ours = [c for c in chosen[group] if c in builtin[group]]
             if ours or not chosen[group]:  # (a user's option: build checks its keys)
                 _check_field(group, field, ours)
+            if group == "algorithm":
+                _check_swept_values(key, value, ours)
         elif group not in options and group not in primary:
             check_choice("config key", group, list(primary), key_hint(group, list(primary)))
         elif field and group in ("context", "logging"):  # nodes of fixed keys
@@ -83,6 +86,22 @@ def check_overrides(overrides: list[str]) -> None:
         raise ValueError("frames does not apply to runner=es: each individual trains "
                          "runner.num_steps_per_iteration steps (default 10000) in each of "
                          "runner.iterations generations; set those instead")
+
+
+def _check_swept_values(key: str, value: str, algorithms: list[str]) -> None:
+    """Each number a sweep (``-m algorithm.lr=1e-3,-1``) gives a hyperparameter is in its range
+    (``check_ranges``), before the first job trains, not when its job starts."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+    try:
+        override = OverridesParser.create().parse_override(f"{key}={value}")
+        values = list(override.sweep_iterator()) if override.is_sweep_override() else []
+    except HydraException:  # (an interval, a syntax error: Hydra's to report)
+        return
+    name = key.partition(".")[2]
+    for number in [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]:
+        for algorithm in algorithms:
+            check_ranges({name: number}, algorithm.rpartition("/")[2])
 
 
 def _mighty_hint(group: str, choice: str, options: list[str]) -> str:

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["HP_RANGES", "PRESET_RANGES", "RANGES", "Range", "check_ranges", "range_of"]
+__all__ = ["HP_RANGES", "PRESET_RANGES", "RANGES", "Range", "check_ranges", "is_finite", "range_of"]
 
 
 @dataclass(frozen=True)
@@ -27,10 +27,18 @@ class Range:
             return False
         if value is None or isinstance(value, bool) or not isinstance(value, int | float):
             return True
-        if isinstance(value, float) and not math.isfinite(value):
+        if not is_finite(value):
             return False
         above = value > self.low if self.open_low else value >= self.low
         return above and value <= self.high and (not self.whole or float(value).is_integer())
+
+
+def is_finite(value: int | float) -> bool:
+    """Whether ``value`` is finite, as a float (an int too large for a float is not)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 POSITIVE = Range(0.0, open_low=True, text="positive (> 0)")
@@ -56,7 +64,9 @@ RANGES: dict[str, Range] = {
     "atoms": Range(2, whole=True, text="a whole number >= 2"),
     "ez_mu": Range(1.0, open_low=True, text="> 1 (ez-greedy's zeta exponent)"),
     "target_entropy": Range(text="a finite number (null: -|A|)"),
-    **dict.fromkeys(("v_min", "v_max", "log_std_init"), Range(text="a finite number")),
+    **dict.fromkeys(("v_min", "v_max"), Range(text="a finite number")),
+    # (GaussianHead clamps the log std there: beyond, it would stay put, never learned)
+    "log_std_init": Range(-20.0, 2.0, text="in [-20, 2]"),
     **dict.fromkeys(("replay_start_size", "final_exploration_step", "target_update_frequency"),
                     WHOLE),
 }
@@ -91,7 +101,7 @@ def check_ranges(hyperparameters: dict[str, Any], owner: str = "") -> None:
     for key, value in hyperparameters.items():
         valid = range_of(key, owner)
         if valid is not None and not valid.holds(value):
-            infinite = isinstance(value, float) and not math.isfinite(value)
+            infinite = isinstance(value, int | float) and not is_finite(value)
             bounded = math.isfinite(valid.low) or math.isfinite(valid.high)
             finite = "finite and " if infinite and bounded else ""
             raise ValueError(f"Hyperparameter {key!r}{of} must be {finite}{valid.text}, got "

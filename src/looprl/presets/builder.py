@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -13,8 +14,8 @@ import gymnasium as gym
 import torch
 
 from looprl.core import Preset
-from looprl.core.ranges import check_ranges
-from looprl.core.suggest import check_device, warn_once
+from looprl.core.ranges import check_ranges, range_of
+from looprl.core.suggest import check_device, one_line, warn_once
 from looprl.environments.base import Environment
 from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.presets.all_names import ALL_NAMES, Defaults, hyperparameter_hint
@@ -32,9 +33,14 @@ class UnknownHyperparameterError(KeyError):
 def check_type(key: str, value: Any, default: Any) -> Any:
     """``value``, of the kind of the default (int, float, bool, str; a whole float for an int,
     as ALL writes ``replay_buffer_size=1e6``, as an int), else ``TypeError``; ``None`` only
-    where the default is ``None``."""
+    where the default is ``None``, which takes any value but a list, ``True``, ... for a key
+    with a range (``value_clip``: a number; text is refused by ``check_ranges``)."""
     if default is None:
-        return value
+        valid = range_of(key)
+        if valid is None or value is None or isinstance(value, str) or (
+                isinstance(value, numbers.Real) and not isinstance(value, bool)):
+            return value
+        raise TypeError(f"Hyperparameter {key!r} must be {valid.text} or None, got {value!r}")
     if type(default) is int and isinstance(value, float) and value.is_integer():
         return int(value)
     kind = (int, float) if isinstance(default, float) else type(default)
@@ -42,6 +48,11 @@ def check_type(key: str, value: Any, default: Any) -> Any:
         kind = type(default).__name__
         raise TypeError(f"Hyperparameter {key!r} must be {kind} (like {default!r}), got {value!r}")
     return value
+
+
+def is_out_of_memory(error: RuntimeError) -> bool:
+    """Whether ``error`` is torch's failure to allocate a tensor (CPU or accelerator)."""
+    return isinstance(error, torch.OutOfMemoryError) or "can't allocate memory" in str(error)
 
 
 def default_device() -> str:
@@ -175,7 +186,9 @@ class PresetBuilder:
                 and not any(key in given for key in converted[name].keys)}
         all_given = {**kept, **{name: value for name, value in given.items()
                                 if name in converted and name not in own}}
-        current = {**self.hyperparameter_defaults, **ours}
+        current = {**self.hyperparameter_defaults,  # (typed: n_envs='abc' is not converted)
+                   **{key: check_type(key, value, own[key]) for key, value in ours.items()
+                      if key in own}}
         for name, value in all_given.items():
             ours.update(converted[name].convert(value, current))
         return ours, all_given
@@ -191,7 +204,17 @@ class PresetBuilder:
         """Build the preset; requires ``env`` to have been set."""
         if self._env is None:
             raise ValueError(f"Call .env(environment) on the {self.default_name} builder first")
-        preset = self._construct(self._device if self._device is not None else default_device())
+        try:
+            preset = self._construct(self._device if self._device is not None
+                                     else default_device())
+        except RuntimeError as error:  # (torch's, allocating the networks)
+            if not is_out_of_memory(error):
+                raise
+            sizes = [f"{key} (now {self._hyperparameters[key]})" for key in ("hidden", "atoms")
+                     if key in self._hyperparameters]
+            raise ValueError(f"{self.default_name}'s networks do not fit in memory "
+                             f"({one_line(error)}); lower {' or '.join(sizes) or 'their size'}"
+                             ) from None
         preset.env_name = getattr(self._env, "name", None)
         spaces = (getattr(self._env, "observation_space", None),
                   getattr(self._env, "action_space", None))

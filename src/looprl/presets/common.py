@@ -43,6 +43,12 @@ class FamilyPreset(Preset):
     def trainer(self, policy: Any, train_steps: float = math.inf) -> Trainer:
         """The trainer of ``policy``; its schedules span ``train_steps`` env steps."""
 
+    def idle(self) -> dict[str, str]:
+        """The hyperparameters the chosen parts leave unused -> the part they need (the
+        builder's warning): ``hidden``, where a ``features`` extractor is the network."""
+        hp = self.hyperparameters
+        return {"hidden": "features=None"} if "hidden" in hp and hp.get("features") else {}
+
     def _wrap(self, agent: Any) -> Any:
         """Bodies around the local agent (none by default)."""
         return agent

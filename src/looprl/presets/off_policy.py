@@ -171,8 +171,17 @@ class QPreset(QNetworkPreset, ReplayPreset):
     prioritized_part = "prioritized=True"
 
     def idle(self) -> dict[str, str]:
-        """The hyperparameters the chosen parts leave unused -> the part they need."""
-        return {} if self.prioritized else dict.fromkeys(("alpha", "beta"), self.prioritized_part)
+        """The hyperparameters the chosen parts leave unused -> the part they need (Rainbow's
+        switches off: ``sigma`` without noisy nets, the atoms without a distribution)."""
+        hp = self.hyperparameters
+        idle = super().idle()
+        if not self.prioritized:
+            idle.update(dict.fromkeys(("alpha", "beta"), self.prioritized_part))
+        if hp.get("noisy") is False:
+            idle["sigma"] = "noisy=True"
+        if "atoms" in hp and not self.distributional:
+            idle.update(dict.fromkeys(("atoms", "v_min", "v_max"), "distributional=True"))
+        return idle
 
     def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
                ) -> DQNPolicy:

@@ -40,6 +40,12 @@ class SACContinuousPreset(OffPolicyContinuousPreset):
         actor = mlp(self.obs_dim, 2 * self.action_dim, self.hyperparameters["hidden"])
         return SoftDeterministicActor(actor, self.action_space)
 
+    def idle(self) -> dict[str, str]:
+        """The temperature's tuning settings, where ``alpha`` stays fixed."""
+        tuned = self.hyperparameters["entropy_tuning"]
+        return dict.fromkeys(() if tuned else ("lr_temperature", "target_entropy"),
+                             "entropy_tuning=True")
+
     @property
     def target_entropy(self) -> float:
         target = self.hyperparameters["target_entropy"]
