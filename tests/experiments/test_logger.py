@@ -8,6 +8,7 @@ import json
 import math
 import subprocess
 import sys
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -495,3 +496,30 @@ def test_a_loaded_logger_in_a_new_run_directory_forgets_the_checkpoint_it_came_f
     assert pickle.loads(pickle.dumps(resumed))._saved_at == (500, 7)  # the first one's frame)
     for each in (logger, loaded):
         each.close()
+
+
+def test_an_unclosed_logger_garbage_collected_stops_its_event_writer_thread(
+        tmp_path: Path) -> None:
+    """A notebook's experiments and runners that are dropped without ``close()`` leave no
+    TensorBoard writer thread behind, one per run."""
+    before = threading.active_count()
+    for _ in range(3):
+        logger = ExperimentLogger("ppo", "CartPole-v1", logdir=str(tmp_path))
+        logger.add_episode_return(1.0)
+        del logger
+        gc.collect()
+    assert threading.active_count() == before
+
+
+def test_losses_of_a_run_whose_episodes_never_end_are_written_in_batches(tmp_path: Path) -> None:
+    # was: every loss row stayed in memory until the 100th episode ended (a continuing task:
+    # never)
+    logger = ExperimentLogger("ddpg", "Pendulum-v1", logdir=str(tmp_path))
+    for frame in range(12_000):
+        logger.frame = frame
+        logger.add_loss("q", torch.tensor(0.5))
+    path = Path(logger.log_dir) / "losses.csv"
+    written = len(path.read_text().splitlines()) - 1 if path.exists() else 0
+    assert written >= 8_000
+    logger.close()
+    assert len(path.read_text().splitlines()) == 1 + 12_000

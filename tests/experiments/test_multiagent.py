@@ -166,3 +166,15 @@ def test_run_experiment_gives_each_agents_test_returns(tmp_path):
     each = result.agent_test_returns  # (was only the team's, always 0 in a zero-sum game)
     assert sorted(each) == ["player_1", "player_2"] and len(each["player_1"]) == 3
     assert result.test_returns == [a + b for a, b in zip(each["player_1"], each["player_2"])]
+
+
+def test_every_agents_results_csv_is_whole_once_train_returns(tmp_path):
+    # was: the rows since the last hundredth episode reached results.csv only at close()
+    env = MultiagentPettingZooEnv(tictactoe_v3.env())
+    experiment = MultiagentEnvExperiment(RandomPreset(env), env, logdir=str(tmp_path),
+                                         quiet=True, seed=0)
+    experiment.train(episodes=30)
+    run = tmp_path / "random" / "tictactoe_v3"
+    for folder in (run, run / "random.player_1" / "tictactoe_v3"):
+        assert len((folder / "results.csv").read_text().splitlines()) == 1 + 30
+    experiment.close()

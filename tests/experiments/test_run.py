@@ -24,6 +24,7 @@ from looprl.experiments import (
     run_experiment,
 )
 from looprl.experiments.experiment import seed_everything
+from looprl.meta import MetaComponent
 from looprl.presets.classic_control import dqn, ppo
 
 HEADER = ["frame", "mean", "std", "max", "min"]
@@ -183,6 +184,52 @@ def test_parallel_env_experiment_train_twice_continues(tmp_path: Path) -> None:
     assert 600 <= experiment.frame < 604
     assert experiment.episode >= episodes
     experiment.close()
+
+
+@pytest.mark.parametrize("builder", [SMALL_DQN, SLOW_PPO], ids=["single", "parallel"])
+def test_the_run_files_are_whole_once_train_returns(builder: Any, tmp_path: Path) -> None:
+    # was: results.csv lacked the episodes since the last hundredth until close() (a
+    # notebook reading it after train() saw none of a short run's)
+    env = GymEnvironment("CartPole-v1")
+    experiment = make_experiment(builder.env(env).build(), env, logdir=str(tmp_path),
+                                 quiet=True, seed=0, train_steps=1000)
+    experiment.train(frames=1000)
+    log_dir = Path(experiment.logger.log_dir)
+    rows = list(csv.DictReader(open(log_dir / "results.csv")))
+    assert len(rows) == experiment.episode > 0 and experiment.episode % 100 != 0
+    assert _scalar_tags(str(log_dir)) >= {"train/returns/episode", "train/returns/frame"}
+    experiment.close()
+
+
+class _CtrlC(MetaComponent):
+    """Raises ``KeyboardInterrupt`` once, at the ``at``-th call of ``hook`` (a notebook's
+    Ctrl-C while the envs step or the agent acts)."""
+
+    def __init__(self, hook: str, at: int):
+        super().__init__()
+        self.calls, self.at = 0, at
+        getattr(self, f"{hook}_methods").append(self._tick)
+
+    def _tick(self, metrics: dict[str, Any]) -> None:
+        self.calls += 1
+        if self.calls == self.at:
+            raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("builder", [SMALL_DQN, SLOW_PPO], ids=["single", "parallel"])
+@pytest.mark.parametrize("hook", ["pre_step", "post_step"])
+def test_an_experiment_interrupted_mid_step_trains_on(builder: Any, hook: str,
+                                                      tmp_path: Path) -> None:
+    env = GymEnvironment("CartPole-v1")
+    experiment = make_experiment(builder.env(env).build(), env, logdir=str(tmp_path), quiet=True,
+                                 seed=0, train_steps=1000, meta=[_CtrlC(hook, 30)])
+    with pytest.raises(KeyboardInterrupt):
+        experiment.train(frames=1000)
+    experiment.train(frames=1000)  # (the cell run again)
+    assert experiment.frame >= 1000
+    experiment.close()
+    rows = list(csv.DictReader(open(Path(experiment.logger.log_dir) / "results.csv")))
+    assert [int(row["episode"]) for row in rows] == list(range(1, experiment.episode + 1))
 
 
 @pytest.mark.parametrize("episodes", [1, 3, 4, 9])

@@ -480,6 +480,33 @@ def test_without_trials_it_shuts_down_the_instance_it_started(small_ppo, monkeyp
     assert calls == []
 
 
+def test_without_a_logdir_close_removes_the_members_temporary_folder(small_ppo, tmp_path,
+                                                                     monkeypatch) -> None:
+    # was: each run() left two temporary folders (the members' logs, Tune's checkpoints)
+    import ray.tune
+
+    class Stop(Exception):
+        pass
+
+    def fail(*args, **kwargs):
+        raise Stop
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)  # (a Ray of the user's)
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2})
+    monkeypatch.setattr(ray.tune, "with_parameters", lambda trainable, **kwargs: trainable)
+    monkeypatch.setattr(ray.tune, "with_resources", lambda trainable, resources: trainable)
+    monkeypatch.setattr(ray.tune, "Tuner", fail)
+    runner = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2, "log")}, population=2,
+                       num_steps=64, perturbation_interval=32)
+    for _ in range(2):
+        with pytest.raises(Stop):
+            runner.run()
+    assert runner.member_arguments()["logdir"].startswith(str(tmp_path))
+    runner.close()
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith("torchinductor")] == []
+
+
 def test_ctrl_c_stops_a_pbt_run_in_one_line(tmp_path) -> None:
     """Ctrl-C is ``looprl: interrupted`` (130), not Tune's handler ending the population
     there and the run reported as finished (its best member, results.json, exit 0)."""

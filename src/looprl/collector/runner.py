@@ -261,6 +261,12 @@ class EnvRunner:
         return self._copies.needs_reset
 
     @property
+    def needs_action(self) -> bool:
+        """Whether group 0 waits for ``record`` before it can ``advance`` (a step or an action
+        was interrupted, e.g. by Ctrl-C)."""
+        return 0 not in self._recorded
+
+    @property
     def running_returns(self) -> np.ndarray:
         """Each env copy's return so far in its episode in progress."""
         return self._copies.returns.copy()

@@ -95,6 +95,27 @@ def warn_never_trained(name: str, env: str, frames: int) -> None:
                 "or lower those hyperparameters", name, env, frames)
 
 
+def flush_logger(logger: Any) -> None:
+    """``logger.flush()``, if it has one (a ``Logger`` of the user's may have none)."""
+    flush = getattr(logger, "flush", None)
+    if flush is not None:
+        flush()
+
+
+def test_copies(env: Any, vector_env: VectorEnvironment, copies: int) -> VectorEnvironment:
+    """``copies`` copies of ``env`` to evaluate in, else a copy of the training environments
+    ``vector_env``, else they."""
+    if isinstance(env, Environment):
+        return env.duplicate(copies)
+    try:
+        return vector_env.copy()
+    except NotImplementedError:
+        log.warning("%s cannot be copied (VectorEnvironment.copy): evaluating in the training "
+                    "environments, which cuts their episodes short (the agent sees them "
+                    "truncated)", type(vector_env).__name__)
+        return vector_env
+
+
 class Experiment:
     """Trains one preset's agent in ``preset.n_envs`` copies of an environment (a
     ``VectorEnvironment``, or copies of an ``Environment``) and evaluates it, on the collector
@@ -112,12 +133,10 @@ class Experiment:
         checkpoint_every: save ``checkpoint.pt`` every this many frames.
         checkpoint_replay: checkpoints hold the replay buffer (``False``: saved empty).
         keep_checkpoints: also keep the last this many as ``checkpoint_<frame>.pt``.
-
-    Attributes:
-        seeded_test: ``test`` seeds its episodes with ``seed + TEST_SEED_OFFSET`` (runners
-            turn it on; off in a ``SingleEnvExperiment``: the env's own draws, as seed 003).
     """
 
+    #: ``test`` seeds its episodes with ``seed + TEST_SEED_OFFSET`` (runners turn it on; off
+    #: in a ``SingleEnvExperiment``: the env's own draws, as seed 003)
     seeded_test = True
 
     def __init__(self, preset: Preset, env: Any, name: str | None = None,
@@ -216,6 +235,8 @@ class Experiment:
                 message = explain_divergence(error, self.env.name, self.frame,
                                              self._nonfinite_episode, running)
                 raise FloatingPointError(message) from error
+            finally:  # (a notebook reads the run's files once train returns, or is interrupted)
+                self.flush_loggers()
         warn_untrained(self)
 
     def _train(self, frames: float, episodes: float) -> None:
@@ -230,6 +251,9 @@ class Experiment:
             self._act()
         elif self.runner.needs_reset:  # (restored, its episodes lost: they start anew)
             self.runner.truncate()
+        elif self.runner.needs_action:  # (a step interrupted, Ctrl-C: its episodes start anew)
+            self.runner.truncate()
+            self._act()
         logger = self.logger
         while logger.frame < frames and logger.episode < episodes:
             self._advance()
@@ -313,16 +337,8 @@ class Experiment:
         return self.preset.parallel_test_agent()
 
     def _test_env(self, copies: int) -> VectorEnvironment:
-        """Copies of the environment, else of the training environments, else they."""
-        if isinstance(self.env, Environment):
-            return self.env.duplicate(copies)
-        try:
-            return self.vector_env.copy()
-        except NotImplementedError:
-            log.warning("%s cannot be copied (VectorEnvironment.copy): evaluating in the training "
-                        "environments, which cuts their episodes short (the agent sees them "
-                        "truncated)", type(self.vector_env).__name__)
-            return self.vector_env
+        """``test_copies`` of the environment."""
+        return test_copies(self.env, self.vector_env, copies)
 
     def save(self) -> str | None:
         """Save the preset as trained so far to ``{log_dir}/preset.pt`` (ALL's; ``looprl watch
@@ -332,6 +348,10 @@ class Experiment:
         if path is not None:
             self.preset.save(path)
         return path
+
+    def flush_loggers(self) -> None:
+        """Write what the experiment's loggers buffer (rows every 100 episodes, scalars)."""
+        flush_logger(self.logger)
 
     def close_loggers(self) -> None:
         """Close the experiment's loggers (safe to call more than once)."""

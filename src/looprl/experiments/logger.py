@@ -71,6 +71,9 @@ def _wandb_run(logger: ExperimentLogger, options: dict[str, Any], run_id: str | 
 
 
 _SCALAR_BATCH, _SCALAR_SECONDS = 256, 5.0  # buffered TensorBoard scalars: at most, oldest
+#: buffered ``losses.csv`` rows at most (else written every 100 episodes: a run whose episodes
+#: are long, or never end, would keep every loss in memory)
+_ROW_BATCH = 4096
 #: the event writer's queue: a batch of scalars fits (with torch's 10, handing one over blocked
 #: on the writer's thread ten times, 0.17 ms per scalar against 0.02)
 _WRITER_QUEUE = 4 * _SCALAR_BATCH
@@ -85,7 +88,8 @@ def _write_scalars(writer: SummaryWriter, scalars: list[tuple[str, float, int, f
 
 def _flush_at_exit(path: Path, lines: list[str], writer: SummaryWriter,
                    scalars: list[tuple[str, float, int, float]]) -> None:
-    """Finalizer of an unclosed logger: write what is still buffered."""
+    """Finalizer of an unclosed logger: write what is still buffered, and close the event
+    writer (its thread would outlive the logger)."""
     try:
         files.append_lines(path, lines)
     except OSError as error:
@@ -93,9 +97,9 @@ def _flush_at_exit(path: Path, lines: list[str], writer: SummaryWriter,
     if scalars and not Path(writer.log_dir).is_dir():
         log.warning("could not write %d buffered TensorBoard values: %s was removed",
                     len(scalars), writer.log_dir)
-    elif scalars:
-        _write_scalars(writer, scalars)
-        writer.flush()
+        scalars.clear()
+    _write_scalars(writer, scalars)
+    writer.close()
 
 
 def _to_array(values: Any) -> np.ndarray:
@@ -205,10 +209,8 @@ class ExperimentLogger(Logger):
     def __getstate__(self) -> dict[str, Any]:
         """Everything but the event writer and the W&B run (reopened on load)."""
         self._hand_scalars()
-        state = dict(self.__dict__)
-        del state["_writer"]
-        state["_wandb_id"] = self._wandb.id if self._wandb is not None else None
-        state["_wandb"] = None
+        state = {key: value for key, value in self.__dict__.items() if key != "_writer"}
+        state.update(_wandb=None, _wandb_id=None if self._wandb is None else self._wandb.id)
         folder = _CHECKPOINT_DIR.get()
         if folder is not None and os.path.relpath(self.log_dir, folder).split(os.sep)[0] != "..":
             state["_relative"] = {key: os.path.relpath(state[key], folder)
@@ -272,6 +274,8 @@ class ExperimentLogger(Logger):
             return
         self._scalar("loss/" + name, value, step)
         self._loss_rows.append((self.frame, name, value))
+        if len(self._loss_rows) >= _ROW_BATCH:
+            self._write_rows()
 
     def add_hyperparameters(self, values: dict[str, Any]) -> None:
         """Buffer a ``hyperparameters.csv`` row (verbose only)."""

@@ -20,7 +20,7 @@ from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.environments.srl import Environment
 from looprl.experiments.agent_loggers import AgentLoggers
 from looprl.experiments.episodes import check_episodes, play_episodes
-from looprl.experiments.experiment import TEST_SEED_OFFSET, Experiment
+from looprl.experiments.experiment import TEST_SEED_OFFSET, Experiment, flush_logger
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks, agent_hub
 
@@ -178,6 +178,11 @@ class MultiagentEnvExperiment(Experiment):
         super().close()
         if self.runner is not None:
             self.runner.close()
+
+    def flush_loggers(self) -> None:
+        """Flush the experiment's and the agents' loggers."""
+        for logger in (self.logger, *self.agent_loggers.values()):
+            flush_logger(logger)
 
     def close_loggers(self) -> None:
         """Close the experiment's and the agents' loggers (safe to call more than once)."""

@@ -164,6 +164,7 @@ class PBTRunner(Runner):
                              "gpus_per_member > 0 for CUDA, or leave device unset")
         kwargs["device"] = "cpu"  # here: the checks below; the members: see _member
         super().__init__(agent, env, **kwargs)
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None  # (see ``folder``)
         self.gpus_per_member = float(gpus_per_member)
         if trials is not None and trials.in_process:
             raise ValueError("PBT trains its population on Ray Tune: its trials are RayTrials "
@@ -205,11 +206,26 @@ class PBTRunner(Runner):
 
     def member_arguments(self) -> dict[str, Any]:
         """The ``Runner`` arguments of member 0 (member ``i`` is seeded ``seed + i``): the
-        runner's replica, quiet, on its own device, logging under ``logdir`` (else a new
-        temporary folder)."""
-        return {**self.replica_arguments(), "quiet": True,
-                "logdir": os.path.abspath(self.logdir or tempfile.mkdtemp()),
+        runner's replica, quiet, on its own device, logging under ``folder()``."""
+        return {**self.replica_arguments(), "quiet": True, "logdir": self.folder(),
                 "device": "cuda" if self.gpus_per_member else "cpu"}
+
+    def folder(self) -> str:
+        """Where the members log and Tune keeps their checkpoints: ``logdir``, else a
+        temporary folder of this runner's, removed by ``close`` (or once the runner is
+        garbage collected, or the process ends)."""
+        if self.logdir is not None:
+            return os.path.abspath(self.logdir)
+        if self._scratch is None:
+            self._scratch = tempfile.TemporaryDirectory(prefix="looprl-pbt-")
+        return self._scratch.name
+
+    def close(self) -> None:
+        """Close the current agent's experiment, and remove the temporary ``folder()``."""
+        super().close()
+        scratch, self._scratch = self._scratch, None
+        if scratch is not None:
+            scratch.cleanup()
 
     def _space(self, key: str) -> Any:
         low, high, log = self.mutations[key]
@@ -265,7 +281,7 @@ class PBTRunner(Runner):
                 name: self.mutations[key][:2] for name, key in names.items()}))
         spec = {"runner": self.member_arguments(), "num_steps": self.num_steps,
                 "interval": self.interval, "keys": list(names.values())}
-        storage = Path(self.logdir or tempfile.mkdtemp()).resolve() / "pbt"
+        storage = Path(self.folder()).resolve() / "pbt"
         trainable = tune.with_resources(tune.with_parameters(_member, spec=spec),
                                         {"cpu": 1, "gpu": self.gpus_per_member})
         space = {name: self._space(key) for name, key in names.items()}
