@@ -20,6 +20,7 @@ from looprl.experiments import (
     ExperimentResult,
     ParallelEnvExperiment,
     SingleEnvExperiment,
+    TrainingInterrupted,
     make_experiment,
     run_experiment,
 )
@@ -468,3 +469,31 @@ def test_the_collector_trains_as_the_agents_own_act_loop(name: str, tmp_path: Pa
     assert not all(torch.equal(a, b) for a, b in zip(collector, untrained))  # it trained
     for a, b in zip(collector, act):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-4)
+
+
+def test_run_experiment_interrupted_keeps_the_runs_it_completed(tmp_path: Path) -> None:
+    """Ctrl-C in the second of two runs: the first one's result was lost."""
+    with pytest.raises(TrainingInterrupted) as stop:
+        run_experiment([SMALL_DQN, SMALL_DQN], "CartPole-v1", 200, logdir=str(tmp_path),
+                       quiet=True, test_episodes=2, meta=[_CtrlC("post_step", 300)])
+    (first,) = stop.value.results
+    assert first.frames >= 200 and len(first.test_returns) == 2
+    assert stop.value.log_dir != first.log_dir
+
+
+def test_an_interrupted_test_closes_its_environment_copies(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    closed = []
+    monkeypatch.setattr(GymVectorEnvironment, "close", lambda self: closed.append(self))
+    env = GymEnvironment("CartPole-v1")
+    experiment = make_experiment(SMALL_DQN.env(env).build(), env, logdir=str(tmp_path),
+                                 quiet=True, seed=0)
+
+    def interrupted(*_: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(experiment, "_acts", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        experiment.test(episodes=2, env=GymEnvironment("CartPole-v1"))
+    assert len(closed) == 1  # (the evaluation's copies)

@@ -323,11 +323,13 @@ class Experiment:
         if seed is not None and callable(getattr(agent, "seed", None)):
             agent.seed(seed)  # (its random numbers: those of a Ray run's evaluation)
         runner = EnvRunner(env, segment_length=None, seed=seed, is_evaluation=True)
-        played = play_episodes(runner, lambda _: RolloutResult(
-            action=self._acts(agent, runner.states())), episodes)
+        try:
+            played = play_episodes(runner, lambda _: RolloutResult(
+                action=self._acts(agent, runner.states())), episodes)
+        finally:  # (also at Ctrl-C: a window closes)
+            if env is not self.vector_env:
+                env.close()
         returns = [episode.ret for episode in played]
-        if env is not self.vector_env:
-            env.close()
         if not given:
             self.test_returns = returns
             self.logger.add_test_returns(returns)

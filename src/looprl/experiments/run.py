@@ -53,12 +53,14 @@ class ExperimentResult:
 
 class TrainingInterrupted(KeyboardInterrupt):
     """Ctrl-C during ``run_experiment``: the run's logs (in ``log_dir``) were flushed and
-    closed; ``frame``: frames trained until then."""
+    closed; ``frame``: frames trained until then; ``results``: the ``ExperimentResult`` of
+    each run that completed before it."""
 
-    def __init__(self, log_dir: str, frame: int):
+    def __init__(self, log_dir: str, frame: int, results: Sequence[Any] = ()):
         super().__init__(f"Training interrupted at frame {frame:,}; logs in {log_dir}")
         self.log_dir = log_dir
         self.frame = frame
+        self.results = list(results)
 
 
 def as_list(x: Any) -> list:
@@ -110,7 +112,8 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
 
     Raises:
         FloatingPointError: a run diverged (its logs until then are kept).
-        TrainingInterrupted: Ctrl-C (its logs until then are kept).
+        TrainingInterrupted: Ctrl-C (its logs until then are kept; ``results``: the runs
+            completed before it).
     """
     check_frames(frames)
     if not isinstance(logger, str):  # (each run makes its own logger: one cannot be shared)
@@ -131,7 +134,10 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
             experiment = make_experiment(preset, env, train_steps=frames, logdir=logdir,
                                          quiet=quiet, render=render, save_freq=save_freq,
                                          verbose=verbose, seed=seed, meta=meta)
-            results.append(_run(experiment, frames, test_episodes))
+            try:
+                results.append(_run(experiment, frames, test_episodes))
+            except TrainingInterrupted as stop:  # (the runs done stand)
+                raise TrainingInterrupted(stop.log_dir, stop.frame, results) from None
     return results
 
 
