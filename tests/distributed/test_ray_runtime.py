@@ -144,6 +144,22 @@ def test_a_policy_answering_the_wrong_batch_size_stops_the_run_in_one_line(local
     assert time.perf_counter() - start < 60
 
 
+def test_a_run_interrupted_says_where_its_logs_are_and_stops_its_workers(local_ray, tmp_path):
+    """Ctrl-C in a notebook: a bare KeyboardInterrupt before."""
+    from looprl.experiments import TrainingInterrupted
+
+    def ctrl_c(run: DistributedRun) -> None:
+        if run.result.frames:
+            raise KeyboardInterrupt
+
+    run = DistributedRun(ppo_spec(), runtime(actors=1), frames=10**6, logdir=str(tmp_path),
+                         quiet=True)
+    with pytest.raises(TrainingInterrupted, match="Training interrupted at frame") as stop:
+        run.run(callback=ctrl_c)
+    assert stop.value.log_dir == run.result.log_dir and stop.value.frame > 0
+    assert not run.workers, "the workers were left running"
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
 def test_gpus_a_cluster_lacks_fail_after_the_placement_timeout_in_one_line(local_ray):
     with pytest.raises(RuntimeError, match=r"did not place worker\(s\) \[.*'policy0'.*\] within "

@@ -31,7 +31,7 @@ from looprl.environments.base import VectorEnvironment
 from looprl.environments.contextual import contextual_envs
 from looprl.experiments.episodes import check_episodes
 from looprl.experiments.experiment import TEST_SEED_OFFSET, warn_never_trained
-from looprl.experiments.run import check_frames
+from looprl.experiments.run import TrainingInterrupted, check_frames
 from looprl.meta.component import MetaComponent
 
 __all__ = ["DistributedResult", "DistributedRun", "local_instance_settings", "start_ray"]
@@ -109,7 +109,8 @@ class DistributedRun:
 
     def run(self, callback: Callable[[DistributedRun], None] | None = None) -> DistributedResult:
         """Train for ``frames`` env steps, calling ``callback(self)`` after every poll;
-        ``RuntimeError`` if the workers cannot be placed in time, or a worker failed."""
+        ``RuntimeError`` if the workers cannot be placed in time, or a worker failed;
+        ``TrainingInterrupted`` at Ctrl-C (naming the run directory)."""
         agents = _check_spec(self.spec, self.runtime.max_lag)
         if self.resume_from is not None:  # (a directory without one: one line before Ray)
             find_controller_checkpoint(self.resume_from)
@@ -127,6 +128,8 @@ class DistributedRun:
             self._pool.start(self.result.log_dir or str(Path.cwd()), self.seed,
                              self.frames - self.result.frames, self._actors_meta)
             self._loop(callback)
+        except KeyboardInterrupt:  # (Ctrl-C: the workers stop; the logs until then are kept)
+            raise TrainingInterrupted(str(self.result.log_dir), self.result.frames) from None
         finally:
             self._shutdown()
         if max(self.result.trainer_steps, default=self.result.train_steps) == 0:  # (final)
