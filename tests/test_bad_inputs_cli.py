@@ -97,8 +97,13 @@ def test_a_log_std_init_the_gaussian_head_clamps_is_refused() -> None:
     ("c51", "v_min", -math.inf, "must be a finite number, got -inf"),
     ("continuous.ppo", "log_std_init", math.nan, "must be finite and in [-20, 2], got nan"),
     ("continuous.sac", "target_entropy", math.inf, "must be a finite number (null: -|A|)"),
-    ("dqn", "replay_buffer_size", 10**400, "must be finite and a whole number >= 1, got 1000"),
-    ("dqn", "lr", -10**400, "must be finite and positive (> 0), got -1000")])
+    ("dqn", "replay_buffer_size", 10**400, "must be finite and a whole number >= 1 (at most "
+                                           "3.4e38 in size, float32's largest), got 1000"),
+    ("dqn", "lr", -10**400, "must be finite and positive (> 0) (at most 3.4e38"),
+    # (beyond float32: "value cannot be converted to type float without overflow" in torch)
+    ("rainbow", "sigma", 1e300, "must be finite and positive (> 0) (at most 3.4e38 in size, "
+                                "float32's largest), got 1e+300"),
+    ("ppo", "clip", 1e300, "must be finite and positive (> 0) (at most 3.4e38")])
 def test_a_non_finite_hyperparameter_is_refused_by_the_builder(
         builder: str, key: str, value: float, expected: str) -> None:
     """``lr=inf`` trained on NaN weights, ``v_min=-inf`` was a torch traceback deep in C51's

@@ -33,10 +33,16 @@ class Range:
         return above and value <= self.high and (not self.whole or float(value).is_integer())
 
 
+#: the largest size a hyperparameter may have: float32's (torch's default dtype; 1e300 is a
+#: float64 that no float32 tensor holds)
+LARGEST = 3.4028234663852886e38
+
+
 def is_finite(value: int | float) -> bool:
-    """Whether ``value`` is finite, as a float (an int too large for a float is not)."""
+    """Whether ``value`` is finite and at most ``LARGEST`` in size (an int too large for a
+    float is not)."""
     try:
-        return math.isfinite(value)
+        return math.isfinite(value) and abs(value) <= LARGEST
     except OverflowError:
         return False
 
@@ -104,5 +110,7 @@ def check_ranges(hyperparameters: dict[str, Any], owner: str = "") -> None:
             infinite = isinstance(value, int | float) and not is_finite(value)
             bounded = math.isfinite(valid.low) or math.isfinite(valid.high)
             finite = "finite and " if infinite and bounded else ""
-            raise ValueError(f"Hyperparameter {key!r}{of} must be {finite}{valid.text}, got "
-                             f"{value!r}")
+            huge = infinite and (isinstance(value, int) or math.isfinite(value))
+            size = " (at most 3.4e38 in size, float32's largest)" if huge else ""
+            raise ValueError(f"Hyperparameter {key!r}{of} must be {finite}{valid.text}{size}, "
+                             f"got {value!r:.40}")
