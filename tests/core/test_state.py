@@ -37,6 +37,15 @@ def test_state_done_without_mask_counts_as_termination() -> None:
     assert state.terminated and not state.truncated
 
 
+@pytest.mark.parametrize("done", [2, 0.5, np.array(2), torch.tensor(3), float("nan")])
+def test_a_done_that_is_no_flag_is_one_line(done) -> None:
+    """A user's Environment whose State had done=np.array(2): read as True."""
+    for flag in (True, 0, np.bool_(False), torch.tensor(True), np.array(1)):
+        State(torch.zeros(2), done=flag)
+    with pytest.raises(TypeError, match=r"done is True or False \(or 1 or 0\), got"):
+        State(torch.zeros(2), done=done)
+
+
 def test_state_requires_observation() -> None:
     with pytest.raises(KeyError, match="observation"):
         State({"reward": 1.0})

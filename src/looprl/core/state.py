@@ -50,6 +50,8 @@ def _check_scalars(x: dict[str, Any], kind: str) -> None:
         if type(value) not in _SCALARS and not _is_number(value):
             raise TypeError(f"a single {kind}'s {key} is one number, got {value!r}; for a "
                             "batch of states use StateArray(x, shape) or State.array([...])")
+        if key == "done" and value not in (0, 1):  # (np.array(2) was read as True)
+            raise TypeError(f"a single {kind}'s done is True or False (or 1 or 0), got {value!r}")
 
 
 def _is_number(value: Any) -> bool:
@@ -174,7 +176,7 @@ class State(dict):
     def __init__(self, x: Any = None, device: str | torch.device = "cpu", **kwargs: Any):
         x = _entries(x, kwargs, type(self).__name__)
         reward, done = x.setdefault("reward", 0.0), x.setdefault("done", False)
-        if type(reward) not in _SCALARS or type(done) not in _SCALARS or (
+        if type(reward) not in _SCALARS or type(done) not in _SCALARS or done not in (0, 1) or (
                 "mask" in x and type(x["mask"]) not in _SCALARS):
             _check_scalars(x, type(self).__name__)
         x.setdefault("mask", 1.0 - float(done))
