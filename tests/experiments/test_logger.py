@@ -508,7 +508,7 @@ def test_an_unclosed_logger_garbage_collected_stops_its_event_writer_thread(
         logger.add_episode_return(1.0)
         del logger
         gc.collect()
-    assert threading.active_count() == before
+    assert threading.active_count() <= before  # (another test's thread may end meanwhile)
 
 
 def test_losses_of_a_run_whose_episodes_never_end_are_written_in_batches(tmp_path: Path) -> None:
