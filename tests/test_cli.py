@@ -151,6 +151,13 @@ def test_unknown_env(capsys: pytest.CaptureFixture[str]) -> None:
     assert "'CartPol-v1'" in line and "Did you mean 'CartPole-v1'" in line
 
 
+def test_run_without_hydra_names_the_extra(monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "hydra", None)  # (as an install without looprl[config])
+    line = _error_line(capsys, ["run", "frames=100"])
+    assert line == "looprl: error: looprl run needs Hydra: pip install looprl[config]"
+
+
 def test_unknown_agent(capsys: pytest.CaptureFixture[str]) -> None:
     line = _error_line(capsys, ["train", "dqnn", "CartPole-v1", "--quiet"])
     assert "'dqnn'" in line

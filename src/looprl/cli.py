@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from looprl.core.imports import import_extra
 from looprl.core.ranges import Range
 from looprl.core.suggest import check_once, check_seed, is_bad_input, one_line
 from looprl.environments.faults import EnvironmentFailure
@@ -349,6 +350,7 @@ def _main(argv: list[str]) -> int:
 
 def cmd_run(argv: list[str]) -> int:
     """``looprl run``: a config-driven run (``looprl.configs.app``)."""
+    import_extra("hydra", "looprl run needs Hydra", "config")
     from looprl.configs.app import main as run_main
     full_error = os.environ.get("HYDRA_FULL_ERROR")
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises errors (``_guarded`` prints them)

@@ -13,6 +13,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from looprl.distributed import cluster  # noqa: E402
+from looprl.distributed.trials import RayTrials  # noqa: E402
 
 
 @pytest.mark.parametrize("before, after", [(None, "0"), ("1", "1")])
@@ -41,6 +42,16 @@ def test_a_local_instance_off_loopback_warns_in_one_line(monkeypatch, caplog) ->
         monkeypatch.setenv(cluster.LOOPBACK, "1")  # the user asked for a reachable instance
         cluster._check_loopback()
         assert not caplog.records
+
+
+@pytest.mark.parametrize("start", [lambda: cluster.start_ray(cluster.RuntimeConfig()),
+                                   lambda: RayTrials(parallel=1).start()],
+                         ids=["DistributedRun", "runner on Ray"])
+def test_a_run_without_ray_names_the_extra(monkeypatch, start) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # (as an install without looprl[distributed])
+    with pytest.raises(ImportError, match=r"^A run on Ray needs Ray: pip install "
+                                          r"looprl\[distributed\]$"):
+        start()
 
 
 def test_local_gpus_are_the_devices_torch_can_use(monkeypatch) -> None:

@@ -9,14 +9,20 @@ import os
 import socket
 from typing import Any
 
+from looprl.core.imports import import_extra
 from looprl.core.reaper import LOOPBACK, local_instance_settings, sigterm_kept, start_local_ray
 from looprl.core.suggest import did_you_mean
 from looprl.distributed.config import RuntimeConfig, starts_local
 
-__all__ = ["check_local_resources", "error_line", "local_gpus",
+__all__ = ["check_local_resources", "error_line", "import_ray", "local_gpus",
            "local_instance_settings", "start_ray"]
 
 log = logging.getLogger(__name__)
+
+
+def import_ray() -> Any:
+    """The ``ray`` module, or an ``ImportError`` naming the extra that installs it."""
+    return import_extra("ray", "A run on Ray needs Ray", "distributed")
 
 
 def start_ray(runtime: RuntimeConfig) -> bool:
@@ -24,7 +30,7 @@ def start_ray(runtime: RuntimeConfig) -> bool:
     ``reaper``); return whether this call started Ray. ``ConnectionError``: the address cannot
     be reached; ``RuntimeError``: a local instance lacks what the run reserves, or
     ``runtime.runtime_env`` is set but Ray is already initialized."""
-    import ray
+    ray = import_ray()
     _check_runtime_env(runtime.runtime_env)
     if ray.is_initialized():
         if runtime.runtime_env:

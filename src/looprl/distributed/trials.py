@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from looprl.core.suggest import is_whole
-from looprl.distributed.cluster import start_ray
+from looprl.distributed.cluster import import_ray, start_ray
 from looprl.distributed.config import RuntimeConfig, starts_local
 from looprl.runners.trials import KeptAgent, Trial
 
@@ -44,7 +44,7 @@ class RayTrials:
 
     def start(self) -> Any:
         """Ray, joined or started unless it already runs in this process."""
-        import ray
+        ray = import_ray()
         if not ray.is_initialized():
             cpus = self.num_cpus or self._parallel or os.cpu_count() or 1
             # the trials reserve their CPUs as tasks; the run's own workers reserve none
