@@ -92,6 +92,14 @@ def test_register_and_make_with_arguments():
     assert isinstance(env, Countdown) and env.length == 7
     assert "countdown-test" in registered_environments()
     assert {"gym", "atari", "pettingzoo"} <= set(registered_environments())
+    # an environment's own name= argument is its own (was "make() got multiple values for
+    # argument 'name'")
+    class Named(Countdown):
+        def __init__(self, name: str):
+            super().__init__(length=len(name))
+
+    register("named-test", Named)
+    assert make("named-test", name="abc").length == 3
 
 
 def test_duplicate_name_is_refused():

@@ -195,7 +195,7 @@ def registered_environments() -> list[str]:
     return _environments().names()
 
 
-def make(name: str, **env_args: Any) -> Environment:
+def make(name: str, /, **env_args: Any) -> Environment:
     """The environment registered as ``name`` made with ``env_args``; also any Gymnasium id (the
     ``"gym"`` adapter; ``"atari"`` with ``atari_wrappers=True``) and ``"my_pkg.envs:MyEnv"``."""
     environments = _environments()
