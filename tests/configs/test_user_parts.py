@@ -93,6 +93,60 @@ def test_looprl_run_plays_a_users_environment(algorithm, env, tmp_path: Path) ->
     assert 0 <= results["eval"]["mean_eval_reward"] <= 8 * agents  # 8 steps, reward <= 1
 
 
+LEARN = ["seed=0", "test_episodes=5", "logging.quiet=true", "hydra/job_logging=none",
+         "hydra/hydra_logging=none"]
+BOX = "+env_kwargs.continuous=true"
+
+
+SMALL_SAC = ["algorithm.replay_start_size=200", "algorithm.hidden=32",
+             "algorithm.minibatch_size=64"]
+
+
+@pytest.mark.parametrize("algorithm, frames, options", [
+    ("ppo", 2000, []), ("dqn", 2000, []), ("continuous/ppo", 2000, []),
+    ("continuous/sac", 800, SMALL_SAC),
+])
+def test_single_agent_presets_learn_a_one_agent_srl_environment(algorithm, frames, options,
+                                                                tmp_path: Path) -> None:
+    """SRL's Atari and gym-like environments have one agent: the single-agent presets train
+    them (a Box action space with the continuous ones). Pressing the value seen earns 8 an
+    episode, the untrained policy (seed 0) 0 (the Box one: 2.8)."""
+    from looprl.configs.app import main as run
+
+    box = [BOX] if algorithm.startswith("continuous") else []
+    assert run([f"algorithm={algorithm}", f"env={USER}:PressTheBit", *box, f"frames={frames}",
+                *options, *LEARN, f"hydra.run.dir={tmp_path}"]) == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["eval"]["mean_eval_reward"] >= 7.5, results["eval"]
+
+
+def test_run_experiment_trains_a_registered_one_agent_srl_environment(tmp_path: Path,
+                                                                    monkeypatch) -> None:
+    from tests.configs.user_parts import PressTheBit
+
+    from looprl.environments import register as register_env
+    from looprl.environments import srl
+    from looprl.experiments import run_experiment
+    from looprl.presets import classic_control
+
+    monkeypatch.setattr(srl, "_REGISTRY", dict(srl._REGISTRY))
+    register_env("press_the_bit", PressTheBit)
+    result, = run_experiment(classic_control.ppo, "press_the_bit", frames=2000, seed=0,
+                             test_episodes=3, quiet=True, logdir=str(tmp_path))
+    assert result.test_returns == [8.0, 8.0, 8.0]
+    with pytest.raises(TypeError, match=f"by its registered name or its import path "
+                                        f"\\('{USER}:PressTheBit'\\), not a built"):
+        run_experiment(classic_control.ppo, PressTheBit(), frames=8, logdir=str(tmp_path))
+
+
+def test_gym_environment_of_an_srl_path_says_how_to_train_it() -> None:
+    from looprl.environments import GymEnvironment
+
+    with pytest.raises(ValueError, match=r"is an SRL environment, not a Gymnasium one: give "
+                                         r"its name to a preset \(looprl run env="):
+        GymEnvironment(f"{USER}:PressTheBit")
+
+
 def test_looprl_train_plays_a_users_environment(tmp_path: Path, capsys) -> None:
     args = ["--frames", "64", "--test-episodes", "1", "--logdir", str(tmp_path),
             "n_envs=2", "n_steps=16", "hidden=8"]
@@ -118,7 +172,15 @@ def test_a_registered_srl_name_is_made_by_the_catalog() -> None:
     (["ppo", f"{USER}:Nope"], f"module '{USER}' has no 'Nope' and registered no environment"),
     (["ppo", "no_such_pkg.envs:MyEnv"], "cannot import 'no_such_pkg.envs'"),
     (["ppo", f"{USER}:ScaledReward"], "is the class ScaledReward, not a gymnasium.Env class"),
-    (["ppo", f"{USER}:SignMatchPair"], "is an SRL environment: train it with a multi-agent"),
+    (["ppo", f"{USER}:SignMatchPair"], "is an SRL environment of 2 agents: train it with a "
+                                       "multi-agent preset"),
+    (["multiagent.ppo", f"{USER}:PressTheBit"], "is an SRL environment of one agent: train it "
+                                                "with a single-agent preset (ppo, not "),
+    (["continuous.ppo", f"{USER}:SignMatchBoxPair"], "for continuous ones, from Python: "
+                                                     "multiagent.independent(continuous.ppo)"),
+    (["multiagent.ppo", f"{USER}:SignMatchBoxPair"], "looprl has no multi-agent preset for "
+                                                     "continuous actions; from Python, multiagent"
+                                                     ".independent(continuous.ppo)"),
 ])
 def test_bad_environment_paths_fail_in_one_line(args, message, capsys, tmp_path) -> None:
     assert cli(["train", *args, "--frames", "8", "--logdir", str(tmp_path)]) == 2

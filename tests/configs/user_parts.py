@@ -130,6 +130,14 @@ class SignMatchPair(SignGame, SRLEnvironment):
         return step_result({"obs": sign}, reward, done)
 
 
+class SignMatchBoxPair(SignMatchPair):
+    """``SignMatchPair`` with ``Box`` actions (their sign is the action)."""
+
+    @property
+    def action_spaces(self) -> list[gym.Space]:
+        return [gym.spaces.Box(-1.0, 1.0, (1,), np.float32)] * 2
+
+
 # Names registered on import: `env=tests.configs.user_parts:SignMatch-v0` (Gymnasium) and
 # `env=tests.configs.user_parts:sign_match_pair` (SRL) import this module, then make them.
 if "SignMatch-v0" not in gym.registry:
@@ -187,3 +195,46 @@ class TurnlessStep(_TwoAgents):
         acts = (t <= 3, t in (1, 3, 5, 6))
         return [step_result({"obs": np.full(1, t, np.float32)}, 1.0, t == end) if act
                 else None for act, end in zip(acts, (3, 6), strict=True)]
+
+
+class PressTheBit(SRLEnvironment):
+    """One agent (SRL's Atari and gym-like environments have one): it sees one of ``n`` values
+    (one-hot) and earns 1 for pressing the action equal to it, for ``length`` steps; with
+    ``continuous``, of 2 values, for a Box action on the value's side of 0."""
+
+    def __init__(self, length: int = LENGTH, n: int = 4, continuous: bool = False):
+        self.length, self.continuous, self.t = length, continuous, 0
+        self.n = 2 if continuous else n
+        self.rng = np.random.default_rng(0)
+
+    @property
+    def agent_count(self) -> int:
+        return 1
+
+    @property
+    def observation_spaces(self) -> list[gym.Space]:
+        return [gym.spaces.Dict({"obs": gym.spaces.Box(0.0, 1.0, (self.n,), np.float32)})]
+
+    @property
+    def action_spaces(self) -> list[gym.Space]:
+        return [gym.spaces.Box(-1.0, 1.0, (1,), np.float32) if self.continuous
+                else gym.spaces.Discrete(self.n)]
+
+    def seed(self, seed: int) -> int:
+        self.rng = np.random.default_rng(seed)
+        return seed
+
+    def reset(self) -> list[StepResult]:
+        self.t = 0
+        return [self._result(0.0)]
+
+    def step(self, actions: list[Any]) -> list[StepResult]:
+        action = np.asarray(action_value(actions[0]), dtype=np.float64).reshape(-1)[0]
+        pressed = int(action > 0) if self.continuous else int(action)
+        self.t += 1
+        return [self._result(float(pressed == self.value))]
+
+    def _result(self, reward: float) -> StepResult:
+        self.value = int(self.rng.integers(self.n))
+        return step_result({"obs": np.eye(self.n, dtype=np.float32)[self.value]}, reward,
+                           self.t >= self.length)

@@ -142,3 +142,43 @@ def test_a_nan_reward_spoils_only_the_return_of_its_own_episode():
     assert len(episodes) > 10
     spoiled = [e.ret for e in episodes if not np.isfinite(e.ret)]
     assert len(spoiled) == 1, [e.ret for e in episodes]  # (was: every later one of its copy)
+
+
+class Pressed(SRLEnvironment):
+    """One agent of ``Box(-1, 1)`` actions; keeps the actions it received."""
+
+    agent_count = 1
+    action_spaces = [gymnasium.spaces.Box(-1.0, 1.0, (1,), np.float32)]
+
+    def __init__(self):
+        self.received = []
+
+    def reset(self) -> list:
+        return [step_result({"obs": np.zeros(1, np.float32)}, 0.0, False)]
+
+    def step(self, actions: list) -> list:
+        self.received.append(actions[0])
+        return self.reset()
+
+
+def test_srl_copies_clip_box_actions_as_a_local_single_agent_run_does():
+    """A Ray actor's SRL copy gets the actions the local view (``GymEnvironment``) sends:
+    clipped to the ``Box``."""
+    runner = EnvRunner(Pressed, n_envs=1, segment_length=None)
+    runner.request()
+    runner.step(0, RolloutResult(action=np.array([[3.5]], np.float32)))
+    runner.request()
+    runner.step(0, RolloutResult(action=np.array([[-0.25]], np.float32)))
+    assert [a.tolist() for a in runner.envs[0].received] == [[1.0], [-0.25]]
+
+
+def test_srl_copies_pass_namedarray_actions_as_they_are():
+    """SRL's environments read their actions' fields (``action.x``): a ``NamedArray`` action
+    reaches them unclipped and unconverted."""
+    from looprl.core import NamedArray
+
+    runner = EnvRunner(Pressed, n_envs=1, segment_length=None)
+    runner.request()
+    runner.step(0, RolloutResult(action=NamedArray(x=np.array([[3.5]], np.float32))))
+    received = runner.envs[0].received[0]
+    assert isinstance(received, NamedArray) and received.x.tolist() == [3.5]

@@ -49,3 +49,17 @@ def test_an_srl_multiagent_class_on_ray(local_ray, tmp_path: Path):
     assert code == 0
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["train"]["train_steps"] > 0 and results["train"]["episodes"] > 0
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "dqn", "continuous/ppo"])
+def test_a_one_agent_srl_class_learns_on_ray(local_ray, tmp_path: Path, algorithm):
+    """``env=pkg.module:SRLEnvClass`` of one agent with a single-agent preset: the actor steps
+    SRL copies of what the local run views as a single agent's environment. Pressing the
+    value seen earns 8 an episode, the untrained policy (seed 0) 0."""
+    box = ["+env_kwargs.continuous=true"] if algorithm.startswith("continuous") else []
+    code = main([f"algorithm={algorithm}", f"env={USER}:PressTheBit", *box, "runtime=ray",
+                 "runtime.actors=1", "frames=2000", "seed=0", "test_episodes=5",
+                 "logging.quiet=true", f"hydra.run.dir={tmp_path}"])
+    assert code == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["eval"]["mean_eval_reward"] >= 7.5, results["eval"]

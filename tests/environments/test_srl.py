@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -517,3 +519,68 @@ def test_result_flags_that_are_neither_bools_nor_0_or_1_are_one_line():
     for done, flag in ((np.array([True]), True), (np.array([1], np.uint8), True),
                        (np.array([0.0]), False)):
         assert result_scalars(result(done)) == (1.0, flag, False)
+
+
+class _OneAgent(SRLEnvironment):
+    """One agent seeing ``obs`` (and ``fields``), without ``seed()``; 2 steps an episode."""
+
+    def __init__(self, fields: tuple[str, ...] = ()):
+        self.fields, self.t = fields, 0
+
+    agent_count = 1
+    observation_spaces = property(lambda self: [gym.spaces.Dict(
+        {key: gym.spaces.Box(0.0, 1.0, (2,), np.float32) for key in ("obs", *self.fields)})])
+    action_spaces = property(lambda self: [gym.spaces.Discrete(2)])
+
+    def reset(self) -> list[StepResult]:
+        self.t = 0
+        return [step_result({"obs": np.zeros(2, np.float32)}, 0.0, False)]
+
+    def step(self, actions: list) -> list[StepResult]:
+        self.t += 1
+        return [step_result({"obs": np.full(2, self.t, np.float32)}, float(actions[0]),
+                            self.t == 2)]
+
+
+class _Uncopiable(_OneAgent):
+    """Holds what no deep copy takes (an emulator's handle, a lock)."""
+
+    def __init__(self, fields: tuple[str, ...] = ()):
+        super().__init__(fields)
+        self.lock = threading.Lock()
+
+
+class _CountMethod(_OneAgent):
+    def agent_count(self) -> int:  # (SRL's is a property)
+        return 1
+
+
+def test_a_one_agent_srl_environment_as_a_single_agents_environment() -> None:
+    """``SRLAgentEnvironment``: its ``obs`` field, rewards and ends; an environment without
+    ``seed()`` resets unseeded; its copies, as Ray's actors', are made by its name."""
+    from looprl.environments.srl_adapters import SRLAgentEnvironment
+
+    register("one", _Uncopiable)
+    env = SRLAgentEnvironment(make("one", fields=()), ("one", {"fields": ()}))
+    assert env.observation_space == gym.spaces.Box(0.0, 1.0, (2,), np.float32)
+    assert env.reset(seed=3).observation.tolist() == [0.0, 0.0]
+    state = env.step(1)
+    assert (state.observation.tolist(), float(state.reward), state.done) == ([1.0, 1.0], 1.0,
+                                                                            False)
+    assert env.step(0).done and env.remote_env() == ("one", {"fields": ()})
+    states = env.duplicate(2).reset(seed=0)
+    assert states.observation.shape == (2, 2)
+
+
+@pytest.mark.parametrize("env, message", [
+    (_OneAgent(("action_mask",)), r"observations have the fields \['action_mask', 'obs'\]; a "
+                                  "single-agent preset learns from one array, the field 'obs'"),
+    (Countdown(), "is an SRL environment of 2 agents: train it with a multi-agent preset"),
+    (_CountMethod(), r"_CountMethod.agent_count \(a property\) must be positive \(a whole "
+                     r"number\), got <bound method"),
+])
+def test_what_a_single_agent_view_cannot_show_is_one_line(env, message) -> None:
+    from looprl.environments.srl_adapters import SRLAgentEnvironment
+
+    with pytest.raises(ValueError, match=message):
+        SRLAgentEnvironment(env, ("mine", {}))

@@ -12,6 +12,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from looprl.core import NamedArray, StateArray
@@ -19,7 +20,7 @@ from looprl.core.namedarray import as_numpy
 from looprl.core.suggest import check_count
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.faults import EnvironmentFailure, failure
-from looprl.environments.gym_helpers import episode_cap
+from looprl.environments.gym_helpers import action_to_numpy, episode_cap
 from looprl.environments.srl import checked_results, make, result_scalars
 
 __all__ = ["Copies", "Episode", "VectorCopies", "env_copies", "made"]
@@ -58,6 +59,7 @@ class Copies:
                             name if isinstance(name, str) else type(first).__name__, build)
         self.envs = envs
         self.episode = np.zeros(len(envs), dtype=np.int64)
+        self.boxes = _box_spaces(first)
 
     def _start_streams(self, n_envs: int, agent_count: int, name: str,
                        build: Callable[[], Any] | None) -> None:
@@ -153,9 +155,13 @@ class Copies:
         agents = self.agent_count
         actions: dict[int, list[Any]] = {i: [None] * agents for i in runner.groups[group]}
         done = self.done
+        boxes = self.boxes
         for row, s in enumerate(asked.tolist()):
             if not done[s]:
-                actions[s // agents][s % agents] = action[row]
+                one, box = action[row], boxes[s % agents]
+                if box is not None and not isinstance(one, NamedArray):  # (SRL's: as they are)
+                    one = action_to_numpy(one, box)  # clipped, as GymEnvironment's
+                actions[s // agents][s % agents] = one
         stepped = np.zeros(len(self.envs), dtype=bool)
         for i, copy_actions in actions.items():
             if self.over[i]:
@@ -261,6 +267,16 @@ class Copies:
         env = self.envs[i] = self.build()  # (in place: the meta components see the list)
         _seed(env, runner.seed + i + len(self.envs) * restarts.count)
         self._reset(runner, i)
+
+
+def _box_spaces(env: Any) -> list[gym.spaces.Box | None]:
+    """Each agent's ``Box`` action space (``None``: another space, or none given)."""
+    try:
+        spaces = list(env.action_spaces)
+    except (AttributeError, NotImplementedError):
+        spaces = []
+    boxes = [space if isinstance(space, gym.spaces.Box) else None for space in spaces]
+    return boxes if len(boxes) == env.agent_count else [None] * env.agent_count
 
 
 def _seed(env: Any, seed: int) -> None:

@@ -77,7 +77,9 @@ class GymEnvironment(Environment):
             kind, env = import_environment(env)  # (registers the class with Gymnasium)
             if kind != "gym":
                 raise ValueError(f"{self._given_id} is an SRL environment, not a Gymnasium "
-                                 "one: train it with a multi-agent preset, or give a "
+                                 "one: give its name to a preset (looprl run env=..., or "
+                                 "run_experiment(preset, name): one agent with a single-agent "
+                                 "preset, several with a multi-agent one), or give a "
                                  "gymnasium.Env class")
         self._id = env if made else env_name(env)
         self._make_kwargs = make_kwargs if made else {}

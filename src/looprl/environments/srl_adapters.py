@@ -10,17 +10,20 @@ PettingZoo ``{"observation", "action_mask"}`` observation becomes
 
 from __future__ import annotations
 
+import copy
+import functools
 import importlib
 import importlib.util
 import types
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from looprl.core.state import as_observation
-from looprl.core.suggest import check_seed
+from looprl.core.suggest import check_count, check_seed
 from looprl.environments.atari import AtariVectorEnvironment
 from looprl.environments.base import Restorable
 from looprl.environments.faults import failure
@@ -30,9 +33,13 @@ from looprl.environments.srl import (
     Environment,
     StepResult,
     action_value,
+    checked_results,
     is_gymnasium_id,
+    make,
+    result_scalars,
     step_result,
 )
+from looprl.environments.vector import GymVectorEnvironment
 
 MASK = "action_mask"
 
@@ -225,6 +232,73 @@ class AtariGameEnvironment(_SingleAgent):
                 truncated: Any = (False,)) -> StepResult:
         return step_result({"obs": obs[0].copy()}, float(reward[0]), terminated[0],
                            {"lives": int(info["lives"][0])}, truncated[0])
+
+
+class SRLGymEnv(gym.Env):
+    """A one-agent SRL environment ``env`` as a ``gymnasium.Env``: its observations' ``"obs"``
+    field (their only one), its reward, ``done`` and ``truncated``."""
+
+    def __init__(self, env: Environment, name: str):
+        check_count(**{f"{type(env).__name__}.agent_count (a property)": env.agent_count})
+        if env.agent_count != 1:
+            raise ValueError(f"{name} is an SRL environment of {env.agent_count} agents: train "
+                             "it with a multi-agent preset (algorithm=multiagent/ppo or "
+                             "multiagent/dqn, for discrete actions; for continuous ones, from "
+                             "Python: multiagent.independent(continuous.ppo))")
+        self.env, self.name = env, name
+        try:
+            space, self.action_space = env.observation_spaces[0], env.action_spaces[0]
+        except NotImplementedError as error:
+            raise ValueError(f"{name}: to train it with a single-agent preset, {error}") from None
+        fields = list(space.spaces) if isinstance(space, gym.spaces.Dict) else ["obs"]
+        if fields != ["obs"]:
+            raise ValueError(f"{name}'s observations have the fields {fields}; a single-agent "
+                             "preset learns from one array, the field 'obs': put all it should "
+                             "see there (an action mask is not read)")
+        self.observation_space = space["obs"] if isinstance(space, gym.spaces.Dict) else space
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
+        if seed is not None:
+            with suppress(NotImplementedError):  # (an environment without seed(): unseeded)
+                self.env.seed(seed)
+        result = checked_results(self.env.reset(), self.env, "reset")[0]
+        return result.obs["obs"], dict(result.info)
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        result = checked_results(self.env.step([action]), self.env, "step")[0]
+        if result is None:
+            raise ValueError(f"{self.name}.step() returned None for its only agent; return its "
+                             "StepResult at every step")
+        reward, done, truncated = result_scalars(result)
+        return result.obs["obs"], reward, done, truncated, dict(result.info)
+
+    def render(self) -> Any:
+        return self.env.render()
+
+    def close(self) -> None:
+        self.env.close()
+
+
+class SRLAgentEnvironment(GymEnvironment):
+    """Seed 003's single-agent view of a one-agent SRL environment ``env`` (``SRLGymEnv``);
+    Ray's actors step SRL copies of ``remote``: its ``make`` name and arguments."""
+
+    def __init__(self, env: Environment, remote: tuple[str, dict[str, Any]]):
+        super().__init__(SRLGymEnv(env, remote[0]), name=remote[0])
+        self._remote = remote
+
+    def remote_env(self) -> tuple[str, dict[str, Any]]:
+        return self._remote
+
+    def duplicate(self, n: int) -> GymVectorEnvironment:
+        """``n`` copies, each made from ``remote`` (as Ray's actors make theirs)."""
+        return GymVectorEnvironment(functools.partial(_made_view, *self._remote), n,
+                                    device=self.device, name=self.name, seed=self.given_seed)
+
+
+def _made_view(name: str, env_args: dict[str, Any]) -> SRLGymEnv:
+    """A new ``SRLGymEnv`` of ``make(name, **env_args)`` (on a copy of ``env_args``)."""
+    return SRLGymEnv(make(name, **copy.deepcopy(env_args)), name)
 
 
 def _check_count(actions: Any, n: int) -> None:

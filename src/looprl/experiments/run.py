@@ -14,6 +14,7 @@ import numpy as np
 
 from looprl.core import ParallelPreset, Preset
 from looprl.core.suggest import check_seed, is_number, is_whole
+from looprl.environments import SRLEnvironment
 from looprl.environments.multiagent import MultiagentEnvironment
 from looprl.experiments.experiment import (
     Experiment,
@@ -161,6 +162,10 @@ def _env(env: Any) -> Any:
     if not (hasattr(env, "action_space") or hasattr(env, "action_spaces")):
         raise TypeError(f"run_experiment's envs are environments or Gymnasium ids "
                         f"('CartPole-v1'), got {type(env).__name__} {env!r:.40}")
+    if isinstance(env, SRLEnvironment):
+        raise TypeError(f"run_experiment takes an SRL environment by its registered name or "
+                        f"its import path ('{type(env).__module__}:{type(env).__name__}'), "
+                        f"not a built {type(env).__name__}: each env copy is made from it")
     return env
 
 

@@ -144,15 +144,18 @@ def _kind_of(env_id: str, multiagent: bool) -> tuple[str | None, str]:
 
 def _srl_env(agent: str, env_id: str, name: str, render_mode: str | None = None,
              env_args: Mapping[str, Any] | None = None) -> Any:
-    """The SRL environment ``name`` (made with ``env_args``) in seed 003's multi-agent API
-    (multi-agent presets only)."""
+    """The SRL environment ``name`` (made with ``env_args``) in seed 003's multi-agent API, or
+    for a single-agent preset its single-agent view (of one agent)."""
     from looprl.environments import MultiagentPettingZooEnv, make
-    if not agent.startswith("multiagent."):
-        raise ValueError(f"{env_id} is an SRL environment: train it with a multi-agent preset "
-                         "(algorithm=multiagent/ppo or multiagent/dqn), or give a "
-                         "gymnasium.Env class for the single-agent ones")
+    from looprl.environments.srl_adapters import SRLAgentEnvironment
     env_args = dict(env_args or {})
     env = rendering(partial(make, name, **env_args), render_mode)
+    if not agent.startswith("multiagent."):
+        return SRLAgentEnvironment(env, (env_id, env_args))
+    if env.agent_count == 1:
+        raise ValueError(f"{env_id} is an SRL environment of one agent: train it with a "
+                         f"single-agent preset ({agent.partition('.')[2]}, not {agent}; "
+                         "continuous/ppo or continuous/sac for Box actions)")
     return MultiagentPettingZooEnv(env, name=env_id, remote=(env_id, env_args))
 
 

@@ -17,6 +17,7 @@ from torch import nn
 from looprl.core import Policy, Preset, Trainer
 from looprl.core.ranges import check_ranges
 from looprl.core.suggest import warn_once
+from looprl.environments.multiagent import AgentView
 from looprl.presets.parts import check_parts
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,10 @@ def derived(base: dict[str, Any], drop: tuple[str, ...] = (), **changes: Any) ->
 
 DISCRETE_PRESETS = "ppo, dqn, a2c, c51, rainbow, ..."
 CONTINUOUS_PRESETS = "continuous.ppo, continuous.sac, continuous.td3, continuous.ddpg"
+#: what trains several agents of continuous actions (no multi-agent preset has them)
+MULTIAGENT_CONTINUOUS = ("looprl has no multi-agent preset for continuous actions; from Python, "
+                         "multiagent.independent(continuous.ppo) (or continuous.sac) trains one "
+                         "continuous preset per agent")
 
 
 def require_discrete_actions(env: Any, algorithm: str) -> int:
@@ -91,7 +96,8 @@ def require_discrete_actions(env: Any, algorithm: str) -> int:
                          "a gymnasium.ActionWrapper whose action space is "
                          f"Discrete({int(space.n)}) and whose action(a) returns "
                          f"a + {int(space.start)}")
-    advice = (f"choose a preset for continuous actions ({CONTINUOUS_PRESETS})"
+    advice = ((MULTIAGENT_CONTINUOUS if isinstance(env, AgentView) else
+               f"choose a preset for continuous actions ({CONTINUOUS_PRESETS})")
               if isinstance(space, gym.spaces.Box) else _composite_advice(space))
     raise ValueError(f"{algorithm} handles discrete actions (one Discrete space), but "
                      f"{env.name} has {_space_name(space)} actions ({space}); {advice}")
