@@ -375,3 +375,19 @@ def test_array_defaults_are_each_instances_own():
         first[:] = Request(obs, np.ones(1, dtype=bool), torch.ones(1, 2), NamedArray(h=np.ones(1)))
         fresh = make()
         assert not fresh.flag.any() and not fresh.hx.any() and not fresh.inner.h.any()
+
+
+def test_a_read_only_array_becomes_a_tensor_of_its_own_without_a_warning() -> None:
+    """Ray's object store hands the trainer read-only arrays: torch warned ("The given NumPy
+    array is not writable") and shared memory nothing may write to."""
+    import warnings
+
+    from looprl.core.namedarray import as_tensor
+
+    array = np.arange(4.0)
+    array.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tensor = as_tensor(array, "cpu")
+    tensor += 1  # (its own memory)
+    assert array.tolist() == [0.0, 1.0, 2.0, 3.0] and tensor.tolist() == [1.0, 2.0, 3.0, 4.0]

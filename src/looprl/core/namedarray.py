@@ -37,8 +37,9 @@ def as_tensor(value: Any, device: Any, dtype: torch.dtype | None = None) -> torc
                 return torch.from_numpy(value)
             except (TypeError, ValueError):  # negative strides, or a dtype torch lacks
                 pass
-        if any(s < 0 for s in value.strides):
-            value = value.copy()  # torch cannot view negative strides
+        if not value.flags.writeable or any(s < 0 for s in value.strides):
+            value = value.copy()  # torch cannot view negative strides, nor a read-only array
+            # (Ray's object store gives those: torch warned that writing to one is undefined)
     return torch.as_tensor(value, dtype=dtype, device=device)
 
 
