@@ -68,6 +68,8 @@ def test_state_array_shape_is_a_tuple_of_ints():
     assert StateArray({"observation": torch.zeros(3, 4)}, 3).shape == (3,)
     with pytest.raises(TypeError, match="tuple of ints"):
         StateArray({"observation": torch.zeros(3, 4)}, "3")
+    with pytest.raises(TypeError, match="^StateArray shape is a tuple"):  # (was torch's error)
+        StateArray({"observation": torch.zeros(3, 4)}, (3.0,))
     scalar_mask = StateArray({"observation": torch.zeros(3, 4)}, (3,), mask=1.0)
     assert scalar_mask.shape == (3,)
 

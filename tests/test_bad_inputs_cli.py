@@ -347,6 +347,11 @@ def test_plot_over_a_damaged_returns100_csv_names_it(content: str, tmp_path: Pat
     (["--quiet"], "Unknown flag '--quiet' of looprl run. Did you mean logging.quiet=true?"),
     (["--frames", "500"], "Did you mean frames=500?"),  # (Hydra printed its usage block)
     (["--multirn"], "Did you mean '--multirun'?"),
+    # a Hydra flag without its value: Hydra's usage block, or (before an override) the run
+    # trained with the override taken as the flag's value
+    (["--cfg"], "Hydra's flag --cfg takes job, hydra or all after it (looprl run --help)"),
+    (["--cfg", "bogus"], "--cfg takes job, hydra or all after it, got 'bogus'"),
+    (["--package", "seed=1"], "Hydra's flag --package takes a value after it, got 'seed=1'"),
 ])
 def test_bad_run_overrides_are_one_line(overrides: list[str], expected: str,
                                         tmp_path: Path) -> None:

@@ -137,6 +137,8 @@ def test_a_swept_hyperparameter_value_out_of_range_is_refused_before_the_first_j
     register()
     with pytest.raises(ValueError, match=r"'lr' of ppo must be positive \(> 0\), got -1"):
         check_overrides(["-m", "algorithm.lr=1e-3,-1"])
+    with pytest.raises(ValueError, match="got -1"):  # (checked the last override's value)
+        check_overrides(["-m", "algorithm.lr=1e-3,-1", "frames=10"])
     with pytest.raises(ValueError, match="'alpha' of sac must be positive"):
         check_overrides(["-m", "algorithm=dqn,continuous/sac", "algorithm.alpha=0.0,0.5"])
     check_overrides(["-m", "algorithm.lr=1e-3,${oc.env:LR}", "algorithm.hidden=range(1,4)"])
@@ -549,6 +551,14 @@ def test_env_kwargs_and_env_wrappers_make_the_environment_on_both_runtimes(tmp_p
     assert local.observation_space.shape == (16,) and local.reset().observation.shape == (1, 16)
     srl.close()
     local.close()
+
+
+def test_env_kwargs_takes_a_key_or_the_whole_dict_without_a_plus(capsys) -> None:
+    """``env_kwargs={is_slippery:false}`` (docs/coming-from-mighty.md) and
+    ``env_kwargs.is_slippery=false`` were Hydra's "Key 'is_slippery' is not in struct"."""
+    for given in ("env_kwargs={is_slippery:false}", "env_kwargs.is_slippery=false"):
+        assert cli(["run", "env=FrozenLake-v1", given, "--cfg", "job"]) == 0
+        assert "env_kwargs:\n  is_slippery: false" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("overrides", "message"), [

@@ -170,6 +170,15 @@ def test_bad_inputs_are_one_line_errors(small_ppo):
          "^strategy_options of cma: bogus is not a valid option. \\(the options are "),
         (dict(search_targets={"lr": (1e-4, 1e-2)}, strategy="openai", popsize=3), ValueError,
          "popsize must be even"),
+        # a negative learning rate descended the fitness, silently; a cma option of another
+        # type was cma's TypeError "can only concatenate str (not "float") to str"
+        *[(dict(search_targets={"lr": (1e-4, 1e-2)}, strategy="openai",
+                strategy_options={"learning_rate": rate}), ValueError,
+           "^strategy_options of openai: learning_rate must be a finite number > 0")
+          for rate in (-1, 0, "abc", float("inf"))],
+        (dict(search_targets={"lr": (1e-4, 1e-2)}, strategy="cma",
+              strategy_options={"popsize": "abc"}), TypeError,
+         r"^strategy_options of cma: a value of \{'popsize': 'abc'\} has a type cma cannot"),
     ]
     for kwargs, error, message in cases:
         with pytest.raises(error, match=message) as info:

@@ -133,12 +133,15 @@ def test_n_evaluations_is_a_whole_number_up_to_num_steps(small_ppo, n_evaluation
 
 
 def test_a_storage_it_cannot_open_is_one_line(small_ppo, tmp_path):
-    # SQLAlchemy's error (a folder that does not exist) was a traceback from looprl run
+    # SQLAlchemy's error (a folder that does not exist) was a traceback from looprl run, then
+    # SQLAlchemy's line, which named neither the storage nor what to give
     from looprl.core.suggest import is_bad_input
-    runner = _runner(small_ppo, f"sqlite:///{tmp_path / 'missing' / 'search.db'}")
-    with pytest.raises(Exception, match="unable to open database file") as info:
-        runner.run()
-    assert is_bad_input(info.value)
+    for storage in (f"sqlite:///{tmp_path / 'missing' / 'search.db'}", "bogus://x",
+                    tmp_path / "missing" / "j.log"):
+        with pytest.raises(ValueError, match="^OptunaRunner cannot open its storage .*: give a "
+                                             "database URL it can open") as info:
+            _runner(small_ppo, storage).run()
+        assert is_bad_input(info.value) and "\n" not in str(info.value)
 
 
 def test_bad_sampler_or_pruner_names(small_ppo):

@@ -346,7 +346,8 @@ def main(argv: list[str]) -> int:
     import hydra
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
-    argv = [f"++{a}" if a.startswith("context.ranges.") else a for a in argv]  # (new keys)
+    argv = [f"++{a}" if a.startswith(("context.ranges.", "env_kwargs.", "env_kwargs=")) else a
+            for a in argv]  # (new keys: env_kwargs's default is {})
     register(argv)
     argv = expand_shorthands(argv)
     check_given_once(argv)

@@ -7,6 +7,7 @@ import re
 import shutil
 
 from looprl.configs import (
+    _VALUED_FLAGS,
     HYDRA_FLAGS,
     _choices,
     _override_pairs,
@@ -48,6 +49,7 @@ def check_overrides(overrides: list[str]) -> None:
             raise ValueError(f"Unknown flag {flag!r} of looprl run.{_flag_hint(flag, value)} "
                              "It takes key=value overrides and Hydra's flags: see looprl run "
                              "--help (a negative value goes after the '=': seed=-1)")
+        _check_flag_value(arg, overrides[i + 1:i + 2])
     given = _override_pairs(overrides)
     if ("hydra/launcher", "submitit_slurm") in given and shutil.which("srun") is None:
         raise ValueError("hydra/launcher=submitit_slurm needs a SLURM cluster (no srun here): "
@@ -68,7 +70,7 @@ def check_overrides(overrides: list[str]) -> None:
             for options_list in re.findall(r"\[([^\]]*)\]", value) if key == "meta" else ():
                 _check_listed_once(key, _choices(options_list))  # (each list of a sweep)
     primary, targets = config_keys(), _meta_targets(pairs)
-    for key, _ in pairs:
+    for key, value in pairs:
         group, _, field = key.partition(".")
         if group == "meta" and field.partition(".")[0] in targets:
             _check_target_field(field, targets)
@@ -86,6 +88,20 @@ def check_overrides(overrides: list[str]) -> None:
         raise ValueError("frames does not apply to runner=es: each individual trains "
                          "runner.num_steps_per_iteration steps (default 10000) in each of "
                          "runner.iterations generations; set those instead")
+
+
+def _check_flag_value(flag: str, after: list[str]) -> None:
+    """A Hydra flag that takes a value (``--cfg job``) without one, or ``--cfg`` with another
+    than Hydra's choices, is a one-line ``ValueError`` (Hydra: its usage block; a flag before a
+    ``key=value`` took that override as its value)."""
+    if flag not in _VALUED_FLAGS or flag in ("--info", "-i"):  # (--info's value is optional)
+        return
+    value = after[0] if after else ""
+    choices = ("job", "hydra", "all") if flag in ("--cfg", "-c") else ()
+    if not value or value.startswith("-") or "=" in value or (choices and value not in choices):
+        got = f", got {value!r}" if value else ""
+        wanted = "job, hydra or all" if choices else "a value"
+        raise ValueError(f"Hydra's flag {flag} takes {wanted} after it{got} (looprl run --help)")
 
 
 def _check_swept_values(key: str, value: str, algorithms: list[str]) -> None:

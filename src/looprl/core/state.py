@@ -101,13 +101,13 @@ def _model_input(value: torch.Tensor) -> torch.Tensor:
 
 
 def _batch_shape(shape: Any) -> tuple[int, ...]:
-    if type(shape) is tuple:
+    if type(shape) is tuple and all(type(n) is int for n in shape):
         return shape
     if isinstance(shape, int) and not isinstance(shape, bool):
         return (shape,)
     if isinstance(shape, tuple | list | torch.Size) and all(
-            isinstance(n, int) and not isinstance(n, bool) for n in shape):
-        return tuple(shape)
+            isinstance(n, int | np.integer) and not isinstance(n, bool) for n in shape):
+        return tuple(int(n) for n in shape)
     raise TypeError(f"StateArray shape is a tuple of ints (the batch dimensions), got "
                     f"{shape!r}")
 

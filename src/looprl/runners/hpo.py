@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from looprl.core.imports import import_extra
-from looprl.core.suggest import check_count
+from looprl.core.suggest import check_count, one_line
 from looprl.runners.base import Runner
 from looprl.runners.space import Dimension, parse_search_space, search_mapping
 from looprl.runners.trials import LocalTrials
@@ -79,8 +79,14 @@ class OptunaRunner(Runner):
 
     def study(self) -> Any:
         """The study, created in the storage or loaded from it."""
-        storage = self._storage()
-        studies = [] if storage is None else self.optuna.get_all_study_summaries(storage)
+        try:
+            storage = self._storage()
+            studies = [] if storage is None else self.optuna.get_all_study_summaries(storage)
+        except Exception as error:  # (SQLAlchemy's and the journal's: they name no storage)
+            raise ValueError(f"OptunaRunner cannot open its storage {self.storage!r} "
+                             f"({one_line(error)}): give a database URL it can open "
+                             "(sqlite:///search.db), a journal file path, or None (in memory)"
+                             ) from None
         existing = next((s.n_trials for s in studies if s.study_name == self.study_name), 0)
         return self.optuna.create_study(
             storage=storage, study_name=self.study_name, direction="maximize",

@@ -5,12 +5,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from looprl.core.imports import import_extra
+from looprl.core.suggest import is_number
 
 #: Dimensions above which CMA-ES keeps a diagonal covariance matrix (sep-CMA-ES).
 DIAGONAL_ABOVE = 200
@@ -67,6 +69,9 @@ class CMAES:
         except ValueError as error:  # (cma's lists every valid option, over many lines)
             raise ValueError(f"strategy_options of cma: {str(error).splitlines()[0]} (the "
                              "options are cma.CMAOptions())") from None
+        except TypeError as error:  # (a value of another type: cma's names no option)
+            raise TypeError(f"strategy_options of cma: a value of {options} has a type cma "
+                            f"cannot take ({error}); see cma.CMAOptions()") from None
 
     @property
     def mean(self) -> np.ndarray:
@@ -95,6 +100,10 @@ def make_strategy(name: str, x0: np.ndarray, sigma: float, popsize: int, seed: i
         if unknown:
             raise ValueError(f"strategy_options of openai: unknown {', '.join(unknown)}; it "
                              "takes learning_rate")
+        rate = (options or {}).get("learning_rate", 0.01)
+        if not (is_number(rate) and 0 < rate < math.inf):
+            raise ValueError(f"strategy_options of openai: learning_rate must be a finite number "
+                             f"> 0, got {rate!r}")
         return OpenAIES(x0, sigma, popsize, seed, **(options or {}))
     raise ValueError(f"Unknown ES strategy {name!r}; valid: {', '.join(STRATEGIES)}")
 
