@@ -142,6 +142,11 @@ def test_a_swept_hyperparameter_value_out_of_range_is_refused_before_the_first_j
     with pytest.raises(ValueError, match="'alpha' of sac must be positive"):
         check_overrides(["-m", "algorithm=dqn,continuous/sac", "algorithm.alpha=0.0,0.5"])
     check_overrides(["-m", "algorithm.lr=1e-3,${oc.env:LR}", "algorithm.hidden=range(1,4)"])
+    # the run's counts too (docs/runtimes.md: "before anything runs")
+    for swept in ("seed=0,-1", "frames=100,0", "test_episodes=2,1.5"):
+        with pytest.raises(TypeError, match=r"must be an integer >= \d, got "):
+            check_overrides(["-m", swept])
+    check_overrides(["-m", "seed=0,1", "frames=1e3,2000"])
 
 
 def test_a_second_copy_of_a_component_attaches_under_a_name_of_its_own() -> None:

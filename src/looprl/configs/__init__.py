@@ -302,13 +302,23 @@ def _check_run_values(cfg: Any) -> None:
     from looprl.configs.sources import check_config_keys
     from looprl.core.suggest import check_seed
     check_config_keys(cfg)
-    for key, minimum in (("frames", 1), ("seed", 0), ("test_episodes", 0)):
-        value = cfg[key]
-        if isinstance(value, float) and value.is_integer():  # (frames=1e6, as --frames takes)
-            value = cfg[key] = int(value)
-        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-            raise TypeError(f"{key} must be an integer >= {minimum}, got {value!r}")
+    for key in RUN_MINIMUMS:
+        cfg[key] = check_run_value(key, cfg[key])
     check_seed("seed", cfg.seed, optional=False)  # (NumPy's global generator takes it)
+
+
+#: the run's counts -> their least value
+RUN_MINIMUMS = {"frames": 1, "seed": 0, "test_episodes": 0}
+
+
+def check_run_value(key: str, value: Any) -> int:
+    """``value`` of ``key`` (one of ``RUN_MINIMUMS``) as an int (``frames=1e6``, as --frames
+    takes it), or a one-line ``TypeError`` unless it is a whole number in range."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < RUN_MINIMUMS[key]:
+        raise TypeError(f"{key} must be an integer >= {RUN_MINIMUMS[key]}, got {value!r}")
+    return value
 
 
 def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:

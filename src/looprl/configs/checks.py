@@ -9,9 +9,11 @@ import shutil
 from looprl.configs import (
     _VALUED_FLAGS,
     HYDRA_FLAGS,
+    RUN_MINIMUMS,
     _choices,
     _override_pairs,
     algorithm_options,
+    check_run_value,
     runners,
     runtimes,
 )
@@ -78,8 +80,12 @@ def check_overrides(overrides: list[str]) -> None:
             ours = [c for c in chosen[group] if c in builtin[group]]
             if ours or not chosen[group]:  # (a user's option: build checks its keys)
                 _check_field(group, field, ours)
-            if group == "algorithm":
-                _check_swept_values(key, value, ours)
+            for number in _swept_numbers(key, value) if group == "algorithm" else ():
+                for algorithm in ours:  # (before the first job trains, not when its job starts)
+                    check_ranges({field: number}, algorithm.rpartition("/")[2])
+        elif key in RUN_MINIMUMS:
+            for number in _swept_numbers(key, value):
+                check_run_value(key, number)
         elif group not in options and group not in primary:
             check_choice("config key", group, list(primary), key_hint(group, list(primary)))
         elif field and group in ("context", "logging"):  # nodes of fixed keys
@@ -104,20 +110,17 @@ def _check_flag_value(flag: str, after: list[str]) -> None:
         raise ValueError(f"Hydra's flag {flag} takes {wanted} after it{got} (looprl run --help)")
 
 
-def _check_swept_values(key: str, value: str, algorithms: list[str]) -> None:
-    """Each number a sweep (``-m algorithm.lr=1e-3,-1``) gives a hyperparameter is in its range
-    (``check_ranges``), before the first job trains, not when its job starts."""
+def _swept_numbers(key: str, value: str) -> list[int | float]:
+    """The numbers a sweep (``-m algorithm.lr=1e-3,-1``, ``seed=0,-1``) gives ``key``; none
+    for one value (checked where the run starts) or an interval or a syntax error (Hydra's)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
     try:
         override = OverridesParser.create().parse_override(f"{key}={value}")
         values = list(override.sweep_iterator()) if override.is_sweep_override() else []
-    except HydraException:  # (an interval, a syntax error: Hydra's to report)
-        return
-    name = key.partition(".")[2]
-    for number in [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]:
-        for algorithm in algorithms:
-            check_ranges({name: number}, algorithm.rpartition("/")[2])
+    except HydraException:
+        return []
+    return [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
 
 
 def _mighty_hint(group: str, choice: str, options: list[str]) -> str:
