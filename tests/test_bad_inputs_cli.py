@@ -103,7 +103,8 @@ def test_a_log_std_init_the_gaussian_head_clamps_is_refused() -> None:
     # (beyond float32: "value cannot be converted to type float without overflow" in torch)
     ("rainbow", "sigma", 1e300, "must be finite and positive (> 0) (at most 3.4e38 in size, "
                                 "float32's largest), got 1e+300"),
-    ("ppo", "clip", 1e300, "must be finite and positive (> 0) (at most 3.4e38")])
+    ("ppo", "clip", 1e300, "must be finite and positive (> 0) (at most 3.4e38"),
+    ("ppo", "value_clip", "None", "must be >= 0, got 'None' (Python's None is null in a config)")])
 def test_a_non_finite_hyperparameter_is_refused_by_the_builder(
         builder: str, key: str, value: float, expected: str) -> None:
     """``lr=inf`` trained on NaN weights, ``v_min=-inf`` was a torch traceback deep in C51's

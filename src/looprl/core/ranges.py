@@ -112,5 +112,6 @@ def check_ranges(hyperparameters: dict[str, Any], owner: str = "") -> None:
             finite = "finite and " if infinite and bounded else ""
             huge = infinite and (isinstance(value, int) or math.isfinite(value))
             size = " (at most 3.4e38 in size, float32's largest)" if huge else ""
+            none = " (Python's None is null in a config)" if value in ("None", "none") else ""
             raise ValueError(f"Hyperparameter {key!r}{of} must be {finite}{valid.text}{size}, "
-                             f"got {value!r:.40}")
+                             f"got {value!r:.40}{none}")
