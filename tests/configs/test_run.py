@@ -273,7 +273,8 @@ def test_a_rejected_config_is_one_line_and_leaves_no_run_directory(
     assert cli(["run", "env=NoSuchEnv-v0", "frames=64"]) == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and "Unknown environment 'NoSuchEnv-v0'" in error[0], error
-    assert list(tmp_path.iterdir()) == []
+    assert "Give a Gymnasium id (gymnasium.pprint_registry() lists them)" in error[0]  # (no
+    assert list(tmp_path.iterdir()) == []  # near id: how to name one)
 
 
 def test_runs_started_in_the_same_second_get_a_directory_each(tmp_path: Path,

@@ -101,7 +101,9 @@ def check_env_id(env_id: str) -> None:
                          f"(looprl run algorithm=multiagent/ppo env={env_id}, or looprl train "
                          f"multiagent.ppo {env_id}) or play it in "
                          f"MultiagentPettingZooEnv({env_id!r})")
-    hint = did_you_mean(env_id, list(gym.registry), n=3)
+    hint = did_you_mean(env_id, list(gym.registry), n=3) or (
+        " Give a Gymnasium id (gymnasium.pprint_registry() lists them), your environment "
+        "class as 'package.module:ClassName', an Atari game or a PettingZoo game.")
     raise ValueError(f"Unknown environment {env_id!r}.{hint} "
                      "(Atari and MuJoCo ids need the 'atari'/'mujoco' extras installed.)")
 
