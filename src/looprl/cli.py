@@ -97,7 +97,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     builder = resolve_agent(args.agent).hyperparameters(**parse_hyperparameters(args.hparams))
     if args.device:
         builder = builder.device(args.device)
-    env = make_env(args.agent, args.env, env_wrappers=args.wrapper or ())
+    env = make_env(args.agent, args.env, env_wrappers=args.wrapper or (),
+                   render_mode="human" if args.render else None)
     if args.seed is not None:
         seed_everything(check_seed("--seed", args.seed, optional=False))
     preset = builder.env(env).build()
@@ -107,7 +108,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     try:
         (result,) = run_experiment(preset, env, args.frames, logdir=args.logdir,
                                    quiet=args.quiet, test_episodes=args.test_episodes,
-                                   seed=args.seed)
+                                   seed=args.seed, render=args.render, save_freq=args.save_freq)
     except TrainingInterrupted as stop:  # Ctrl-C: keep what was trained
         print(f"interrupted at frame {stop.frame:,}; the preset as trained so far is saved")
         _saved(preset, Path(stop.log_dir), args.logdir, plot=False)
@@ -182,7 +183,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
         if args.best:
             raise ValueError("--best: a distributed run saves only its final policy (policy.pt); "
                              "drop --best")
-        returns, path = watch_run(run_dir, args.episodes, args.fps, args.gif, args.max_steps)
+        returns, path = watch_run(run_dir, args.episodes or 1, args.fps, args.gif,
+                                  args.max_steps)
     else:
         from looprl.experiments import watch
         from looprl.presets import load_preset
@@ -198,7 +200,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         if not preset_file.exists():
             raise FileNotFoundError(f"No saved preset at {preset_file} (train one with looprl "
                                     "train)")
-        preset = load_preset(str(preset_file))
+        preset = load_preset(str(preset_file), device=args.device)
         env_id = args.env or trained_env(preset_file, preset)
         try:
             env, window = watch.watch_env(preset, env_id, window=args.gif is None)
@@ -208,7 +210,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
             raise ValueError(f"{error} If your code registers {env_id}, give the module that "
                              f"does: --env MODULE:{env_id}") from None
         gif = None if window else args.gif or str(preset_file.parent / "watch.gif")
-        returns, path = watch.watch(preset.test_agent(), env, args.episodes, args.fps, gif,
+        episodes = args.episodes or (sys.maxsize if window else 1)  # (None: ALL's, forever)
+        returns, path = watch.watch(preset.test_agent(), env, episodes, args.fps, gif,
                                     max_steps=args.max_steps)
     print_episodes(returns, path)
     return 0
@@ -265,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--threads", type=number(0), default=None, help="torch CPU threads (0: "
                        "torch's default; default: 1, or torch's default for Atari)")
     train.add_argument("--quiet", action="store_true")
-    train.set_defaults(func=cmd_train)
+    train.set_defaults(func=cmd_train, render=False, save_freq=math.inf)  # (ALL's scripts')
     # ``run`` is dispatched to Hydra before this parser (main); listed here for --help
     sub.add_parser("run", add_help=False,
                    help="train from a config: groups, overrides, sweeps, Ray (looprl run --help)")
@@ -289,13 +292,15 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--gif", default=None, help="write the episodes to this GIF")
     watch.add_argument("--max-steps", type=number(1), default=10_000,
                        help="cut longer episodes")
-    watch.set_defaults(func=cmd_watch)
+    watch.set_defaults(func=cmd_watch, device=None)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``looprl`` command; errors print one line and exit with 2, Ctrl-C
-    one line and 130."""
+def main(argv: list[str] | None = None, command: Callable[[list[str]], int] | None = None
+         ) -> int:
+    """Entry point of the ``looprl`` command (or of ``command``, which parses the arguments:
+    ALL's scripts, ``looprl.scripts``); errors print one line and exit with 2, Ctrl-C one line
+    and 130."""
     if argv is None and hasattr(sys.stdout, "reconfigure"):  # lines reach the log if killed
         sys.stdout.reconfigure(line_buffering=True)
     if os.getcwd() not in sys.path:  # import paths (--env mymodule:MyEnv) find modules here,
@@ -304,7 +309,9 @@ def main(argv: list[str] | None = None) -> int:
         for each in (signal.SIGINT, signal.SIGTERM):
             signal.signal(each, _stopping(os.getpid()))
     try:
-        return _main(sys.argv[1:] if argv is None else argv)
+        logging.basicConfig(level=logging.WARNING,
+                            format="%(levelname)s %(name)s: %(message)s")
+        return (command or _main)(sys.argv[1:] if argv is None else argv)
     except KeyboardInterrupt as stop:
         where = (f" at frame {stop.frame:,}; its logs are in {stop.log_dir}"
                  if hasattr(stop, "log_dir") else f"; {stop}" if str(stop) else "")
@@ -330,7 +337,6 @@ def _stopping(pid: int) -> Callable[..., None]:
 
 
 def _main(argv: list[str]) -> int:
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if argv[:1] == ["run"]:  # Hydra parses the rest (key=value overrides, -m, --help)
         return _guarded(lambda: cmd_run(argv[1:]))
     parser = build_parser()

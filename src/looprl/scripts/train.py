@@ -1,0 +1,57 @@
+"""ALL's ``train``: the arguments of its train scripts, trained as ``looprl train`` trains."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Callable
+
+from looprl import cli
+from looprl.core.suggest import did_you_mean
+
+DEVICE_HELP = "e.g. cpu, cuda, cuda:0 (default: cuda if there is one, else cpu)"
+Main = Callable[..., int]
+
+
+def run_train(args: argparse.Namespace, agent: str, hparams: list[str]) -> int:
+    """``looprl train``'s ``cmd_train`` on ALL's parsed ``args`` (``frames``, ``device``,
+    ``render``, ``save_freq``, ``logdir``) with ALL's 100 test episodes."""
+    vars(args).update(agent=agent, hparams=hparams, wrapper=None, seed=None, test_episodes=100,
+                      threads=None, quiet=False, logdir=getattr(args, "logdir", "runs"))
+    return cli.cmd_train(args)
+
+
+def family_agent(family: str, name: str) -> str:
+    """``family.name``, or a one-line ``ValueError`` naming ``family``'s presets."""
+    names = importlib.import_module(f"looprl.presets.{family}").__all__
+    if name not in names:
+        raise ValueError(f"Unknown agent {name!r}.{did_you_mean(name, names)} The {family} "
+                         f"presets: {', '.join(sorted(names))}")
+    return f"{family}.{name}"
+
+
+def train_parser(prog: str, default_frames: float) -> cli.ArgumentParser:
+    """A parser with the options ALL's train scripts share."""
+    parser = cli.ArgumentParser(prog=prog, description=f"{prog}: ALL's all-{prog[7:]}")
+    parser.add_argument("--device", default=None, help=DEVICE_HELP)
+    parser.add_argument("--frames", type=cli.number(1), default=default_frames)
+    parser.add_argument("--render", action="store_true", default=False)
+    parser.add_argument("--save_freq", type=cli.number(1), default=100,
+                        help="how often to save the model, in episodes")
+    return parser
+
+
+def script(prog: str, family: str, default_frames: float, example: str) -> Main:
+    """ALL's ``train(presets, ...)``: ``prog ENV AGENT [options]`` trains ``family.AGENT``."""
+    parse = train_parser(prog, default_frames)
+    parse.add_argument("env", help=f"the environment, e.g. {example}")
+    parse.add_argument("agent", help="the preset, e.g. dqn (looprl list)")
+    parse.add_argument("--logdir", default="runs")
+    parse.add_argument("--hyperparameters", default=[], nargs="*", metavar="KEY=VALUE")
+
+    def run(argv: list[str]) -> int:
+        args = parse.parse_args(argv)
+        return cli._guarded(lambda: run_train(args, family_agent(family, args.agent),
+                                              args.hyperparameters))
+
+    return lambda argv=None: cli.main(argv, run)

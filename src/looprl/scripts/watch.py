@@ -1,0 +1,36 @@
+"""ALL's watch scripts: ``ENV FILENAME [--device D] [--fps F]``, played as ``looprl watch``
+plays (in a window, else into a GIF beside the preset)."""
+
+from __future__ import annotations
+
+import sys
+
+from looprl import cli
+from looprl.scripts.train import DEVICE_HELP, Main
+
+
+def script(prog: str, fps: float, example: str, reload: bool = False) -> Main:
+    """ALL's watch script ``prog`` (``reload``: with ALL's ``--reload``) on ``cmd_watch``."""
+    parser = cli.ArgumentParser(prog=prog, description=f"{prog}: ALL's all-{prog[7:]}")
+    parser.add_argument("env", help=f"the environment, e.g. {example}")
+    parser.add_argument("filename", help="the saved preset.pt (or its run directory)")
+    parser.add_argument("--device", default=None, help=DEVICE_HELP)
+    parser.add_argument("--fps", type=cli.number(0, float, above=True), default=fps)
+    if reload:
+        parser.add_argument("--reload", action="store_true", default=False,
+                            help="reload the model from disk after every episode")
+    parser.add_argument("--episodes", type=cli.number(1), default=None, help="looprl's: stop "
+                        "after N episodes (default: forever in a window, as ALL; 1 into a GIF)")
+
+    def run(argv: list[str]) -> int:
+        args = parser.parse_args(argv)
+        vars(args).update(run_dir=args.filename, best=False, gif=None, max_steps=10_000)
+        if not getattr(args, "reload", False):
+            return cli._guarded(lambda: cli.cmd_watch(args))
+        rounds, args.episodes = args.episodes or sys.maxsize, 1  # (each loads the file anew)
+        for _ in range(rounds):
+            if code := cli._guarded(lambda: cli.cmd_watch(args)):
+                return code
+        return 0
+
+    return lambda argv=None: cli.main(argv, run)

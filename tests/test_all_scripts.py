@@ -1,0 +1,163 @@
+"""ALL's console scripts as ``looprl-*`` (looprl.scripts): ALL's arguments, looprl's commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+import torch
+
+from looprl import cli
+from looprl.scripts import (
+    plot,
+    train_atari,
+    train_classic,
+    train_continuous,
+    train_mujoco,
+    train_multiagent_atari,
+    watch_classic,
+    watch_multiagent_atari,
+)
+
+SCRIPTS = ["plot", "atari", "classic", "continuous", "mujoco", "multiagent-atari",
+           *(f"watch-{name}" for name in ("atari", "classic", "continuous", "mujoco",
+                                          "multiagent-atari"))]
+
+
+@pytest.fixture(autouse=True)
+def _no_display(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.delenv("LOOPRL_DEBUG", raising=False)
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def classic_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``looprl-classic`` with ALL's options; the run directory."""
+    logdir = tmp_path_factory.mktemp("all_scripts")
+    threads = torch.get_num_threads()
+    code = train_classic.main(["CartPole-v1", "dqn", "--frames", "200", "--logdir", str(logdir),
+                               "--device", "cpu", "--save_freq", "2",
+                               "--hyperparameters", "lr=0.01", "hidden=16"])
+    torch.set_num_threads(threads)
+    assert code == 0
+    return logdir / "dqn" / "CartPole-v1"
+
+
+def test_every_script_is_installed() -> None:
+    found = {e.name: e for e in entry_points(group="console_scripts") if e.name in
+             {f"looprl-{name}" for name in SCRIPTS}}
+    assert sorted(found) == sorted(f"looprl-{name}" for name in SCRIPTS)
+    assert all(callable(e.load()) for e in found.values())
+
+
+def test_classic_trains_with_alls_arguments(classic_run: Path) -> None:
+    for name in ("preset.pt", "returns100.png", "results.csv", "test_returns.csv"):
+        assert (classic_run / name).exists(), name
+    hyperparameters = json.loads((classic_run / "run.json").read_text())["hyperparameters"]
+    assert (hyperparameters["lr"], hyperparameters["hidden"]) == (0.01, 16)
+    assert len((classic_run / "test_returns.csv").read_text().splitlines()) > 100  # ALL's 100
+
+
+def test_render_trains_in_a_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--render``: the environment is made with ``render_mode='human'`` (it was made
+    without, and every run with ``--render`` was refused)."""
+    import looprl.experiments
+
+    class Stop(Exception):
+        pass
+
+    def run_experiment(preset: object, env: object, frames: float, **options: object) -> None:
+        raise Stop(options["render"], env.env.render_mode)  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(looprl.experiments, "run_experiment", run_experiment)
+    with pytest.raises(Stop) as stop:
+        train_classic.main(["CartPole-v1", "dqn", "--render"])
+    assert stop.value.args == (True, "human")
+
+
+@pytest.mark.parametrize(("module", "argv", "agent", "frames"), [
+    (train_atari, ["Pong", "dqn"], "atari.dqn", 40e6),
+    (train_continuous, ["Pendulum-v1", "ddpg", "--frames", "300"], "continuous.ddpg", 300),
+    (train_mujoco, ["Ant-v4", "sac", "--save_freq", "5"], "continuous.sac", 10e6),
+])
+def test_train_scripts_pass_alls_arguments(monkeypatch: pytest.MonkeyPatch, module: object,
+                                           argv: list[str], agent: str, frames: float) -> None:
+    seen: list[argparse.Namespace] = []
+    monkeypatch.setattr(cli, "cmd_train", lambda args: seen.append(args) or 0)
+    assert module.main(argv) == 0  # type: ignore[attr-defined]
+    (args,) = seen
+    assert (args.agent, args.env, args.frames, args.device) == (agent, argv[0], frames, None)
+    assert (args.logdir, args.test_episodes, args.render) == ("runs", 100, False)
+    assert args.save_freq == (5 if "--save_freq" in argv else 100)
+
+
+@pytest.mark.parametrize(("module", "argv", "expected"), [
+    (train_classic, ["CartPole-v1", "ddpg"], "Unknown agent 'ddpg'. The classic_control presets"),
+    (train_classic, ["CartPole-v1", "dqn", "--frames", "abc"], "--frames: must be a whole"),
+    (train_classic, ["CartPole-v1", "dqn", "--hyperparameters", "nope=1"], "'nope'"),
+    (train_multiagent_atari, ["tictactoe_v3", "dqn"], "Must specify 2 agents"),
+    (train_multiagent_atari, ["tictactoe_v3", "dqn", "ppo"], "one multiagent preset"),
+    (watch_classic, ["CartPole-v1", "missing/preset.pt"], "No saved preset"),
+    (plot, ["--timesteps", "0"], "--timesteps: must be a whole number >= 1"),
+])
+def test_bad_input_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                               monkeypatch: pytest.MonkeyPatch, module: object,
+                               argv: list[str], expected: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = module.main(argv)  # type: ignore[attr-defined]
+    except SystemExit as stop:  # (argparse's errors)
+        code = stop.code
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and expected in err, err
+    assert not list(tmp_path.iterdir())
+
+
+def test_watch_and_plot(classic_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Headless: one episode (ALL's watch plays forever, in a window) into a GIF."""
+    code = watch_classic.main(["CartPole-v1", str(classic_run / "preset.pt"), "--device", "cpu"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.count("episode ") == 1 and (classic_run / "watch.gif").exists()
+    assert plot.main(["--logdir", str(classic_run.parent), "--timesteps", "100"]) == 0
+    assert (classic_run.parent / "returns100.png").exists()
+
+
+def test_multiagent_trains_and_watches_with_reload(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A PettingZoo game (ALL's pong_v3 needs multi_agent_ale_py), in ./runs as ALL's."""
+    monkeypatch.chdir(tmp_path)
+    assert train_multiagent_atari.main(["tictactoe_v3", "dqn", "dqn", "--frames", "200",
+                                        "--replay_buffer_size", "1000"]) == 0
+    run = Path("runs") / "independent_dqn" / "tictactoe_v3"
+    assert json.loads((run / "run.json").read_text())["hyperparameters"][
+        "replay_buffer_size"] == 1000
+    capsys.readouterr()
+    assert watch_multiagent_atari.main(["tictactoe_v3", str(run), "--reload",
+                                        "--episodes", "2"]) == 0
+    assert capsys.readouterr().out.count("returns player_1") == 2
+
+
+def test_classic_as_a_subprocess(tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("looprl-classic")
+    command = [str(script)] if script.exists() else [sys.executable, "-m",
+                                                     "looprl.scripts.train_classic"]
+    done = subprocess.run([*command, "CartPole-v1", "dqn", "--frames", "200", "--logdir",
+                           str(tmp_path)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "LOOPRL_DEBUG": ""})
+    assert done.returncode == 0, done.stderr
+    assert "evaluation: mean return" in done.stdout
+    assert (tmp_path / "dqn" / "CartPole-v1" / "preset.pt").exists()
