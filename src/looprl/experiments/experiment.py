@@ -102,7 +102,7 @@ def flush_logger(logger: Any) -> None:
         flush()
 
 
-def test_copies(env: Any, vector_env: VectorEnvironment, copies: int) -> VectorEnvironment:
+def evaluation_copies(env: Any, vector_env: VectorEnvironment, copies: int) -> VectorEnvironment:
     """``copies`` copies of ``env`` to evaluate in, else a copy of the training environments
     ``vector_env``, else they."""
     if isinstance(env, Environment):
@@ -339,8 +339,8 @@ class Experiment:
         return self.preset.parallel_test_agent()
 
     def _test_env(self, copies: int) -> VectorEnvironment:
-        """``test_copies`` of the environment."""
-        return test_copies(self.env, self.vector_env, copies)
+        """``evaluation_copies`` of the environment."""
+        return evaluation_copies(self.env, self.vector_env, copies)
 
     def save(self) -> str | None:
         """Save the preset as trained so far to ``{log_dir}/preset.pt`` (ALL's; ``looprl watch
