@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
@@ -319,6 +320,45 @@ def test_a_resumed_runs_frames_per_second_count_the_frames_since_it_resumed(tmp_
     resumed.close()
     resumed.result.frames, resumed.result.seconds = 700, 2.0
     assert resumed.result.frames_per_second == 100.0
+
+
+def test_a_ray_resume_past_the_planned_budget_says_its_schedules_stay_at_their_end(
+        tmp_path, caplog) -> None:
+    """As a local run's: ``looprl run --resume DIR frames=N`` of a Ray PPO run past its budget
+    trained on at a learning rate of 0, silently."""
+    from looprl.distributed.run_state import ControllerCheckpoint
+
+    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=1_000,
+                         logdir=str(tmp_path), quiet=True)
+    counts = run._open_logs()
+    run.result.frames = 1_000
+    ControllerCheckpoint(2, run._log, run.result, counts, budget=1_000).save(final=True)
+    run.close()
+    caplog.set_level(logging.WARNING, "looprl")
+    for frames in (1_000, 1_500):
+        resumed = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=frames,
+                                 logdir=str(tmp_path), quiet=True, resume_from=str(tmp_path))
+        resumed._open_logs()
+        resumed.close()
+    assert caplog.text.count("past the") == 1 and (
+        "resumed with a budget of 1500 frames, past the 1000 it was planned for" in
+        caplog.text and "start a new run with frames=1500" in caplog.text), caplog.text
+
+
+def test_resuming_another_algorithms_run_is_one_line(tmp_path) -> None:
+    """(Was: the trainer loaded a PPO run's checkpoint into a DQN preset's, and the actors
+    failed later on the published parameters: "Unexpected key(s) in state_dict".)"""
+    from looprl.distributed.run_state import ControllerCheckpoint
+
+    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path), quiet=True)
+    counts = run._open_logs()
+    ControllerCheckpoint(2, run._log, run.result, counts).save(final=True)
+    run.close()
+    resumed = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path),
+                             quiet=True, name="dqn", resume_from=str(tmp_path))
+    with pytest.raises(ValueError, match=f"resume_from={tmp_path} holds a run of ppo-ray on "
+                       "CartPole-v1, not of dqn on CartPole-v1: resume it with the preset"):
+        resumed._open_logs()
 
 
 def test_the_monitor_reports_trainer_0_with_every_trainers_lags_and_counts() -> None:

@@ -284,7 +284,8 @@ def test_a_run_whose_controller_died_resumes_from_its_directory(local_ray, tmp_p
     with pytest.raises(ControllerDied):
         DistributedRun(spec, runtime(actors=1, checkpoint_every=2), frames=10**6,
                        logdir=str(tmp_path), quiet=True).run(callback=die)
-    (saved,) = load_checkpoint(find_controller_checkpoint(tmp_path)).actors_meta[0]
+    saved, exploration = load_checkpoint(find_controller_checkpoint(tmp_path)).actors_meta[0]
+    assert exploration == ("exploration", [])  # (PPO's policy has no exploration schedule)
     assert saved[0] == "StepCounter" and saved[1]["steps"] > 0
     caplog.set_level(logging.WARNING, "looprl.distributed")
     budget = died[0] + 2_000
@@ -304,6 +305,39 @@ def test_a_run_whose_controller_died_resumes_from_its_directory(local_ray, tmp_p
     frames = [int(row[0]) for row in rows]
     assert frames == sorted(frames) and run.result.frames >= budget
     assert run.result.meta["actor0"]["log/counter/start"] == saved[1]["steps"]
+
+
+def test_a_resumed_dqn_runs_actor_explores_on_from_its_checkpoints_epsilon(local_ray, tmp_path):
+    """An actor's epsilon schedule counts its env steps: a resumed run's actor goes on from the
+    steps the controller checkpoint saved (it started again from epsilon 1, and the resumed
+    DQN explored anew), so ``hp/epsilon`` only decays over the run."""
+    import csv
+
+    from looprl.environments import GymEnvironment
+    from looprl.presets.classic_control import dqn
+
+    env = GymEnvironment("CartPole-v1")
+    preset = dqn.hyperparameters(hidden=16, replay_start_size=40, minibatch_size=8,
+                                 replay_buffer_size=500, final_exploration_step=20_000).env(
+        env).device("cpu").build()
+    options = RuntimeConfig(actors=1, envs_per_actor=2, checkpoint_every=20, cpus_per_actor=1,
+                            cpus_per_trainer=1)
+
+    def die(run: DistributedRun) -> None:
+        if run.result.frames >= 3_000 and list(tmp_path.glob("*/*/controller_checkpoint.pt")):
+            run._finish = lambda: None  # a dead controller saves nothing on its way out
+            raise ControllerDied
+
+    with pytest.raises(ControllerDied):
+        DistributedRun(preset, options, frames=10**6, logdir=str(tmp_path), quiet=True,
+                       seed=0).run(callback=die)
+    run = DistributedRun(preset, options, frames=8_000, logdir=str(tmp_path), quiet=True,
+                         resume_from=str(tmp_path))
+    run.run()
+    env.close()
+    (table,) = tmp_path.glob("*/*/hyperparameters.csv")
+    epsilons = [float(row["hp/epsilon"]) for row in csv.DictReader(table.open())]
+    assert len(epsilons) >= 2 and epsilons == sorted(epsilons, reverse=True), epsilons
 
 
 def test_a_runtime_env_with_ray_already_initialized_is_one_line(local_ray):

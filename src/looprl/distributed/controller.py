@@ -31,7 +31,7 @@ from looprl.environments.base import VectorEnvironment
 from looprl.environments.contextual import contextual_envs
 from looprl.experiments.episodes import check_episodes
 from looprl.experiments.experiment import TEST_SEED_OFFSET, warn_never_trained
-from looprl.experiments.run import TrainingInterrupted, check_frames
+from looprl.experiments.run import TrainingInterrupted, check_frames, warn_budget_extended
 from looprl.meta.component import MetaComponent
 
 __all__ = ["DistributedResult", "DistributedRun", "local_instance_settings", "start_ray"]
@@ -101,6 +101,7 @@ class DistributedRun:
         self._checkpoint: ControllerCheckpoint | None = None
         self._reached: float | None = None  # (when the budget was reached: ``_budget_spent``)
         self._started_frames = self.frames  # (the budget the actors were given)
+        self._planned = self.frames  # (the budget its schedules span: a resumed run's first)
 
     @property
     def workers(self) -> dict[str, Any]:
@@ -123,7 +124,7 @@ class DistributedRun:
                                        self.frames, agents, self._agent_logs)
             self._checkpoint = ControllerCheckpoint(
                 self.runtime.checkpoint_every, self._log, self.result, counts, self._agent_logs,
-                self._pool.actors_meta_state if self.spec.meta else None)
+                self._pool.actors_meta_state, self._planned)
             self._started_frames = self.frames
             self._pool.start(self.result.log_dir or str(Path.cwd()), self.seed,
                              self.frames - self.result.frames, self._actors_meta)
@@ -189,6 +190,12 @@ class DistributedRun:
         """Continue the logs and counters of ``resume_from``'s controller checkpoint."""
         from looprl.experiments.checkpoint import load_checkpoint
         state = load_checkpoint(find_controller_checkpoint(self.resume_from))
+        ran = (state.logger.agent_name, state.logger.env_name)
+        if ran != (self.name, self.spec.env_label):  # (its trainer checkpoint would not load)
+            raise ValueError(f"resume_from={self.resume_from} holds a run of {ran[0]} on "
+                             f"{ran[1]}, not of {self.name} on {self.spec.env_label}: resume it "
+                             "with the preset (or spec) and name it was run with, or start a "
+                             "new run")
         self._log, self.result = state.logger, state.result
         self.result.log_dir = self._log.log_dir  # (where the run directory is now: moved too)
         self.result.resumed_at = self.result.frames
@@ -197,6 +204,8 @@ class DistributedRun:
         self.seed += self.result.frames  # new env seeds: no replay of the first run's episodes
         logger.warning("resuming %s at frame %d (%d episodes)", self._log.log_dir,
                        self.result.frames, len(self.result.returns))
+        self._planned = getattr(state, "budget", 0) or self._planned  # (older: unknown)
+        warn_budget_extended(self.frames, self._planned)
         return SampleCounts(state.trainer_counts)  # the trainers rebase on them when placed
 
     def _loop(self, callback: Callable[[DistributedRun], None] | None) -> None:

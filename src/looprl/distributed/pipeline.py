@@ -18,8 +18,9 @@ from looprl.meta.hub import MetaHub, StreamHooks, seed_hubs
 from looprl.meta.hyperparameters import set_hyperparameter
 from looprl.meta.schedules import CosineLRSchedule, HPSchedule
 
-__all__ = ["PipelineReport", "check_schedules", "collect", "evaluation_episodes",
-           "load_shared_state", "test_pipeline", "trainer_core"]
+__all__ = ["CHECKPOINT", "PipelineReport", "check_schedules", "collect", "evaluation_episodes",
+           "load_parameters", "load_shared_state", "policy_parameters", "test_pipeline",
+           "trainer_core"]
 
 #: the hooks a Ray trainer worker runs, and those its actors run
 UPDATE_HOOKS = ("pre_update", "post_update")
@@ -200,3 +201,31 @@ def evaluation_episodes(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None,
     runner = EnvRunner(build, None, copies, None, policy.default_policy_state, seed=seed,
                        is_evaluation=True, process=process)
     return play_episodes(runner, actor.rollout, episodes)
+
+
+#: the key of a published ``get_checkpoint()`` (a policy that exposes no ``module``)
+CHECKPOINT = "__looprl_checkpoint__"
+
+
+def policy_parameters(policy: Any) -> dict[str, Any]:
+    """What a trainer publishes of ``policy``: its module's ``state_dict``, or for a policy
+    with no ``module`` (SRL's own ``Policy``), its ``get_checkpoint()``."""
+    try:
+        module = policy.module
+    except NotImplementedError:
+        try:
+            return {CHECKPOINT: policy.get_checkpoint()}
+        except NotImplementedError:
+            raise NotImplementedError(
+                f"{type(policy).__name__} exposes no module and no get_checkpoint(): give it a "
+                "`module` property (its nn.Module), or get_checkpoint() and load_checkpoint(), "
+                "so that the actors can load the trained parameters") from None
+    return module.state_dict()
+
+
+def load_parameters(policy: Any, parameters: dict[str, Any]) -> None:
+    """Load what ``policy_parameters`` published into ``policy``."""
+    if CHECKPOINT in parameters:
+        policy.load_checkpoint(parameters[CHECKPOINT])
+    else:
+        policy.module.load_state_dict(parameters)

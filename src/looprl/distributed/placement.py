@@ -171,9 +171,9 @@ class WorkerPool:
         states = _answers({i: actor.components_state.remote(10.0) for i, actor in actors.items()})
         for index in actors:
             if states.get(index) is None:
-                logger.warning("actor %d did not hand over its meta components' state (it "
-                               "failed, or did not answer in time): the checkpoint keeps its "
-                               "earlier one", index)
+                logger.warning("actor %d did not hand over its meta components' and "
+                               "exploration's state (it failed, or did not answer in time): "
+                               "the checkpoint keeps its earlier one", index)
             else:
                 self.meta_state[index] = states[index]
         return dict(self.meta_state)

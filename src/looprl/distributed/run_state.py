@@ -59,6 +59,7 @@ class ControllerState:
     agent_loggers: dict[str, Any] = field(default_factory=dict)
     #: each actor's step hooks' state (``ActorWorker.components_state``), by actor index
     actors_meta: dict[int, Any] = field(default_factory=dict)
+    budget: int = 0  # the frames its schedules were planned over (its first run's)
 
     def prepare_checkpoint(self) -> None:
         """Flush the agents' loggers (``save_checkpoint`` flushes ``logger``)."""
@@ -106,14 +107,16 @@ class SampleCounts:
 class ControllerCheckpoint:
     """Saves a ``ControllerState`` in the run directory of ``log`` (``None``: never) whenever
     the trainer has checkpointed (every ``every`` steps) since the last save, with what
-    ``actors_meta()`` returns (the actors' step hooks' state; ``None``: nothing)."""
+    ``actors_meta()`` returns (the actors' step hooks' state; ``None``: nothing) and the
+    ``budget`` its schedules were planned over."""
 
     def __init__(self, every: int | None, log: Any, result: DistributedResult,
                  counts: SampleCounts, agent_logs: dict[str, Any] | None = None,
-                 actors_meta: Callable[[], dict[int, Any]] | None = None) -> None:
+                 actors_meta: Callable[[], dict[int, Any]] | None = None,
+                 budget: int = 0) -> None:
         self.every, self.log, self.result, self.counts = every, log, result, counts
         self.agent_logs = {} if agent_logs is None else agent_logs
-        self.actors_meta = actors_meta
+        self.actors_meta, self.budget = actors_meta, budget
         self._saved = result.train_steps // every if every else 0
 
     def save(self, final: bool = False) -> None:
@@ -127,5 +130,6 @@ class ControllerCheckpoint:
         self._saved = taken
         save_checkpoint(ControllerState(self.log, self.result, self.counts.saved(),
                                         self.agent_logs,
-                                        self.actors_meta() if self.actors_meta else {}),
+                                        self.actors_meta() if self.actors_meta else {},
+                                        self.budget),
                         Path(self.log.log_dir) / CONTROLLER_CHECKPOINT)

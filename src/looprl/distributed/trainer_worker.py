@@ -20,7 +20,7 @@ from looprl.agents.shell import seed_units
 from looprl.core.logger import DummyLogger, Logger
 from looprl.distributed import ddp
 from looprl.distributed.config import RuntimeConfig
-from looprl.distributed.pipeline import trainer_core
+from looprl.distributed.pipeline import policy_parameters, trainer_core
 from looprl.distributed.sender import transitions
 from looprl.distributed.server import Publisher, publication
 from looprl.distributed.workers import (
@@ -28,7 +28,6 @@ from looprl.distributed.workers import (
     cuda_device,
     named,
     on_cpu,
-    policy_parameters,
     run_spec,
 )
 from looprl.meta.hyperparameters import agent_hyperparameters

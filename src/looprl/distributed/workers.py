@@ -24,10 +24,10 @@ from looprl.collector.recovery import EnvRestarts, env_call
 from looprl.collector.runner import check_result
 from looprl.core.namedarray import concat
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
-from looprl.distributed.pipeline import load_shared_state
+from looprl.distributed.pipeline import load_parameters, load_shared_state
 from looprl.distributed.sender import SegmentSender
 from looprl.distributed.server import ParameterServer, unpack
-from looprl.meta.hyperparameters import acting_values
+from looprl.meta.hyperparameters import acting_schedules, acting_values
 
 __all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "Worker", "cuda_device", "named",
            "on_cpu", "run_spec"]
@@ -36,6 +36,9 @@ logger = logging.getLogger(__name__)
 
 #: Actor ``i`` numbers its segments' streams from ``i * _STREAMS_PER_ACTOR``.
 _STREAMS_PER_ACTOR = 1 << 20
+
+#: The entry of an actor's ``components_state`` that holds its exploration schedules' steps.
+_EXPLORATION = "exploration"
 
 #: Seconds a policy worker waits for more requests before it answers those it holds.
 MAX_WAIT = 0.002
@@ -135,8 +138,8 @@ class ActorWorker(Worker):
     """Steps ``runtime.envs_per_actor`` env copies and sends ``[T + 1, B]`` segments to the
     ``trainer`` (a Ray name; ``None``: none sent), acting with a ``policy_worker`` (``None``:
     its own policy copy), until it has taken ``frames`` env steps (``None``: no limit);
-    ``meta_state``: its step hooks' state to start from (``components_state``: a resumed
-    run's)."""
+    ``meta_state``: its step hooks' state and exploration schedules' steps to start from
+    (``components_state``: a resumed run's)."""
 
     def __init__(self, index: int, runtime: RuntimeConfig, server: str, trainer: str | None,
                  policy_worker: str | None, seed: int, evaluation: bool = False,
@@ -167,13 +170,18 @@ class ActorWorker(Worker):
             policy.default_policy_state, groups=1 if self.local else runtime.groups,
             seed=own_seed, exploration=explorations[index % len(explorations)],
             is_evaluation=evaluation, meta=meta, meta_state=_states_of(
-                meta, len(spec.agent_names(policy)) or 1, meta_state, index),
+                meta, len(spec.agent_names(policy)) or 1,
+                [entry for entry in meta_state or () if entry[0] != _EXPLORATION], index),
             policy=self.local.policy if self.local else None, process=process,
             whole_episodes=spec.whole_episodes, first_stream=_STREAMS_PER_ACTOR * index,
             agent_names=spec.agent_names(policy),
             restarts=EnvRestarts(runtime.max_restarts, "runtime.max_restarts"))
         if self.local is not None and self.runner.hooks is not None:
             self.local.components = self.runner.hooks.components
+        self.schedules = [] if self.local is None else acting_schedules(self.local.policy)
+        for steps in (state for name, state in meta_state or () if name == _EXPLORATION):
+            for schedule, step in zip(self.schedules, steps):  # (a resumed run's epsilon)
+                schedule.step = step
         self._lock = threading.Condition()
         self._stats = _fresh_stats()
         self._finished = False  # its budget spent and the last rows sent
@@ -196,10 +204,11 @@ class ActorWorker(Worker):
         return stats
 
     def components_state(self, timeout: float = 30.0) -> list[tuple[str, Any]] | None:
-        """Each step hooks' component's ``(class name, state_dict())``, taken between two steps
-        (``None``: no step ended within ``timeout`` seconds, or its loop failed)."""
+        """Each step hooks' component's ``(class name, state_dict())`` and the steps of its
+        exploration schedules (``(_EXPLORATION, steps)``), taken between two steps (``None``: no
+        step ended within ``timeout`` seconds, or its loop failed)."""
         if self.runner.hooks is None:
-            return []
+            return self._take_state()
         with self._lock:
             self._meta_state = []
             self._lock.wait_for(lambda: self._finished or self._failed or self._meta_state,
@@ -209,7 +218,9 @@ class ActorWorker(Worker):
             return state
 
     def _take_state(self) -> list[tuple[str, Any]]:
-        return [(type(c).__name__, c.state_dict()) for c in self.runner.hooks.components]
+        components = self.runner.hooks.components if self.runner.hooks is not None else []
+        return [*((type(c).__name__, c.state_dict()) for c in components),
+                (_EXPLORATION, [schedule.step for schedule in self.schedules])]
 
     def run(self) -> None:
         """Step envs until ``stop`` (or, its budget spent, send the last rows and wait for it)."""
@@ -389,34 +400,6 @@ class PolicyWorker(Worker):
         for (_, future), size in zip(waiting, sizes, strict=True):
             future.set_result((result[start:start + size], version))
             start += size
-
-
-#: the key of a published ``get_checkpoint()`` (a policy that exposes no ``module``)
-CHECKPOINT = "__looprl_checkpoint__"
-
-
-def policy_parameters(policy: Any) -> dict[str, Any]:
-    """What a trainer publishes of ``policy``: its module's ``state_dict``, or for a policy
-    with no ``module`` (SRL's own ``Policy``), its ``get_checkpoint()``."""
-    try:
-        module = policy.module
-    except NotImplementedError:
-        try:
-            return {CHECKPOINT: policy.get_checkpoint()}
-        except NotImplementedError:
-            raise NotImplementedError(
-                f"{type(policy).__name__} exposes no module and no get_checkpoint(): give it a "
-                "`module` property (its nn.Module), or get_checkpoint() and load_checkpoint(), "
-                "so that the actors can load the trained parameters") from None
-    return module.state_dict()
-
-
-def load_parameters(policy: Any, parameters: dict[str, Any]) -> None:
-    """Load what ``policy_parameters`` published into ``policy``."""
-    if CHECKPOINT in parameters:
-        policy.load_checkpoint(parameters[CHECKPOINT])
-    else:
-        policy.module.load_state_dict(parameters)
 
 
 def on_cpu(value: Any) -> Any:

@@ -25,8 +25,8 @@ from looprl.core import Hyperparameter, merge_hyperparameters
 from looprl.core.ranges import range_of
 from looprl.core.suggest import did_you_mean
 
-__all__ = ["Hyperparameter", "acting_values", "agent_hyperparameters", "set_hyperparameter",
-           "unknown_hyperparameter"]
+__all__ = ["Hyperparameter", "acting_schedules", "acting_values", "agent_hyperparameters",
+           "set_hyperparameter", "unknown_hyperparameter"]
 
 
 def agent_hyperparameters(agent: Any) -> dict[str, Hyperparameter]:
@@ -48,6 +48,15 @@ def acting_values(policy: Any) -> dict[str, Any]:
                 for key, value in acting_values(agent).items()}
     exploration = getattr(getattr(policy, "exploration", None), "hyperparameters", None)
     return {} if exploration is None else {key: h.get() for key, h in exploration().items()}
+
+
+def acting_schedules(policy: Any) -> list[Any]:
+    """The schedules of ``policy``'s exploration (a decaying ``hp/epsilon``; each agent's for
+    independent learners), whose ``step`` counters move as the policy acts."""
+    if getattr(policy, "names", None) is not None and hasattr(policy, "policies"):
+        return [schedule for agent in policy.policies for schedule in acting_schedules(agent)]
+    epsilon = getattr(getattr(policy, "exploration", None), "epsilon", None)
+    return [epsilon] if hasattr(type(epsilon), "value") and hasattr(epsilon, "step") else []
 
 
 def unknown_hyperparameter(key: str, found: dict[str, Any]) -> KeyError:

@@ -11,6 +11,7 @@ from typing import Any
 
 from looprl.core.suggest import check_count
 from looprl.experiments.logger import mean_return
+from looprl.experiments.run import warn_budget_extended
 from looprl.experiments.run_files import append_lines, keep_until
 from looprl.runners.base import Runner
 from looprl.runners.evaluation import SETS
@@ -53,15 +54,7 @@ class OnlineRunner(Runner):
         returns: list[float] = []
         if self.resume_from is not None:
             self.resume(self.resume_from)
-            planned = self.experiment.train_steps
-            if self.num_steps > planned:
-                log.warning("resumed with a budget of %d frames, past the %d it was planned "
-                            "for: the schedules planned over that budget (the learning rate "
-                            "and clipping of the on-policy presets, which reach 0; epsilon; "
-                            "replay beta) stay at their end values after frame %d, so an "
-                            "on-policy preset trains nothing more; start a new run with "
-                            "frames=%d to anneal over it", self.num_steps, planned, planned,
-                            self.num_steps)
+            warn_budget_extended(self.num_steps, self.experiment.train_steps)
             self.evaluations = self._read_evaluations(self.experiment.frame)
             returns = list(getattr(self.experiment.logger, "returns", []))  # before the resume
         else:
