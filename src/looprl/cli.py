@@ -314,7 +314,7 @@ def main(argv: list[str] | None = None, command: Callable[[list[str]], int] | No
         return (command or _main)(sys.argv[1:] if argv is None else argv)
     except KeyboardInterrupt as stop:
         where = (f" at frame {stop.frame:,}; its logs are in {stop.log_dir}"
-                 if hasattr(stop, "log_dir") else f"; {stop}" if str(stop) else "")
+                 if getattr(stop, "log_dir", None) else f"; {stop}" if str(stop) else "")
         print(f"looprl: interrupted{where}", file=sys.stderr)
         return 130
 

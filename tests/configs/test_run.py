@@ -146,6 +146,8 @@ def test_a_swept_hyperparameter_value_out_of_range_is_refused_before_the_first_j
     for swept in ("seed=0,-1", "frames=100,0", "test_episodes=2,1.5"):
         with pytest.raises(TypeError, match=r"must be an integer >= \d, got "):
             check_overrides(["-m", swept])
+    with pytest.raises(ValueError, match=r"seed: a seed is a whole number from 0 to 2\*\*32"):
+        check_overrides(["-m", "seed=0,5000000000"])
     check_overrides(["-m", "seed=0,1", "frames=1e3,2000"])
 
 

@@ -477,6 +477,8 @@ def test_run_experiment_interrupted_keeps_the_runs_it_completed(tmp_path: Path) 
         run_experiment([SMALL_DQN, SMALL_DQN], "CartPole-v1", 200, logdir=str(tmp_path),
                        quiet=True, test_episodes=2, meta=[_CtrlC("post_step", 300)])
     (first,) = stop.value.results
+    assert str(TrainingInterrupted(None, 5)) == (  # (a run without a directory: no "in None")
+        "Training interrupted at frame 5; no logs (logdir=None)")
     assert first.frames >= 200 and len(first.test_returns) == 2
     assert stop.value.log_dir != first.log_dir
 
@@ -485,7 +487,12 @@ def test_an_interrupted_test_closes_its_environment_copies(tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch
                                                            ) -> None:
     closed = []
-    monkeypatch.setattr(GymVectorEnvironment, "close", lambda self: closed.append(self))
+
+    def close(self: Any) -> None:  # (one that fails too: the interruption is what is reported)
+        closed.append(self)
+        raise RuntimeError("boom in close")
+
+    monkeypatch.setattr(GymVectorEnvironment, "close", close)
     env = GymEnvironment("CartPole-v1")
     experiment = make_experiment(SMALL_DQN.env(env).build(), env, logdir=str(tmp_path),
                                  quiet=True, seed=0)

@@ -300,11 +300,9 @@ def _check_run_values(cfg: Any) -> None:
     """One line for an unknown top-level key, or a budget, seed or episode count that is not a
     whole number in range (every runtime); whole floats (``frames=1e6``) become integers."""
     from looprl.configs.sources import check_config_keys
-    from looprl.core.suggest import check_seed
     check_config_keys(cfg)
     for key in RUN_MINIMUMS:
         cfg[key] = check_run_value(key, cfg[key])
-    check_seed("seed", cfg.seed, optional=False)  # (NumPy's global generator takes it)
 
 
 #: the run's counts -> their least value
@@ -318,6 +316,9 @@ def check_run_value(key: str, value: Any) -> int:
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or value < RUN_MINIMUMS[key]:
         raise TypeError(f"{key} must be an integer >= {RUN_MINIMUMS[key]}, got {value!r}")
+    if key == "seed":  # (NumPy's global generator takes it)
+        from looprl.core.suggest import check_seed
+        check_seed("seed", value, optional=False)
     return value
 
 

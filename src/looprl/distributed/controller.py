@@ -130,7 +130,7 @@ class DistributedRun:
                              self.frames - self.result.frames, self._actors_meta)
             self._loop(callback)
         except KeyboardInterrupt:  # (Ctrl-C: the workers stop; the logs until then are kept)
-            raise TrainingInterrupted(str(self.result.log_dir), self.result.frames) from None
+            raise TrainingInterrupted(self.result.log_dir, self.result.frames) from None
         finally:
             self._shutdown()
         if max(self.result.trainer_steps, default=self.result.train_steps) == 0:  # (final)

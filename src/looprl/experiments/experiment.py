@@ -7,7 +7,7 @@ import contextlib
 import logging
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -114,6 +114,21 @@ def evaluation_copies(env: Any, vector_env: VectorEnvironment, copies: int) -> V
                     "environments, which cuts their episodes short (the agent sees them "
                     "truncated)", type(vector_env).__name__)
         return vector_env
+
+
+def played_then_closed(env: Any, play: Callable[[], Any]) -> Any:
+    """``play()``, then ``env.close()`` (``None``: nothing to close); also at Ctrl-C or a fault
+    (its window closes), then ignoring an error of ``close``: the first error stands."""
+    try:
+        result = play()
+    except BaseException:
+        if env is not None:
+            with contextlib.suppress(Exception):
+                env.close()
+        raise
+    if env is not None:
+        env.close()
+    return result
 
 
 class Experiment:
@@ -323,12 +338,8 @@ class Experiment:
         if seed is not None and callable(getattr(agent, "seed", None)):
             agent.seed(seed)  # (its random numbers: those of a Ray run's evaluation)
         runner = EnvRunner(env, segment_length=None, seed=seed, is_evaluation=True)
-        try:
-            played = play_episodes(runner, lambda _: RolloutResult(
-                action=self._acts(agent, runner.states())), episodes)
-        finally:  # (also at Ctrl-C: a window closes)
-            if env is not self.vector_env:
-                env.close()
+        played = played_then_closed(None if env is self.vector_env else env, lambda: play_episodes(
+            runner, lambda _: RolloutResult(action=self._acts(agent, runner.states())), episodes))
         returns = [episode.ret for episode in played]
         if not given:
             self.test_returns = returns

@@ -57,8 +57,9 @@ class TrainingInterrupted(KeyboardInterrupt):
     closed; ``frame``: frames trained until then; ``results``: the ``ExperimentResult`` of
     each run that completed before it."""
 
-    def __init__(self, log_dir: str, frame: int, results: Sequence[Any] = ()):
-        super().__init__(f"Training interrupted at frame {frame:,}; logs in {log_dir}")
+    def __init__(self, log_dir: str | None, frame: int, results: Sequence[Any] = ()):
+        super().__init__(f"Training interrupted at frame {frame:,}; " + (
+            "no logs (logdir=None)" if log_dir is None else f"logs in {log_dir}"))
         self.log_dir = log_dir
         self.frame = frame
         self.results = list(results)
