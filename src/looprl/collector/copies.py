@@ -270,7 +270,10 @@ class Copies:
 
 
 def _box_spaces(env: Any) -> list[gym.spaces.Box | None]:
-    """Each agent's ``Box`` action space (``None``: another space, or none given)."""
+    """Each agent's ``Box`` action space that the collector clips actions into (``None``:
+    another space, none given, or an environment that clips them itself: ``clips_actions``)."""
+    if getattr(env, "clips_actions", False):
+        return [None] * env.agent_count
     try:
         spaces = list(env.action_spaces)
     except (AttributeError, NotImplementedError):

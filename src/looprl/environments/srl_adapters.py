@@ -119,6 +119,8 @@ class _Adapter(Environment, Restorable):
 
     env: Any
     _seed: int | None = None
+    #: it clips Box actions into their bounds itself (the collector leaves them as they are)
+    clips_actions = True
 
     @property
     def name(self) -> str:  # (what ``Copies`` names the environment by)

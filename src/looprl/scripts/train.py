@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 from collections.abc import Callable
 
 from looprl import cli
 from looprl.core.suggest import did_you_mean
+from looprl.presets.catalog import available_agents
 
 DEVICE_HELP = "e.g. cpu, cuda, cuda:0 (default: cuda if there is one, else cpu)"
 Main = Callable[..., int]
@@ -23,7 +23,7 @@ def run_train(args: argparse.Namespace, agent: str, hparams: list[str]) -> int:
 
 def family_agent(family: str, name: str) -> str:
     """``family.name``, or a one-line ``ValueError`` naming ``family``'s presets."""
-    names = importlib.import_module(f"looprl.presets.{family}").__all__
+    names = [key.partition(".")[2] for key in available_agents() if key.startswith(f"{family}.")]
     if name not in names:
         raise ValueError(f"Unknown agent {name!r}.{did_you_mean(name, names)} The {family} "
                          f"presets: {', '.join(sorted(names))}")

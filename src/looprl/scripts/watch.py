@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from looprl import cli
+from looprl.experiments.watch import has_display
 from looprl.scripts.train import DEVICE_HELP, Main
 
 
@@ -27,7 +28,8 @@ def script(prog: str, fps: float, example: str, reload: bool = False) -> Main:
         vars(args).update(run_dir=args.filename, best=False, gif=None, max_steps=10_000)
         if not getattr(args, "reload", False):
             return cli._guarded(lambda: cli.cmd_watch(args))
-        rounds, args.episodes = args.episodes or sys.maxsize, 1  # (each loads the file anew)
+        rounds = args.episodes or (sys.maxsize if has_display() else 1)  # (forever: a window)
+        args.episodes = 1  # (each round loads the file anew)
         for _ in range(rounds):
             if code := cli._guarded(lambda: cli.cmd_watch(args)):
                 return code
