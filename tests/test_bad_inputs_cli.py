@@ -104,7 +104,11 @@ def test_a_log_std_init_the_gaussian_head_clamps_is_refused() -> None:
     ("rainbow", "sigma", 1e300, "must be finite and positive (> 0) (at most 3.4e38 in size, "
                                 "float32's largest), got 1e+300"),
     ("ppo", "clip", 1e300, "must be finite and positive (> 0) (at most 3.4e38"),
-    ("ppo", "value_clip", "None", "must be >= 0, got 'None' (Python's None is null in a config)")])
+    ("ppo", "value_clip", "None", "must be >= 0, got 'None' (Python's None is null in a config)"),
+    # (flushed to 0 by the CPU steps: Adam's 0 / 0 turned a dead unit's weights NaN, and
+    # rainbow blamed CartPole's observations)
+    ("rainbow", "eps", 1e-45, "must be at least 1.2e-38 (float32's smallest normal number"),
+    ("vqn", "eps", 0.0, "must be at least 1.2e-38")])
 def test_a_non_finite_hyperparameter_is_refused_by_the_builder(
         builder: str, key: str, value: float, expected: str) -> None:
     """``lr=inf`` trained on NaN weights, ``v_min=-inf`` was a torch traceback deep in C51's

@@ -57,7 +57,7 @@ def test_a_non_finite_stat_stops_the_learner_in_one_line() -> None:
         test_pipeline(ppo_spec(trainer=NaNStatTrainer), episodes=1)
     assert str(error.value) == ("trainer NaNStatTrainer returned non-finite ['value_loss'] at "
                                 "step 1: training diverged; try a lower learning rate or "
-                                "gradient clipping")
+                                "gradient clipping.")
 
 
 def test_pipeline_runs_a_dqn_pair_with_prioritized_replay() -> None:

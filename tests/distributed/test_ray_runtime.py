@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from helpers import kill_worker_when
+from looprl.agents import PPOTrainer
 from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
 from looprl.distributed.watch import load_run
 
@@ -459,3 +460,29 @@ def test_no_worker_gets_an_object_reference_in_its_constructor_arguments(local_r
                 references, size = _references_and_size(arg)
                 assert not references, (spec.policy, name, i, arg)
                 assert size < 100 * 1024, (spec.policy, name, i)
+
+
+class NaNLossTrainer(PPOTrainer):
+    """A PPO trainer whose reported ``loss`` is NaN: training diverged."""
+
+    def step(self, sample):
+        result = super().step(sample)
+        result.stats["loss"] = float("nan")
+        return result
+
+
+def test_a_diverging_run_stops_with_the_local_one_line(local_ray, tmp_path):
+    """Was: ``RuntimeError: trainer worker failed: FloatingPointError: ...`` without the run or
+    its logs, which the runners (that count a ``FloatingPointError`` as a failed trial) let
+    end a whole search."""
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import tests
+    spec = ppo_spec()
+    spec.trainer = NaNLossTrainer
+    run = DistributedRun(spec, runtime(actors=1, groups=1), frames=10**6, logdir=str(tmp_path),
+                         quiet=True, name="nanppo")
+    with pytest.raises(FloatingPointError) as raised:
+        run.run()
+    message = str(raised.value)
+    assert message.startswith("nanppo: Training diverged at frame ")
+    assert "returned non-finite ['loss']" in message and len(message.splitlines()) == 1
+    assert message.endswith(f" Logs until then: {run.result.log_dir}")

@@ -55,15 +55,65 @@ def test_nan_from_the_environment_is_named(field: str, preset, tmp_path: Path) -
         assert "first in training episode" in message or "in an episode running" in message
 
 
+class Scaled(gymnasium.Wrapper):
+    """CartPole whose rewards are multiplied by ``scale``: finite, but their squares are not."""
+
+    def __init__(self, scale: float):
+        super().__init__(gymnasium.make("CartPole-v1"))
+        self.scale = scale
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward * self.scale, terminated, truncated, info
+
+
+@pytest.mark.parametrize("preset", [SMALL_DQN, SMALL_PPO], ids=["dqn", "ppo"])
+def test_huge_rewards_from_the_environment_are_named(preset, tmp_path: Path) -> None:
+    """Rewards of 1e38 diverged at the first update, where no learning rate has acted yet,
+    and the message advised a lower learning rate."""
+    with pytest.raises(FloatingPointError) as raised:
+        run_experiment(preset, GymEnvironment(Scaled(1e38), name="BigCartPole"), 3000,
+                       logdir=str(tmp_path), quiet=True, test_episodes=0, seed=0)
+    message = str(raised.value)
+    assert "BigCartPole returned rewards as large as 1.0e+38, and training diverged" in message
+    assert "learning rate" not in message.split(";")[0] and "Logs until then" in message
+
+
 def test_a_plain_divergence_keeps_the_learning_rate_advice() -> None:
     error = FloatingPointError("the loss is nan. Try a lower learning rate")
-    assert explain_divergence(error, "CartPole-v1", 10) == str(error)
+    assert explain_divergence(error, "CartPole-v1", 10) == (
+        f"Training diverged at frame 10 on CartPole-v1: {error}")
+
+
+def test_a_diverging_experiment_names_the_run_the_frame_and_its_logs(tmp_path: Path) -> None:
+    """What ``looprl run`` and the runners train, ``Experiment.train``, said only
+    "Approximation 'q': the loss is inf at update 0; ..." (no run, frame or log directory:
+    ``run_experiment`` alone added the logs)."""
+    from looprl.experiments import make_experiment
+
+    env = GymEnvironment("CartPole-v1")
+    preset = SMALL_DQN.hyperparameters(lr=1e12, clip_grad=0).env(env).build()
+    experiment = make_experiment(preset, env, logdir=str(tmp_path), quiet=True, seed=0)
+    with pytest.raises(FloatingPointError) as raised:
+        experiment.train(frames=3000)
+    message = str(raised.value)
+    assert message.startswith(f"dqn: Training diverged at frame {experiment.frame:,} on "
+                              "CartPole-v1: Approximation 'q': the loss is ")
+    assert "lower learning rate" in message and len(message.splitlines()) == 1
+    assert message.endswith(f" Logs until then: {experiment.logger.log_dir}")
 
 
 def test_kinds_of_batch_fields() -> None:
     assert kind_of("batch[3].reward") == "rewards" and kind_of("rewards") == "rewards"
     assert kind_of("minibatch.observation") == "observations"
     assert kind_of("next_states.mask") is None and kind_of("loss") is None
+    assert kind_of("next_obs") == "observations" and kind_of("frames[0]") == "observations"
+
+
+def test_nan_in_a_network_output_is_not_blamed_on_the_environment() -> None:
+    """Rainbow with ``eps=1e-45`` diverged in its own ``probs`` (NaN parameters), which was
+    read as 'obs' and reported as CartPole returning NaN observations."""
+    assert kind_of("probs") is None and kind_of("next_probs.target") is None
 
 
 class NaNOnce(gymnasium.Wrapper):

@@ -178,3 +178,18 @@ def test_every_agents_results_csv_is_whole_once_train_returns(tmp_path):
     for folder in (run, run / "random.player_1" / "tictactoe_v3"):
         assert len((folder / "results.csv").read_text().splitlines()) == 1 + 30
     experiment.close()
+
+
+def test_a_diverging_agent_is_named(tmp_path):
+    """Every agent's network is named 'q': the line said "Approximation 'q': the loss is inf"
+    without saying whose."""
+    from looprl.experiments import run_experiment
+    from looprl.presets.multiagent import dqn
+
+    with pytest.raises(FloatingPointError, match=r"^independent_dqn: Training diverged at frame "
+                                                 r"[\d,]+ on tictactoe_v3: agent player_\d: "
+                                                 r"Approximation 'q': the loss is "):
+        run_experiment(dqn.hyperparameters(replay_start_size=32, minibatch_size=16, hidden=16,
+                                           lr=1e12, clip_grad=0),
+                       "tictactoe_v3", 3000, logdir=str(tmp_path), quiet=True, test_episodes=0,
+                       seed=0)

@@ -231,3 +231,18 @@ def test_each_iteration_logs_one_line_with_the_best_values_found(small_ppo, capl
                                    for line in lines)
     assert lines[0].rsplit(" ", 1)[-1].replace(".", "").replace("-", "").isdigit(), lines[0]
     assert "{'hp/clip': " in lines[1]
+
+
+def test_a_search_whose_every_individual_diverged_evaluates_nothing(small_ppo, monkeypatch):
+    """Every individual diverged (fitness -inf): the run reported one of them as ``best`` and
+    evaluated its diverged agent as if it had trained (Optuna's search reports no trial)."""
+    from looprl.runners.base import Runner
+
+    def diverge(self, num_steps):
+        raise FloatingPointError("the loss is NaN")
+
+    monkeypatch.setattr(Runner, "train", diverge)
+    results, eval_results = _es(small_ppo, iterations=1, popsize=2,
+                                search_targets={"lr": (1e-4, 1e-2, "log")}).run()
+    assert results["best"] is None and eval_results == {}
+    assert results["history"][0]["fitness"] == [-np.inf, -np.inf]

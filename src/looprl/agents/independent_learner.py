@@ -111,7 +111,11 @@ class IndependentLearner(StepLoop):
     def learn(self, batch: tuple[int, Any]) -> TrainerStepResult:
         """The agent's own ``Trainer.step`` on its batch; statistics named ``{agent}/...``."""
         agent, inner = batch
-        result = self.cores[agent].learn(inner)
+        try:
+            result = self.cores[agent].learn(inner)
+        except FloatingPointError as error:  # (whose: the agents' networks have one name)
+            error.args = (f"agent {self.policy.names[agent]}: {error}",)
+            raise  # (its traceback, whose locals the divergence diagnosis reads)
         self.policy.share_version()
         stats = agent_stats(self.policy.names[agent], result.stats)
         return TrainerStepResult(stats, result.step, result.agree_pushing, result.priorities)

@@ -92,7 +92,7 @@ def check_finite(trainer: Trainer, result: TrainerStepResult, device_too: bool =
     if bad:
         raise FloatingPointError(f"trainer {name} returned non-finite {sorted(bad)} at "
                                  f"step {result.step}: training diverged; try a lower learning "
-                                 "rate or gradient clipping")
+                                 "rate or gradient clipping.")
 
 
 class StepLoop:

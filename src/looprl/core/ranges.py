@@ -36,6 +36,8 @@ class Range:
 #: the largest size a hyperparameter may have: float32's (torch's default dtype; 1e300 is a
 #: float64 that no float32 tensor holds)
 LARGEST = 3.4028234663852886e38
+#: float32's smallest normal number
+TINY = 1.1754943508222875e-38
 
 
 def is_finite(value: int | float) -> bool:
@@ -56,8 +58,10 @@ WHOLE = Range(0, whole=True, text="a whole number >= 0")
 
 #: hyperparameter name -> its valid values, the same in every preset that has it
 RANGES: dict[str, Range] = {
-    **dict.fromkeys(("lr", "lr_pi", "lr_v", "lr_actor", "lr_critic", "lr_temperature", "eps",
+    **dict.fromkeys(("lr", "lr_pi", "lr_v", "lr_actor", "lr_critic", "lr_temperature",
                      "clip", "temperature", "sigma"), POSITIVE),
+    # (below float32's smallest normal number, CPU steps flush Adam's eps to 0: 0 / 0 is NaN)
+    "eps": Range(TINY, text="at least 1.2e-38 (float32's smallest normal number; e.g. 1e-8)"),
     # (``alpha``: prioritized replay's exponent, 0 sampling uniformly; SAC's: ``PRESET_RANGES``)
     **dict.fromkeys(("entropy_coef", "value_coef", "clip_grad", "beta_clone", "noise", "alpha",
                      "noise_clip", "target_noise", "value_clip"), NON_NEGATIVE),

@@ -111,7 +111,8 @@ class DistributedRun:
     def run(self, callback: Callable[[DistributedRun], None] | None = None) -> DistributedResult:
         """Train for ``frames`` env steps, calling ``callback(self)`` after every poll;
         ``RuntimeError`` if the workers cannot be placed in time, or a worker failed;
-        ``TrainingInterrupted`` at Ctrl-C (naming the run directory)."""
+        ``FloatingPointError`` if training diverged; ``TrainingInterrupted`` at Ctrl-C (naming
+        the run directory)."""
         agents = _check_spec(self.spec, self.runtime.max_lag)
         if self.resume_from is not None:  # (a directory without one: one line before Ray)
             find_controller_checkpoint(self.resume_from)
@@ -131,6 +132,9 @@ class DistributedRun:
             self._loop(callback)
         except KeyboardInterrupt:  # (Ctrl-C: the workers stop; the logs until then are kept)
             raise TrainingInterrupted(self.result.log_dir, self.result.frames) from None
+        except FloatingPointError as error:  # (a diverged loss: one line, as a local run's)
+            logs = "" if self.result.log_dir is None else f" Logs until then: {self.result.log_dir}"
+            raise FloatingPointError(f"{self.name}: {error}{logs}") from None
         finally:
             self._shutdown()
         if max(self.result.trainer_steps, default=self.result.train_steps) == 0:  # (final)

@@ -89,6 +89,8 @@ class Supervisor:
                 broken.append((name, cause))
                 return
             raised = error.cause if isinstance(error.cause, Exception) else cause  # (its own)
+            if isinstance(raised, FloatingPointError):  # (a diverged loss: as a local run's)
+                raise FloatingPointError(error_line(raised)) from None
             raise RuntimeError(f"{name} worker failed: {type(raised).__name__}: "
                                f"{error_line(raised)}") from None
         raise RuntimeError(f"{name} worker stopped on its own")

@@ -249,7 +249,9 @@ class Experiment:
                            and not np.isfinite(self.runner.running_returns).all())
                 message = explain_divergence(error, self.env.name, self.frame,
                                              self._nonfinite_episode, running)
-                raise FloatingPointError(message) from error
+                log_dir = getattr(self.logger, "log_dir", None)
+                logs = "" if log_dir is None else f" Logs until then: {log_dir}"
+                raise FloatingPointError(f"{self.name}: {message}{logs}") from error
             finally:  # (a notebook reads the run's files once train returns, or is interrupted)
                 self.flush_loggers()
         warn_untrained(self)

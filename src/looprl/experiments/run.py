@@ -201,8 +201,6 @@ def _run(experiment: Experiment, frames: float, test_episodes: int) -> Experimen
         experiment.train(frames=frames)
         _save(experiment)
         returns = experiment.test(episodes=test_episodes) if test_episodes > 0 else []
-    except FloatingPointError as error:
-        raise FloatingPointError(f"{error} Logs until then: {experiment.logger.log_dir}") from error
     except KeyboardInterrupt:
         raise TrainingInterrupted(str(experiment.logger.log_dir), experiment.frame) from None
     finally:

@@ -130,7 +130,8 @@ class ESRunner(Runner):
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Search, then evaluate the best individual; ``({"step": iterations, "best": {fitness,
         iteration, individual, values, parameters}, "history": [per generation: iteration,
-        fitness, values, mean_fitness, max_fitness, best_fitness]}, eval_results)``."""
+        fitness, values, mean_fitness, max_fitness, best_fitness]}, eval_results)``; ``best``
+        ``None`` and no evaluation (``{}``) if every individual diverged."""
         es = make_strategy(self.strategy, self.x0, self.sigma, self.popsize, self.seed,
                            self.strategy_options)
         self._best: dict[str, Any] = {"fitness": -math.inf}
@@ -163,6 +164,12 @@ class ESRunner(Runner):
                          f" {values}" if values else "")
         finally:
             self.trials.close()
+        if not math.isfinite(self._best["fitness"]):  # (as an Optuna search none of whose
+            if self._best_agent is not None:  # trials completed)
+                self._best_agent.close(self)
+            log.warning("No ES individual scored a finite fitness (all diverged): nothing to "
+                        "evaluate")
+            return {"step": self.iterations, "best": None, "history": history}, {}
         self._restore_best()
         return {"step": self.iterations, "best": self._best, "history": history}, self.evaluate()
 
