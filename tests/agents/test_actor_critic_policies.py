@@ -342,3 +342,29 @@ def test_local_ppo_learns_cartpole() -> None:
     env.close()
     assert np.mean(episodes[-10:]) > 150, episodes[-10:]
     assert policy.version > 0
+
+
+def test_a_users_trainer_counts_its_steps_with_inc_version_on_a_registered_policy() -> None:
+    """The trainer of docs/coming-from-srl.md calls ``self.policy.inc_version()``: every
+    policy has it (was: only ``SingleModelPytorchPolicy``, an ``AttributeError`` on the
+    actor-critic and q-network policies)."""
+    from looprl.core import Trainer, TrainerStepResult
+    from looprl.distributed import AlgorithmSpec, test_pipeline
+
+    class MyTrainer(Trainer):
+        def __init__(self, policy: Policy):
+            self._policy, self.steps = policy, 0
+
+        @property
+        def policy(self) -> Policy:
+            return self._policy
+
+        def step(self, samples: SampleBatch) -> TrainerStepResult:
+            self.policy.inc_version()
+            self.steps += 1
+            return TrainerStepResult(stats={"loss": 0.0}, step=self.steps)
+
+    spec = AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate",
+                         policy_args=dict(obs_dim={"obs": 4}, action_dim=2), trainer=MyTrainer)
+    report = test_pipeline(spec, episodes=1, max_frames=200, segment_length=8)
+    assert report.train_steps > 0

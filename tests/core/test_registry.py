@@ -41,6 +41,11 @@ def test_a_taken_name_and_a_name_that_is_no_string_are_refused():
             registry.register(bad, list)
     registry.register("c", list)
     assert entries == {"a": dict, "c": list}  # (the dict it was given, not a copy)
+    # (was accepted, then "'int' object is not callable" where a policy of it was made)
+    for bad in (3, "MyPolicy", None):
+        with pytest.raises(TypeError, match=r"widget 'd': register a class, a factory or a "
+                                            r"'package.module:Name' path, got"):
+            registry.register("d", bad)
 
 
 def test_an_unknown_name_is_one_line_with_close_names_and_the_advice():

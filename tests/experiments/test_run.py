@@ -319,6 +319,37 @@ def test_a_meta_name_is_one_line_before_anything_is_built(tmp_path: Path, monkey
         run_experiment(dqn, "CartPole-v1", 100, logdir=str(tmp_path), meta=["rnd"])
 
 
+class _Steps(MetaComponent):
+    """Counts the steps it saw; its ``runs`` list has one count per run it took part in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.steps, self.runs = 0, []
+        self.pre_episode_methods.append(self.start)
+        self.post_step_methods.append(self.count)
+
+    def start(self, metrics: dict[str, Any]) -> None:
+        if metrics.get("episode", 0) == 0:
+            self.runs.append(self.steps)
+
+    def count(self, metrics: dict[str, Any]) -> None:
+        self.steps += 1
+
+
+def test_each_run_of_run_experiment_starts_with_fresh_components(tmp_path: Path) -> None:
+    """Several agents or environments: each run after the first gets fresh copies of the
+    components, the preset builder's too (was: the first run's went on in the next, an RND
+    built for CartPole's observations failed on Acrobot's)."""
+    from looprl.meta import RND
+
+    mine, builders = _Steps(), _Steps()
+    builder = dqn.hyperparameters(hidden=8).meta(builders)
+    run_experiment(builder, ["CartPole-v1", "Acrobot-v1"], 50, logdir=str(tmp_path),
+                   quiet=True, test_episodes=0, meta=[mine, RND(seed=0)])
+    assert mine.runs == builders.runs == [0]  # the first run's: the given instances
+    assert mine.steps == builders.steps == 50
+
+
 def test_an_experiment_given_a_builder_says_to_build_it(tmp_path: Path) -> None:
     """A preset builder (not built) is one line, not a traceback from inside the loop."""
     env = GymEnvironment("CartPole-v1")
@@ -474,8 +505,8 @@ def test_the_collector_trains_as_the_agents_own_act_loop(name: str, tmp_path: Pa
 def test_run_experiment_interrupted_keeps_the_runs_it_completed(tmp_path: Path) -> None:
     """Ctrl-C in the second of two runs: the first one's result was lost."""
     with pytest.raises(TrainingInterrupted) as stop:
-        run_experiment([SMALL_DQN, SMALL_DQN], "CartPole-v1", 200, logdir=str(tmp_path),
-                       quiet=True, test_episodes=2, meta=[_CtrlC("post_step", 300)])
+        run_experiment([SMALL_DQN, SMALL_DQN.meta(_CtrlC("post_step", 100))], "CartPole-v1",
+                       200, logdir=str(tmp_path), quiet=True, test_episodes=2)
     (first,) = stop.value.results
     assert str(TrainingInterrupted(None, 5)) == (  # (a run without a directory: no "in None")
         "Training interrupted at frame 5; no logs (logdir=None)")

@@ -278,6 +278,29 @@ def test_hook_lists_the_loop_would_not_call_are_one_line(component, error, messa
     assert "\n" not in str(info.value)
 
 
+class ClosureCount(MetaComponent):
+    """Counts its steps in a lambda over ``self``: a copy's lambda is the original's."""
+
+    def __init__(self):
+        super().__init__()
+        self.steps = 0
+        self.post_step_methods.append(lambda m: setattr(self, "steps", self.steps + 1))
+
+
+def test_a_copy_whose_hooks_act_on_the_original_is_one_line() -> None:
+    """Runners, ``run_experiment`` and multi-agent runs attach copies of the components; a
+    lambda copied with one still changes the original (was: silently, each ES individual's
+    component counting on from the one before)."""
+    import copy
+
+    from looprl.meta import MetaStack
+
+    MetaStack([ClosureCount()])  # the instance it was made in: fine
+    with pytest.raises(TypeError, match=r"^ClosureCount.post_step_methods holds a lambda or "
+                                        r"local function of another ClosureCount.*bound methods"):
+        MetaStack([copy.deepcopy(ClosureCount())])
+
+
 @pytest.mark.parametrize(
     ("builder", "env_id"),
     [(SMALL_DQN.hyperparameters(buffer="uniform"), "CartPole-v1"), (SMALL_SAC, "Pendulum-v1")],

@@ -49,6 +49,23 @@ def test_a_user_component_runs_unchanged_in_the_local_loop_and_in_the_collector(
     assert trainer["post_update"] > 0 and trainer["max_batch_reward"] >= 100  # rows shaped
 
 
+def test_pre_step_runs_once_per_step_of_a_single_environment(tmp_path: Path):
+    """A single-env run acts on each terminal state (the agent learns from it) and then
+    resets instead of stepping: no pre-step hook there (was: one more per episode, after its
+    pre-episode hooks, so a per-step ``HPSchedule`` ran ahead of the frames)."""
+    from looprl.experiments import SingleEnvExperiment
+
+    env = GymEnvironment("CartPole-v1")
+    preset = dqn.hyperparameters(hidden=8).env(env).device("cpu").build()
+    experiment = SingleEnvExperiment(preset, env, quiet=True, logdir=str(tmp_path), seed=0,
+                                     meta=[ConstantBonus()])
+    experiment.train(frames=100)
+    calls = experiment.hub.metrics["calls"]
+    assert experiment.episode >= 2
+    assert calls["post_step"] == experiment.frame
+    assert calls["pre_step"] - calls["post_step"] in (0, 1)  # (1: the next step's, asked)
+
+
 def test_the_collectors_rnd_computes_its_bonus_with_the_trainers_networks():
     env = GymEnvironment("CartPole-v1")
     preset = dqn.hyperparameters(replay_start_size=32, minibatch_size=32,

@@ -68,6 +68,10 @@ def test_combinations_chain_their_parts() -> None:
     ("cnn", (3, 8, 8), "does not fit inputs of shape \\(3, 8, 8\\)"),
     ({"type": "mlp", "activation": "rel"}, (4,), "Unknown activation 'rel'"),
     ([], (4,), "empty list"),
+    # (were torch's tracebacks: "'int' object is not iterable", "negative dimension -3")
+    ({"type": "mlp", "hidden": 64}, (4,), r"hidden sizes are a list .* \(\[64, 64\]\), got 64"),
+    ({"type": "mlp", "hidden": [-3]}, (4,), r"whole numbers >= 1.*got \[-3\]"),
+    ({"type": "mlp", "hidden": [1.5]}, (4,), r"whole numbers >= 1.*got \[1.5\]"),
 ])
 def test_bad_specs_say_what_is_wrong(spec, shape, message) -> None:
     with pytest.raises(ValueError, match=message):

@@ -56,10 +56,6 @@ class SingleModelPytorchPolicy(Policy):
         """The network's parameters (for the trainer's optimizer)."""
         return self._module.parameters()
 
-    def inc_version(self) -> None:
-        """Count one trainer step (the trainer calls it after every step)."""
-        self.version += 1
-
     def train_mode(self) -> None:
         """Put the network in training mode (dropout, batch norm)."""
         self._module.train()

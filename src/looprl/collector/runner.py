@@ -148,13 +148,13 @@ class EnvRunner:
         obs = copies.observe(asked)
         states = None if self._policy_state is None else self._policy_state[asked]
         self._asked[group] = (asked, obs, states)
-        if self.hooks is not None:
-            self.hooks.pre_step(obs, copies.stream_agent[asked])
         n = len(asked)
-        exploration = None if self.exploration is None else np.full(n, self.exploration, np.float32)
-        agent = copies.stream_agent[asked] if copies.agent_count > 1 else None
         ended = copies.done | copies.truncated
         ended = ended if n == len(ended) else ended[asked]
+        if self.hooks is not None and not ended.all():  # (all ended: they reset, none steps)
+            self.hooks.pre_step(obs, copies.stream_agent[asked])
+        exploration = None if self.exploration is None else np.full(n, self.exploration, np.float32)
+        agent = copies.stream_agent[asked] if copies.agent_count > 1 else None
         return RolloutRequest(obs=obs, policy_state=states, is_evaluation=self._evaluation(n),
                               exploration=exploration, agent=agent, done=ended)
 

@@ -57,6 +57,10 @@ class Policy(_PartOfAlgorithm, metaclass=_ByName):
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> Any:
         """Re-evaluate a stored ``sample`` for the trainer's loss (``target`` picks which)."""
 
+    def inc_version(self) -> None:
+        """Count one trainer step (the trainer calls it after every step)."""
+        self.version += 1
+
     def get_checkpoint(self) -> dict[str, Any]:
         """Everything needed to restore the policy, in a ``torch.save``-able dict."""
         return {"state_dict": self.module.state_dict(), "version": self.version}

@@ -12,6 +12,12 @@ class Logger:
 
     #: When False, ``add_loss``/``add_info``/``add_schedule`` may be skipped by callers.
     verbose: bool = False
+    #: the counters an experiment advances (environment steps, training episodes), where its
+    #: files go (``None``: none) and the mean return of the last 100 episodes (NaN: unknown)
+    frame: int = 0
+    episode: int = 0
+    log_dir: str | None = None
+    mean_return100: float = math.nan
 
     def add_loss(self, name: str, value: Any, step: str | int = "frame") -> None:
         """Log a training loss (``loss/<name>``)."""
@@ -56,9 +62,6 @@ class Logger:
 
 class DummyLogger(Logger):
     """A logger that records nothing but the counters ``frame`` and ``episode``."""
-
-    log_dir: str | None = None
-    mean_return100: float = math.nan
 
     def __init__(self) -> None:
         self.frame = 0

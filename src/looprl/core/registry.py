@@ -7,7 +7,7 @@ import importlib
 from collections.abc import Iterable
 from typing import Any
 
-from looprl.core.imports import import_object
+from looprl.core.imports import import_object, is_import_path
 from looprl.core.suggest import did_you_mean
 
 __all__ = ["Registry", "UnknownName"]
@@ -37,9 +37,12 @@ class Registry:
 
     def register(self, name: str, entry: Any) -> None:
         """Register ``entry`` under ``name``; ``ValueError`` if ``name`` is taken, ``TypeError``
-        if it is no non-empty string."""
+        if it is no non-empty string or ``entry`` is neither callable nor an import path."""
         if not isinstance(name, str) or not name:
             raise TypeError(f"{self.kind} names must be non-empty strings, got {name!r}")
+        if not (callable(entry) or is_import_path(entry)):
+            raise TypeError(f"{self.kind} {name!r}: register a class, a factory or a "
+                            f"'package.module:Name' path, got {entry!r:.40}")
         if name in self.entries:
             taken = self.entries[name]
             shown = taken if isinstance(taken, str) else (

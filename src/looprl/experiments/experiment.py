@@ -237,6 +237,9 @@ class Experiment:
         """Train until ``frames`` frames or ``episodes`` episodes in all; a later call goes on."""
         if math.isinf(frames) and math.isinf(episodes):
             raise ValueError("train() needs a budget: frames=... or episodes=...")
+        if self.checkpoint_every is not None and getattr(self.logger, "log_dir", None) is None:
+            raise ValueError(f"checkpoint_every saves checkpoint.pt in the logger's log_dir; "
+                             f"{type(self.logger).__name__} has none: drop it, or log to a folder")
         total = int(frames) if math.isfinite(frames) else 0
         self._hp = agent_hyperparameters(self.agent)
         status = dashboard(self.logger, self._hp, self.agent_returns100)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import numbers
@@ -138,21 +139,37 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
     MetaStack(list(meta))  # (and for anything that is no MetaComponent: meta=["rnd"])
     _check_arguments(logdir=logdir, test_episodes=test_episodes, seed=seed, quiet=quiet,
                      render=render, verbose=verbose)
-    results = []
-    for env_or_id in as_list(envs):
-        for agent in as_list(agents):
+    results: list[ExperimentResult] = []
+    agents, envs = as_list(agents), as_list(envs)
+    fresh = _fresh_components(agents, meta) if len(agents) * len(envs) > 1 else None
+    for env_or_id in envs:
+        for index, agent in enumerate(agents):
             env = env_for(agent, env_or_id) if isinstance(env_or_id, str) else _env(env_or_id)
             if seed is not None:
                 seed_everything(seed)
             preset = build_preset(agent, env)
+            components = meta
+            if results and fresh is not None:  # (a later run: fresh copies of the components)
+                components, preset.meta = copy.deepcopy(fresh[index])
             experiment = make_experiment(preset, env, train_steps=frames, logdir=logdir,
                                          quiet=quiet, render=render, save_freq=save_freq,
-                                         verbose=verbose, seed=seed, meta=meta)
+                                         verbose=verbose, seed=seed, meta=components)
             try:
                 results.append(_run(experiment, frames, test_episodes))
             except TrainingInterrupted as stop:  # (the runs done stand)
                 raise TrainingInterrupted(stop.log_dir, stop.frame, results) from None
     return results
+
+
+def _fresh_components(agents: list[Any], meta: Sequence[Any]) -> list[tuple[list, tuple]]:
+    """Copies of the components of each agent's runs (``meta``, its preset's), taken before a
+    run trains them: one run's must not go on in the next."""
+    fresh = copy.deepcopy([(list(meta), tuple(getattr(agent, "components",
+                                                      getattr(agent, "meta", ()))))
+                           for agent in agents])
+    for components, own in fresh:
+        MetaStack([*own, *components])  # (one line now for hooks that copies cannot take)
+    return fresh
 
 
 def _check_arguments(logdir: Any, test_episodes: Any, seed: Any, **flags: Any) -> None:

@@ -4,6 +4,7 @@ list in the order the component filled it."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -109,3 +110,20 @@ def check_hooks(component: MetaComponent) -> None:
             if not callable(method):
                 raise TypeError(f"{name}.{hook}_methods holds {method!r}, which is not "
                                 "callable: append methods that take the metrics dictionary")
+            if any(other is not component and type(other) is type(component)
+                   for other in _instances(method)):
+                raise TypeError(f"{name}.{hook}_methods holds a lambda or local function of "
+                                f"another {name}, so this copy's hooks would change that one "
+                                "(copies share such functions): append bound methods "
+                                f"(self.{hook}_methods.append(self.my_method))")
+
+
+def _instances(method: Hook) -> list[Any]:
+    """What ``method`` acts on: a bound method's instance, a closure's captured values."""
+    if hasattr(method, "__self__"):
+        return [method.__self__]
+    values = []
+    for cell in getattr(method, "__closure__", None) or ():
+        with contextlib.suppress(ValueError):  # (a cell not filled yet)
+            values.append(cell.cell_contents)
+    return values

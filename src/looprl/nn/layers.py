@@ -12,7 +12,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from looprl.core.state import State
-from looprl.core.suggest import check_choice
+from looprl.core.suggest import check_choice, is_whole
 
 __all__ = ["ACTIVATIONS", "MLP", "ActionBounds", "Aggregation", "Dueling", "Flatten", "Float",
            "Linear0", "RLNetwork", "Scale", "TanhActionBound", "box_space", "dense_layers",
@@ -177,6 +177,10 @@ def activation_layer(activation: str | Callable[[], nn.Module]) -> nn.Module:
 def dense_layers(n_in: int, sizes: Sequence[int], activation: str | Callable[[], nn.Module]
                  ) -> tuple[nn.Sequential, int]:
     """``Linear`` + activation per size of ``sizes``, and the size of its output."""
+    if isinstance(sizes, str) or not isinstance(sizes, Sequence) or not all(
+            is_whole(size) and size >= 1 for size in sizes):
+        raise ValueError(f"hidden sizes are a list of whole numbers >= 1, one per layer "
+                         f"([64, 64]), got {sizes!r:.60}")
     layers: list[nn.Module] = []
     for size in sizes:
         layers += [orthogonal_init(nn.Linear(n_in, size)), activation_layer(activation)]
