@@ -14,7 +14,8 @@ Written by the loop at the start:
 Written by the loop at every step or episode:
 
 * ``step``: environment steps so far; ``episode``: training episodes completed so far.
-* ``state`` (pre-step): the observation rows ``[B, ...]`` about to be acted on.
+* ``state`` (pre-step): the observation rows ``[B, ...]`` about to be acted on (none when
+  every row ended its episode: they reset instead of stepping).
 * ``transition`` (post-step): a dict, one row per env copy that stepped: ``state`` and
   ``next_state`` (observation rows), ``action``, ``reward`` (float ``[B]``), ``terminated``,
   ``truncated`` (bool ``[B]``), ``env_index`` (long ``[B]``) and ``env_step`` (an int).
