@@ -14,11 +14,13 @@ Main = Callable[..., int]
 
 
 def run_train(args: argparse.Namespace, agent: str, hparams: list[str]) -> int:
-    """``looprl train``'s ``cmd_train`` on ALL's parsed ``args`` (``frames``, ``device``,
-    ``render``, ``save_freq``, ``logdir``) with ALL's 100 test episodes."""
-    vars(args).update(agent=agent, hparams=hparams, wrapper=None, seed=None, test_episodes=100,
-                      threads=None, quiet=False, logdir=getattr(args, "logdir", "runs"))
-    return cli.cmd_train(args)
+    """``looprl train AGENT ENV`` (its defaults) with ALL's parsed ``args`` (``frames``,
+    ``device``, ``render``, ``save_freq``, ``logdir``) and ALL's 100 test episodes."""
+    train = cli.build_parser().parse_args(["train", agent, args.env])
+    vars(train).update(hparams=hparams, test_episodes=100, frames=args.frames,
+                       device=args.device, render=args.render, save_freq=args.save_freq,
+                       logdir=getattr(args, "logdir", train.logdir))
+    return cli.cmd_train(train)
 
 
 def family_agent(family: str, name: str) -> str:

@@ -24,8 +24,9 @@ def script(prog: str, fps: float, example: str, reload: bool = False) -> Main:
                         "after N episodes (default: forever in a window, as ALL; 1 into a GIF)")
 
     def run(argv: list[str]) -> int:
-        args = parser.parse_args(argv)
-        vars(args).update(run_dir=args.filename, best=False, gif=None, max_steps=10_000)
+        given = parser.parse_args(argv)  # (on looprl watch's defaults)
+        args = cli.build_parser().parse_args(["watch", given.filename])
+        vars(args).update({k: v for k, v in vars(given).items() if k != "filename"})
         if not getattr(args, "reload", False):
             return cli._guarded(lambda: cli.cmd_watch(args))
         rounds = args.episodes or (sys.maxsize if has_display() else 1)  # (forever: a window)
