@@ -214,6 +214,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         returns, path = watch.watch(preset.test_agent(), env, episodes, args.fps, gif,
                                     max_steps=args.max_steps)
     print_episodes(returns, path)
+    args.gif_written = path  # (ALL's watch scripts with --reload stop replaying into it)
     return 0
 
 

@@ -296,8 +296,8 @@ def test_a_copy_whose_hooks_act_on_the_original_is_one_line() -> None:
     from looprl.meta import MetaStack
 
     MetaStack([ClosureCount()])  # the instance it was made in: fine
-    with pytest.raises(TypeError, match=r"^ClosureCount.post_step_methods holds a lambda or "
-                                        r"local function of another ClosureCount.*bound methods"):
+    with pytest.raises(TypeError, match=r"^ClosureCount.post_step_methods holds a hook of "
+                                        r"another ClosureCount \(a lambda.*own methods"):
         MetaStack([copy.deepcopy(ClosureCount())])
 
 

@@ -88,3 +88,13 @@ def test_presets_build_their_networks_from_a_spec() -> None:
     assert isinstance(preset.model.body, MLPFeatures)
     assert logits.shape == (3, 2) and values.shape == (3,)
     env.close()
+
+
+def test_hidden_sizes_of_any_sequence_of_whole_numbers_build() -> None:
+    """A NumPy array of sizes built before the size check, and builds again."""
+    import numpy as np
+
+    from looprl.nn.layers import dense_layers
+
+    assert dense_layers(4, np.array([8, 16]), "relu")[1] == 16
+    assert dense_layers(4, (8,), "relu")[1] == 8 and dense_layers(4, [], "relu")[1] == 4

@@ -29,6 +29,7 @@ from looprl.distributed.run_state import (
 )
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.contextual import contextual_envs
+from looprl.experiments.diagnose import diverged
 from looprl.experiments.episodes import check_episodes
 from looprl.experiments.experiment import TEST_SEED_OFFSET, warn_never_trained
 from looprl.experiments.run import TrainingInterrupted, check_frames, warn_budget_extended
@@ -133,8 +134,7 @@ class DistributedRun:
         except KeyboardInterrupt:  # (Ctrl-C: the workers stop; the logs until then are kept)
             raise TrainingInterrupted(self.result.log_dir, self.result.frames) from None
         except FloatingPointError as error:  # (a diverged loss: one line, as a local run's)
-            logs = "" if self.result.log_dir is None else f" Logs until then: {self.result.log_dir}"
-            raise FloatingPointError(f"{self.name}: {error}{logs}") from None
+            raise diverged(self.name, str(error), self.result.log_dir) from None
         finally:
             self._shutdown()
         if max(self.result.trainer_steps, default=self.result.train_steps) == 0:  # (final)

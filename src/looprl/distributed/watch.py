@@ -13,6 +13,7 @@ from looprl.collector import EnvRunner
 from looprl.core.files import load_file
 from looprl.distributed.config import AlgorithmSpec
 from looprl.environments.srl import make
+from looprl.experiments.experiment import played_then_closed
 from looprl.experiments.watch import default_fps, has_display, play_and_show, render_env
 
 __all__ = ["SPEC_FILE", "load_run", "save_spec", "watch_run"]
@@ -60,12 +61,9 @@ def watch_run(
     fps = fps or getattr(env, "render_fps", None) or default_fps(env)
     if not window:
         gif = Path(gif) if gif is not None else Path(run_dir) / "watch.gif"
-    try:
-        runner = EnvRunner(lambda: env, segment_length=None, seed=seed, is_evaluation=True,
-                           default_policy_state=policy.default_policy_state)
-        played, path = play_and_show(runner, policy.rollout, env.render, episodes, fps,
-                                     None if window else gif, max_steps)
-    finally:
-        env.close()
+    runner = partial(EnvRunner, lambda: env, segment_length=None, seed=seed,
+                     is_evaluation=True, default_policy_state=policy.default_policy_state)
+    played, path = played_then_closed(env, lambda: play_and_show(
+        runner(), policy.rollout, env.render, episodes, fps, None if window else gif, max_steps))
     return [episode.ret for episode in played], path
 

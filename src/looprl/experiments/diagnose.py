@@ -108,3 +108,9 @@ def explain_divergence(error: FloatingPointError, env_name: str, frame: int,
             f"and training diverged on them at frame {frame}; this is not a learning-rate "
             "problem. Make the environment return finite values, or wrap it to replace them "
             "(e.g. gymnasium.wrappers.TransformReward / TransformObservation).")
+
+
+def diverged(name: str, message: str, log_dir: str | None) -> FloatingPointError:
+    """The one line of run ``name``'s divergence ``message``, with where its logs are."""
+    logs = "" if log_dir is None else f" Logs until then: {log_dir}"
+    return FloatingPointError(f"{name}: {message}{logs}")

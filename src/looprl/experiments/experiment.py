@@ -21,7 +21,7 @@ from looprl.environments import AtariEnvironment, Environment, VectorEnvironment
 from looprl.environments.bodies import body_states
 from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.experiments.checkpoint import check_checkpointing, save_checkpoint
-from looprl.experiments.diagnose import explain_divergence
+from looprl.experiments.diagnose import diverged, explain_divergence
 from looprl.experiments.episodes import (
     check_episodes,
     check_spaces,
@@ -252,9 +252,8 @@ class Experiment:
                            and not np.isfinite(self.runner.running_returns).all())
                 message = explain_divergence(error, self.env.name, self.frame,
                                              self._nonfinite_episode, running)
-                log_dir = getattr(self.logger, "log_dir", None)
-                logs = "" if log_dir is None else f" Logs until then: {log_dir}"
-                raise FloatingPointError(f"{self.name}: {message}{logs}") from error
+                raise diverged(self.name, message, getattr(self.logger, "log_dir", None)
+                               ) from error
             finally:  # (a notebook reads the run's files once train returns, or is interrupted)
                 self.flush_loggers()
         warn_untrained(self)

@@ -36,6 +36,7 @@ from looprl.experiments.episodes import (
     play_episodes,
     single_action,
 )
+from looprl.experiments.experiment import played_then_closed
 from looprl.experiments.multiagent import game
 from looprl.presets import load_preset
 from looprl.presets.catalog import make_env, rendering
@@ -154,12 +155,10 @@ def watch(agent: Any, env: Any, episodes: int = 1, fps: float | None = None,
                         "AtariEnvironment, ...) or a MultiagentPettingZooEnv, got "
                         f"{type(env).__name__}")
     fps = fps or default_fps(env)
-    os.environ.setdefault("SDL_NO_SIGNAL_HANDLERS", "1")  # (before pygame starts: SDL makes
-    try:  # SIGTERM a quit event, which nothing reads, and a kill was ignored)
-        runner, act = _acting(agent, env)
-        played, path = play_and_show(runner, act, env.render, episodes, fps, gif, max_steps)
-    finally:
-        env.close()
+    # (before pygame starts: SDL made SIGTERM a quit event, which nothing reads)
+    os.environ.setdefault("SDL_NO_SIGNAL_HANDLERS", "1")
+    played, path = played_then_closed(env, lambda: play_and_show(
+        *_acting(agent, env), env.render, episodes, fps, gif, max_steps))
     if isinstance(env, MultiagentPettingZooEnv):
         names = env.possible_agents
         return [dict(zip(names, e.returns or (e.ret,), strict=True)) for e in played], path

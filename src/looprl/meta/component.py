@@ -112,10 +112,10 @@ def check_hooks(component: MetaComponent) -> None:
                                 "callable: append methods that take the metrics dictionary")
             if any(other is not component and type(other) is type(component)
                    for other in _instances(method)):
-                raise TypeError(f"{name}.{hook}_methods holds a lambda or local function of "
-                                f"another {name}, so this copy's hooks would change that one "
-                                "(copies share such functions): append bound methods "
-                                f"(self.{hook}_methods.append(self.my_method))")
+                raise TypeError(f"{name}.{hook}_methods holds a hook of another {name} (a "
+                                "lambda, local function or method bound to it), so this copy's "
+                                "hooks would change that one: append this instance's own "
+                                f"methods (self.{hook}_methods.append(self.my_method))")
 
 
 def _instances(method: Hook) -> list[Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -177,14 +177,15 @@ def activation_layer(activation: str | Callable[[], nn.Module]) -> nn.Module:
 def dense_layers(n_in: int, sizes: Sequence[int], activation: str | Callable[[], nn.Module]
                  ) -> tuple[nn.Sequential, int]:
     """``Linear`` + activation per size of ``sizes``, and the size of its output."""
-    if isinstance(sizes, str) or not isinstance(sizes, Sequence) or not all(
-            is_whole(size) and size >= 1 for size in sizes):
+    given = sizes
+    sizes = [] if isinstance(sizes, str | dict) or not isinstance(sizes, Iterable) else list(sizes)
+    if not sizes and given or not all(is_whole(size) and size >= 1 for size in sizes):
         raise ValueError(f"hidden sizes are a list of whole numbers >= 1, one per layer "
-                         f"([64, 64]), got {sizes!r:.60}")
+                         f"([64, 64]), got {given!r:.60}")
     layers: list[nn.Module] = []
     for size in sizes:
-        layers += [orthogonal_init(nn.Linear(n_in, size)), activation_layer(activation)]
-        n_in = size
+        layers += [orthogonal_init(nn.Linear(n_in, int(size))), activation_layer(activation)]
+        n_in = int(size)
     return nn.Sequential(*layers), n_in
 
 

@@ -138,8 +138,10 @@ class Runner:
         self.experiment = make_experiment(
             self.preset, self.env, train_steps=train_steps, quiet=self.quiet,
             logger=self._logger() if logged else MemoryLogger(), seed=self.seed,
-            meta=meta, verbose=self.verbose, checkpoint_every=self.checkpoint_every,
-            checkpoint_replay=self.checkpoint_replay, keep_checkpoints=self.keep_checkpoints)
+            meta=meta, verbose=self.verbose,  # (an agent not logged has nowhere to save them)
+            checkpoint_every=self.checkpoint_every if logged else None,
+            checkpoint_replay=self.checkpoint_replay,
+            keep_checkpoints=self.keep_checkpoints if logged else None)
 
     def configure(self, values: dict[str, Any], train_steps: float = math.inf,
                   fresh: bool = True) -> None:

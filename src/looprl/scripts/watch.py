@@ -6,7 +6,6 @@ from __future__ import annotations
 import sys
 
 from looprl import cli
-from looprl.experiments.watch import has_display
 from looprl.scripts.train import DEVICE_HELP, Main
 
 
@@ -29,11 +28,12 @@ def script(prog: str, fps: float, example: str, reload: bool = False) -> Main:
         vars(args).update({k: v for k, v in vars(given).items() if k != "filename"})
         if not getattr(args, "reload", False):
             return cli._guarded(lambda: cli.cmd_watch(args))
-        rounds = args.episodes or (sys.maxsize if has_display() else 1)  # (forever: a window)
-        args.episodes = 1  # (each round loads the file anew)
-        for _ in range(rounds):
+        rounds, args.episodes = args.episodes or sys.maxsize, 1  # (each loads the file anew)
+        for _ in range(rounds):  # (forever in a window; one round into a GIF)
             if code := cli._guarded(lambda: cli.cmd_watch(args)):
                 return code
+            if getattr(args, "gif_written", None) and not given.episodes:
+                break
         return 0
 
     return lambda argv=None: cli.main(argv, run)
