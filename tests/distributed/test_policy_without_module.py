@@ -28,7 +28,7 @@ def spec() -> AlgorithmSpec:
 
 
 def test_its_parameters_are_published_as_its_checkpoint() -> None:
-    from looprl.distributed.workers import load_parameters, policy_parameters
+    from looprl.distributed.pipeline import load_parameters, policy_parameters
 
     trained, acting = CheckpointPolicy(), CheckpointPolicy()
     load_parameters(acting, policy_parameters(trained))
