@@ -141,7 +141,8 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
                      render=render, verbose=verbose)
     results: list[ExperimentResult] = []
     agents, envs = as_list(agents), as_list(envs)
-    fresh = _fresh_components(agents, meta) if len(agents) * len(envs) > 1 else None
+    fresh = ([fresh_components(agent, meta) for agent in agents]
+             if len(agents) * len(envs) > 1 else None)
     for env_or_id in envs:
         for index, agent in enumerate(agents):
             env = env_for(agent, env_or_id) if isinstance(env_or_id, str) else _env(env_or_id)
@@ -150,7 +151,7 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
             preset = build_preset(agent, env)
             components = meta
             if results and fresh is not None:  # (a later run: fresh copies of the components)
-                components, preset.meta = copy.deepcopy(fresh[index])
+                preset.meta, components = copy.deepcopy(fresh[index])
             experiment = make_experiment(preset, env, train_steps=frames, logdir=logdir,
                                          quiet=quiet, render=render, save_freq=save_freq,
                                          verbose=verbose, seed=seed, meta=components)
@@ -161,14 +162,13 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
     return results
 
 
-def _fresh_components(agents: list[Any], meta: Sequence[Any]) -> list[tuple[list, tuple]]:
-    """Copies of the components of each agent's runs (``meta``, its preset's), taken before a
-    run trains them: one run's must not go on in the next."""
-    fresh = copy.deepcopy([(list(meta), tuple(getattr(agent, "components",
-                                                      getattr(agent, "meta", ()))))
-                           for agent in agents])
-    for components, own in fresh:
-        MetaStack([*own, *components])  # (one line now for hooks that copies cannot take)
+def fresh_components(agent: Any, meta: Sequence[Any]) -> tuple[tuple[Any, ...], list[Any]]:
+    """Copies of ``agent``'s own components (a builder's ``components``, a preset's ``meta``)
+    and of ``meta``, taken before a run trains them: a later run must not go on from them
+    (copy them again for each run); one line now for hooks that copies cannot take."""
+    own = tuple(getattr(agent, "components", getattr(agent, "meta", ())))
+    fresh = copy.deepcopy((own, list(meta)))
+    MetaStack([*fresh[0], *fresh[1]])
     return fresh
 
 

@@ -29,7 +29,7 @@ from looprl.environments import Environment, MultiagentEnvironment
 from looprl.experiments.checkpoint import check_checkpointing, load_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.experiments.logger import MemoryLogger, RecordingLogger, mean_return
-from looprl.experiments.run import make_experiment
+from looprl.experiments.run import fresh_components, make_experiment
 from looprl.meta.hyperparameters import (
     agent_hyperparameters,
     set_hyperparameter,
@@ -95,7 +95,7 @@ class Runner:
         self.test_env, self.logdir = test_env, logdir
         self.meta, self.quiet = tuple(meta), quiet
         # each new agent's components start as given (a trial does not go on from the last's)
-        self._fresh_meta = copy.deepcopy((getattr(self.builder, "components", ()), self.meta))
+        self._fresh_meta = fresh_components(self.builder, self.meta)
         self.eval_episodes = whole(eval_episodes, "eval_episodes (looprl run's test_episodes)")
         if self.scores and self.eval_episodes == 0:
             raise ValueError(f"runner={self.name} scores each {self.scores} by its evaluation "
