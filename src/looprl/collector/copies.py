@@ -155,12 +155,13 @@ class Copies:
         agents = self.agent_count
         actions: dict[int, list[Any]] = {i: [None] * agents for i in runner.groups[group]}
         done = self.done
-        boxes = self.boxes
+        boxes = self.boxes  # (None: no action to clip)
         for row, s in enumerate(asked.tolist()):
             if not done[s]:
-                one, box = action[row], boxes[s % agents]
-                if box is not None and not isinstance(one, NamedArray):  # (SRL's: as they are)
-                    one = action_to_numpy(one, box)  # clipped, as GymEnvironment's
+                one = action[row]
+                if boxes is not None and boxes[s % agents] is not None and not isinstance(
+                        one, NamedArray):  # (SRL's named actions: as they are)
+                    one = action_to_numpy(one, boxes[s % agents])  # clipped, as GymEnvironment's
                 actions[s // agents][s % agents] = one
         stepped = np.zeros(len(self.envs), dtype=bool)
         for i, copy_actions in actions.items():
@@ -269,17 +270,18 @@ class Copies:
         self._reset(runner, i)
 
 
-def _box_spaces(env: Any) -> list[gym.spaces.Box | None]:
-    """Each agent's ``Box`` action space that the collector clips actions into (``None``:
-    another space, none given, or an environment that clips them itself: ``clips_actions``)."""
+def _box_spaces(env: Any) -> list[gym.spaces.Box | None] | None:
+    """Each agent's ``Box`` action space that the collector clips actions into (``None`` for
+    another space; ``None`` for all: no Box, no spaces given, or an environment that clips
+    them itself, ``clips_actions``)."""
     if getattr(env, "clips_actions", False):
-        return [None] * env.agent_count
+        return None
     try:
         spaces = list(env.action_spaces)
     except (AttributeError, NotImplementedError):
-        spaces = []
+        return None
     boxes = [space if isinstance(space, gym.spaces.Box) else None for space in spaces]
-    return boxes if len(boxes) == env.agent_count else [None] * env.agent_count
+    return boxes if len(boxes) == env.agent_count and any(b is not None for b in boxes) else None
 
 
 def _seed(env: Any, seed: int) -> None:

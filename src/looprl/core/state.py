@@ -101,9 +101,8 @@ def _model_input(value: torch.Tensor) -> torch.Tensor:
 
 
 def _batch_shape(shape: Any) -> tuple[int, ...]:
-    if type(shape) is tuple and (len(shape) == 1 and type(shape[0]) is int
-                                 or all(type(n) is int for n in shape)):
-        return shape  # (one int, checked first: the collector's every step)
+    if type(shape) is tuple and all(type(n) is int for n in shape):
+        return shape
     if isinstance(shape, int) and not isinstance(shape, bool):
         return (shape,)
     if isinstance(shape, tuple | list | torch.Size) and all(
