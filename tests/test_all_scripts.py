@@ -9,6 +9,7 @@ import subprocess
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -149,6 +150,21 @@ def test_multiagent_trains_and_watches_with_reload(tmp_path: Path,
     assert watch_multiagent_atari.main(["tictactoe_v3", str(run), "--reload",
                                         "--episodes", "2"]) == 0
     assert capsys.readouterr().out.count("returns player_1") == 2
+    # without --episodes and without a display: one round into watch.gif (it replayed forever)
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    rounds = []
+    watched = cli.cmd_watch
+
+    def counted(args: Any) -> int:
+        rounds.append(1)
+        if len(rounds) > 2:
+            raise RuntimeError("watched on and on")
+        return watched(args)
+
+    monkeypatch.setattr(cli, "cmd_watch", counted)
+    assert watch_multiagent_atari.main(["tictactoe_v3", str(run), "--reload"]) == 0
+    assert len(rounds) == 1 and (run / "watch.gif").exists()
 
 
 def test_classic_as_a_subprocess(tmp_path: Path) -> None:
