@@ -86,6 +86,12 @@ def is_pettingzoo_game(name: str) -> bool:
     return False
 
 
+def atari_hint(env_id: str, game: str, preset: str = "ppo") -> str:
+    """What to do with the Atari game ``game`` (``env_id`` as given): its Atari ``preset``."""
+    return (f"{env_id!r} is an Atari game: train it with an Atari preset (looprl run "
+            f"algorithm=atari/{preset} env={game}, or looprl train atari.{preset} {game})")
+
+
 def check_env_id(env_id: str) -> None:
     """A ``ValueError`` naming close ids (or the Atari or multi-agent presets) if ``env_id`` is
     unregistered."""
@@ -93,9 +99,7 @@ def check_env_id(env_id: str) -> None:
         return
     game = atari_game(env_id)
     if game is not None:
-        raise ValueError(f"{env_id!r} is an Atari game: train it with an Atari preset (looprl "
-                         f"run algorithm=atari/ppo env={game}, or looprl train atari.ppo {game}) "
-                         f"or play it in AtariEnvironment({game!r})")
+        raise ValueError(f"{atari_hint(env_id, game)} or play it in AtariEnvironment({game!r})")
     if is_pettingzoo_game(env_id):
         raise ValueError(f"{env_id!r} is a PettingZoo game: train it with a multi-agent preset "
                          f"(looprl run algorithm=multiagent/ppo env={env_id}, or looprl train "

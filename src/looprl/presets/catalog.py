@@ -68,7 +68,7 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None, 
         return _srl_env(agent, env_id, target, render_mode, kwargs)
     from looprl.environments import AtariEnvironment, GymEnvironment, MultiagentPettingZooEnv
     from looprl.environments.ale import atari_game
-    from looprl.environments.gym_helpers import Wrappers
+    from looprl.environments.gym_helpers import Wrappers, atari_hint
     from looprl.environments.mujoco import MujocoEnvironment, is_mujoco_id
     from looprl.environments.srl import is_gymnasium_id
     if env_wrappers:
@@ -94,9 +94,8 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None, 
     game, name = atari_game(env_id), agent.rpartition(".")[2]
     if game is not None and not is_gymnasium_id(env_id):  # (the preset the user typed)
         preset = name if f"atari.{name}" in available_agents() else "ppo"
-        raise ValueError(f"{env_id!r} is an Atari game: train it with an Atari preset (looprl "
-                         f"run algorithm=atari/{preset} env={game}, or looprl train "
-                         f"atari.{preset} {game}); {agent} plays vectors, not images")
+        raise ValueError(f"{atari_hint(env_id, game, preset)}; {agent} plays vectors, not "
+                         "images")
     return rendering(partial(GymEnvironment, env_id, **kwargs), render_mode)
 
 
