@@ -6,7 +6,10 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import re
+import shutil
+import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -50,3 +53,27 @@ def test_every_imported_package_is_declared() -> None:
             assert names & {_name(r) for r in requires}, module
         else:
             assert names & declared, f"{module} ({', '.join(names)}) is not declared"
+
+
+def test_the_sdist_carries_the_tests_docs_and_benchmarks(tmp_path: Path) -> None:
+    """A packager runs the test suite from the sdist: every file of ``tests/`` (its subfolders
+    too), ``benchmarks/`` and ``docs/`` is in it (setuptools alone takes only
+    ``tests/test_*.py``). Built from a copy of the checkout's files (an old ``*.egg-info``
+    would lend the build its file list)."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    checkout = tmp_path / "checkout"
+    for name in files:
+        if (ROOT / name).is_file():
+            (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ROOT / name, checkout / name)
+    subprocess.run([sys.executable, "-c", "import sys; from setuptools import build_meta; "
+                    "build_meta.build_sdist(sys.argv[1])", str(tmp_path)],
+                   cwd=checkout, capture_output=True, check=True)
+    (sdist,) = tmp_path.glob("looprl-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        carried = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    wanted = {name for name in files if name.split("/")[0] in ("tests", "benchmarks", "docs")}
+    assert wanted and not wanted - carried, sorted(wanted - carried)[:5]
