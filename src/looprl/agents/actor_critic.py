@@ -117,7 +117,10 @@ class ActorCriticNetwork(ActorCriticModel):
         leaves = [h.transpose(0, 1).unsqueeze(2) for h in hx if h is not None]
         return (GRUPolicyState if self.critic is None else SeparateGRUPolicyState)(*leaves)
 
-    def forward(self, obs: Any, hx: tuple | None = None, reset: torch.Tensor | None = None):
+    def forward(self, obs: Any, hx: tuple | None = None, reset: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, tuple | None]:
+        """``(policy parameters, values, auxiliary values, next GRU memories)`` of the rows of
+        ``obs`` (``[B]`` or ``[T, B]``; ``hx`` and ``reset`` for recurrent networks only)."""
         device = self.value_head.weight.device
         fields, lead, mask = observation_fields(obs, self.shapes, device)
         actor = self.actor.features(fields)

@@ -48,12 +48,15 @@ class DeepSea(gym.Env):
             observation[self.row * self.size + self.column] = 1.0
         return observation
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | None = None, options: dict | None = None
+              ) -> tuple[np.ndarray, dict]:
+        """Back to the top-left cell."""
         super().reset(seed=seed)
         self.row = self.column = 0
         return self._observation(), {}
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        """One row down, moving right for the cell's "right" action (0 or 1), else left."""
         if self.row >= self.size:
             raise RuntimeError("DeepSea episode has ended: call reset()")
         if not self.action_space.contains(action):
