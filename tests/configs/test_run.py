@@ -418,6 +418,14 @@ def test_resume_continues_a_run_and_refuses_another_config(tmp_path: Path, capsy
     assert results["mean_return"] == pytest.approx(np.mean(results["returns"]))
     assert _tensorboard_steps(tmp_path / "ppo" / "CartPole-v1", "episode") == list(
         range(results["episodes"]))  # each episode once, though the first run went on past
+    # a finished run resumed within its budget: one line, nothing run, nothing appended (was:
+    # evaluated again, a second test point at the same step; on both runtimes)
+    finished = (tmp_path / "results.json").read_bytes()
+    assert cli(["run", "--resume", str(tmp_path), "frames=300"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and f"{tmp_path} is a finished run ({results['step']} frames, " \
+        "results.json): nothing to resume; give a larger budget" in error[0], error
+    assert (tmp_path / "results.json").read_bytes() == finished
     assert cli(["run", "--resume", str(tmp_path / "ppo")]) == 2
     assert "is no looprl run directory" in capsys.readouterr().err
     other = tmp_path / "no_checkpoint"

@@ -285,8 +285,7 @@ def test_a_run_whose_controller_died_resumes_from_its_directory(local_ray, tmp_p
     with pytest.raises(ControllerDied):
         DistributedRun(spec, runtime(actors=1, checkpoint_every=2), frames=10**6,
                        logdir=str(tmp_path), quiet=True).run(callback=die)
-    saved, exploration = load_checkpoint(find_controller_checkpoint(tmp_path)).actors_meta[0]
-    assert exploration == ("exploration", [])  # (PPO's policy has no exploration schedule)
+    (saved,) = load_checkpoint(find_controller_checkpoint(tmp_path)).actors_meta[0]
     assert saved[0] == "StepCounter" and saved[1]["steps"] > 0
     caplog.set_level(logging.WARNING, "looprl.distributed")
     budget = died[0] + 2_000
@@ -311,7 +310,9 @@ def test_a_run_whose_controller_died_resumes_from_its_directory(local_ray, tmp_p
 def test_a_resumed_dqn_runs_actor_explores_on_from_its_checkpoints_epsilon(local_ray, tmp_path):
     """An actor's epsilon schedule counts its env steps: a resumed run's actor goes on from the
     steps the controller checkpoint saved (it started again from epsilon 1, and the resumed
-    DQN explored anew), so ``hp/epsilon`` only decays over the run."""
+    DQN explored anew), so ``hp/epsilon`` only decays over the run. The trainer's loss rows go
+    on from the checkpoint's frame (was: from its own checkpoint's count, ahead of the
+    controller's, past the run's last frame)."""
     import csv
 
     from looprl.environments import GymEnvironment
@@ -339,6 +340,37 @@ def test_a_resumed_dqn_runs_actor_explores_on_from_its_checkpoints_epsilon(local
     (table,) = tmp_path.glob("*/*/hyperparameters.csv")
     epsilons = [float(row["hp/epsilon"]) for row in csv.DictReader(table.open())]
     assert len(epsilons) >= 2 and epsilons == sorted(epsilons, reverse=True), epsilons
+    (losses,) = tmp_path.glob("*/*/losses.csv")
+    frames = [int(row["frame"]) for row in csv.DictReader(losses.open())]
+    assert frames == sorted(frames) and frames[-1] <= run.result.frames, frames
+
+
+def test_a_worker_ray_restarted_explores_on_from_the_runs_epsilon(local_ray):
+    """An actor or policy worker that Ray restarts starts its epsilon schedule anew: the pool
+    moves it to the furthest steps polled (was: epsilon 1 again, mid-run)."""
+    from looprl.distributed.placement import WorkerPool
+    from looprl.distributed.run_state import DistributedResult, SampleCounts
+
+    class Handle:  # stands for a worker's Ray handle
+        def __init__(self, steps):
+            self.steps, self.explored = steps, []
+            self.stats = self.ready = self
+            self.explore_from = type("Call", (), {"remote": lambda _, steps: ray.put(
+                self.explored.append(steps))})()
+
+        def remote(self):
+            return ray.put({"schedules": self.steps, "id": 1, "node": "n"})
+
+    pool = WorkerPool(ppo_spec(), runtime(actors=1), DistributedResult(), SampleCounts())
+    pool.workers = {"actor0": Handle([500]), "policy0": Handle([700])}
+    pool.stats()
+    for handle in pool.workers.values():
+        handle.steps = [3]  # restarted: its schedule's first steps
+    pool.stats()
+    assert pool.schedules == {"actor0": [500], "policy0": [700]}
+    pool.placed("actor0", {"node": "n", "id": 2})  # (a restarted actor, before its loop)
+    pool.explore_on("policy0")  # (a restarted policy worker: ``Supervisor.check_workers``)
+    assert [h.explored for h in pool.workers.values()] == [[[500]], [[700]]]
 
 
 def test_a_runtime_env_with_ray_already_initialized_is_one_line(local_ray):

@@ -150,11 +150,27 @@ def resume_arguments(argv: list[str]) -> list[str]:
     switched = {key for key, value in given.items() if choices.get(key, value) != value}
     kept = [o for o in kept if "=" not in o or o.startswith("-") or not (
         (key := o.lstrip("+~").partition("=")[0]) in given or key.partition(".")[0] in switched)]
-    differences = _differences(old, _compose([*kept, *extra]))
+    new = _compose([*kept, *extra])
+    differences = _differences(old, new)
     if differences:
         raise ValueError(f"{run_dir} was run with another config ({'; '.join(differences)}); "
                          "resume it with its own, or start a new run")
+    _check_unfinished(run_dir, new.runner.get("num_steps", new.frames))
     return [*kept, *extra, f"hydra.run.dir={run_dir}", "resume=true"]
+
+
+def _check_unfinished(run_dir: Path, frames: Any) -> None:
+    """A one-line ``ValueError`` if ``run_dir`` holds a run that finished (``results.json``)
+    a budget of ``frames`` or more: resumed, it would only be evaluated again."""
+    try:
+        step = json.loads((run_dir / "results.json").read_text())["train"]["step"]
+        finished = float(step) >= float(frames)
+    except (OSError, ValueError, KeyError, TypeError):  # (none, or unreadable: not finished)
+        return
+    if finished:
+        raise ValueError(f"{run_dir} is a finished run ({step} frames, results.json): nothing "
+                         "to resume; give a larger budget (frames=N) to train it on, or start "
+                         "a new run")
 
 
 def _saved_config(saved: Path) -> tuple[Any, list[str]]:

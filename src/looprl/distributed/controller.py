@@ -96,6 +96,7 @@ class DistributedRun:
         self._log: Any = None  # the run's ExperimentLogger
         self._agent_logs: dict[str, Any] = {}  # its agents' (multi-agent envs; resumed ones)
         self._actors_meta: dict[int, Any] = {}  # its actors' step hooks' state (resumed runs)
+        self._schedules: dict[str, list[int]] = {}  # its exploration schedules' (resumed runs)
         self._pool: WorkerPool | None = None
         self._supervisor: Supervisor | None = None
         self._monitor: RunMonitor | None = None
@@ -126,10 +127,11 @@ class DistributedRun:
                                        self.frames, agents, self._agent_logs)
             self._checkpoint = ControllerCheckpoint(
                 self.runtime.checkpoint_every, self._log, self.result, counts, self._agent_logs,
-                self._pool.actors_meta_state, self._planned)
+                self._pool.actors_meta_state, self._planned, self._pool.schedules)
             self._started_frames = self.frames
             self._pool.start(self.result.log_dir or str(Path.cwd()), self.seed,
-                             self.frames - self.result.frames, self._actors_meta)
+                             self.frames - self.result.frames, self._actors_meta,
+                             self._schedules)
             self._loop(callback)
         except KeyboardInterrupt:  # (Ctrl-C: the workers stop; the logs until then are kept)
             raise TrainingInterrupted(self.result.log_dir, self.result.frames) from None
@@ -205,6 +207,7 @@ class DistributedRun:
         self.result.resumed_at = self.result.frames
         self._agent_logs = getattr(state, "agent_loggers", {})  # (older checkpoints: none)
         self._actors_meta = getattr(state, "actors_meta", {})
+        self._schedules = getattr(state, "schedules", {})
         self.seed += self.result.frames  # new env seeds: no replay of the first run's episodes
         logger.warning("resuming %s at frame %d (%d episodes)", self._log.log_dir,
                        self.result.frames, len(self.result.returns))

@@ -29,18 +29,23 @@ class WorkerPool:
         self.runs: dict[str, Any] = {}
         self.pids: dict[str, int] = {}
         self.meta_state: dict[int, Any] = {}  # each actor's latest (``actors_meta_state``)
+        #: each actor's and policy worker's exploration schedules' steps, the furthest polled
+        self.schedules: dict[str, list[int]] = {}
         self.trainers = ["trainer"] + [f"trainer{rank}" for rank in range(1, runtime.trainers)]
         self._rendezvous: list[str] = []  # rendezvous files of the trainer groups
         self._prefix = f"looprl-{uuid.uuid4().hex[:12]}-"
 
     def start(self, run_dir: str, seed: int, frames: int | None = None,
-              meta_state: dict[int, Any] | None = None) -> None:
+              meta_state: dict[int, Any] | None = None,
+              schedules: dict[str, list[int]] | None = None) -> None:
         """Create the workers (the actors share ``frames``; actor ``i`` starts its meta
-        components from ``meta_state[i]``), wait until they are placed, form the trainer group
-        and start the loops; ``RuntimeError`` if the cluster cannot place them within
+        components from ``meta_state[i]``, worker ``name`` its exploration schedules from
+        ``schedules[name]``), wait until they are placed, form the trainer group and start the
+        loops; ``RuntimeError`` if the cluster cannot place them within
         ``runtime.placement_timeout`` seconds, or one failed to start."""
         import ray
         self.meta_state = dict(meta_state or {})
+        self.schedules.update(schedules or {})
         self._create(run_dir, seed, frames, self.meta_state)
         self._wait_placed(ray)
         self.form_trainer_group()
@@ -96,10 +101,15 @@ class WorkerPool:
             self.placed(name, _get(ray, done[0], name))
 
     def placed(self, name: str, answer: dict[str, Any]) -> None:
-        """Record worker ``name``'s ``ready()`` answer (placed, or restarted by Ray)."""
+        """Record worker ``name``'s ``ready()`` answer (placed, or restarted by Ray): a trainer
+        counts frames from the run's, an actor explores from where the run's schedules are."""
+        import ray
         self.result.nodes[name], self.pids[name] = answer["node"], answer["id"]
         if name in self.trainers:
             self.counts.started(name, answer["counts"])
+            _get(ray, self.workers[name].count_frames_from.remote(
+                self.result.frames // self.runtime.trainers), name)
+        self.explore_on(name)
         if name == "trainer" and answer["resumed_from"] is not None:
             logger.warning("trainer resumed from its checkpoint at step %d",
                            answer["resumed_from"])
@@ -123,6 +133,13 @@ class WorkerPool:
             f"{free.get('GPU', 0):g} GPUs free; lower runtime.actors or the "
             "runtime.cpus_per_*/gpus_per_* options, or add nodes")
 
+    def explore_on(self, name: str) -> None:
+        """Move worker ``name``'s exploration schedules to the furthest steps polled (or
+        resumed), if any."""
+        import ray
+        if self.schedules.get(name):
+            _get(ray, self.workers[name].explore_from.remote(self.schedules[name]), name)
+
     def form_trainer_group(self) -> None:
         """Several trainers: all join one torch.distributed group at rank 0's rendezvous."""
         import ray
@@ -140,9 +157,16 @@ class WorkerPool:
         self.runs[name] = self.workers[name].run.remote()
 
     def stats(self) -> dict[str, dict[str, Any]]:
-        """Each worker's ``stats()`` answer, but for dead or restarting ones."""
-        return _answers({n: worker.stats.remote() for n, worker in self.workers.items()
-                         if n != "server"})
+        """Each worker's ``stats()`` answer, but for dead or restarting ones (recording the
+        exploration schedules' steps)."""
+        stats = _answers({n: worker.stats.remote() for n, worker in self.workers.items()
+                          if n != "server"})
+        for name, s in stats.items():
+            steps, known = s.get("schedules"), self.schedules.get(name)
+            if steps:  # (a worker Ray restarted answers its first steps until ``explore_on``)
+                self.schedules[name] = [max(pair) for pair in zip(known, steps, strict=True)
+                                        ] if known else steps
+        return stats
 
     def stop(self) -> None:
         """Stop the loops (waiting up to 30 s); record each trainer's steps and whether they

@@ -32,6 +32,7 @@ class Supervisor:
                                "again and the run goes on", name, self.result.frames)
                 self.result.restarts.append((name, self.result.frames))
                 pids[name] = s["id"]
+                self.pool.explore_on(name)
             self._env_faults(name, s.get("env_faults", ()))
             self._kill_if_hung(name, s.get("env_call"))
 

@@ -60,6 +60,8 @@ class ControllerState:
     #: each actor's step hooks' state (``ActorWorker.components_state``), by actor index
     actors_meta: dict[int, Any] = field(default_factory=dict)
     budget: int = 0  # the frames its schedules were planned over (its first run's)
+    #: each actor's and policy worker's exploration schedules' steps (``WorkerPool.schedules``)
+    schedules: dict[str, list[int]] = field(default_factory=dict)
 
     def prepare_checkpoint(self) -> None:
         """Flush the agents' loggers (``save_checkpoint`` flushes ``logger``)."""
@@ -107,16 +109,18 @@ class SampleCounts:
 class ControllerCheckpoint:
     """Saves a ``ControllerState`` in the run directory of ``log`` (``None``: never) whenever
     the trainer has checkpointed (every ``every`` steps) since the last save, with what
-    ``actors_meta()`` returns (the actors' step hooks' state; ``None``: nothing) and the
-    ``budget`` its schedules were planned over."""
+    ``actors_meta()`` returns (the actors' step hooks' state; ``None``: nothing), the
+    ``budget`` its schedules were planned over and the exploration ``schedules``' steps (a
+    dict the run keeps up to date)."""
 
     def __init__(self, every: int | None, log: Any, result: DistributedResult,
                  counts: SampleCounts, agent_logs: dict[str, Any] | None = None,
                  actors_meta: Callable[[], dict[int, Any]] | None = None,
-                 budget: int = 0) -> None:
+                 budget: int = 0, schedules: dict[str, list[int]] | None = None) -> None:
         self.every, self.log, self.result, self.counts = every, log, result, counts
         self.agent_logs = {} if agent_logs is None else agent_logs
         self.actors_meta, self.budget = actors_meta, budget
+        self.schedules = {} if schedules is None else schedules
         self._saved = result.train_steps // every if every else 0
 
     def save(self, final: bool = False) -> None:
@@ -131,5 +135,5 @@ class ControllerCheckpoint:
         save_checkpoint(ControllerState(self.log, self.result, self.counts.saved(),
                                         self.agent_logs,
                                         self.actors_meta() if self.actors_meta else {},
-                                        self.budget),
+                                        self.budget, dict(self.schedules)),
                         Path(self.log.log_dir) / CONTROLLER_CHECKPOINT)

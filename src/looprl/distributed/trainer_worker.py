@@ -62,14 +62,14 @@ class TrainerWorker(Worker):
         self.env_label, self.verbose = spec.env_label, spec.verbose
         seed_units(seed + rank, learner=self.core)
         self.resumed_from: int | None = None
-        self.frames = 0  # the env steps its actors had taken at their latest puts
+        self.frames = 0  # the env steps its actors had taken at their latest puts (rebased
+        # on the run's by ``count_frames_from`` when placed)
         if self.path.exists() and rank == 0:
             from looprl.experiments.checkpoint import load_saved  # (not in actors)
 
             state = load_saved(self.path)
             self.core.load_state_dict(state["core"])
             self.resumed_from = state["steps"]
-            self.frames = state.get("frames", 0)
         self.steps = self.resumed_from or 0
         self._logged = record_losses(self.core, lambda: self.frames, runtime.trainers,
                                      self.verbose)
@@ -92,6 +92,13 @@ class TrainerWorker(Worker):
         """``Worker.ready``'s answer, the step resumed from and the sample counts."""
         return {**super().ready(), "resumed_from": self.resumed_from,
                 "counts": (self.core.received, self.core.dropped)}
+
+    def count_frames_from(self, frames: int) -> None:
+        """Count the env steps of the samples it receives (its losses' frame) from ``frames``,
+        the run's as the controller counts them (a resumed or restarted trainer: its
+        checkpoint's count may be ahead of the controller's)."""
+        with self._lock:
+            self.frames = frames
 
     def rendezvous(self) -> str:
         """Rank 0: where a new trainer group meets (an ``init_method``)."""
@@ -233,7 +240,7 @@ class TrainerWorker(Worker):
     def checkpoint(self) -> None:
         """Save the trainer (policy, optimizer, counters) to ``run_dir``."""
         temporary = self.path.with_name(self.path.name + ".tmp")
-        state = {"core": self.core.state_dict(), "steps": self.steps, "frames": self.frames}
+        state = {"core": self.core.state_dict(), "steps": self.steps}
         torch.save(state, temporary,
                    pickle_module=cloudpickle)  # user classes defined in scripts pickle too
         temporary.replace(self.path)

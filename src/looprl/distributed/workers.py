@@ -37,19 +37,28 @@ logger = logging.getLogger(__name__)
 #: Actor ``i`` numbers its segments' streams from ``i * _STREAMS_PER_ACTOR``.
 _STREAMS_PER_ACTOR = 1 << 20
 
-#: The entry of an actor's ``components_state`` that holds its exploration schedules' steps.
-_EXPLORATION = "exploration"
-
 #: Seconds a policy worker waits for more requests before it answers those it holds.
 MAX_WAIT = 0.002
 
 
 class Worker:
-    """What every worker has: ``ready`` and ``stop`` (ends the loop, ``run``)."""
+    """What every worker has: ``ready``, ``stop`` (ends the loop, ``run``) and its exploration
+    ``schedules`` (those of the policy it acts with: ``acting_schedules``)."""
 
     def __init__(self, torch_threads: int) -> None:
         torch.set_num_threads(torch_threads)
         self._stop = threading.Event()
+        self.schedules: list[Any] = []
+
+    def schedule_steps(self) -> list[int]:
+        """Its exploration schedules' steps (``stats()`` answers them)."""
+        return [schedule.step for schedule in self.schedules]
+
+    def explore_from(self, steps: list[int]) -> None:
+        """Move its exploration schedules to ``steps``: the run's (a resumed run's, or where
+        it was before Ray restarted this worker), not their first value again."""
+        for schedule, step in zip(self.schedules, steps, strict=True):
+            schedule.step = step
 
     def ready(self) -> dict[str, Any]:
         """The worker's Ray node and process id."""
@@ -138,8 +147,8 @@ class ActorWorker(Worker):
     """Steps ``runtime.envs_per_actor`` env copies and sends ``[T + 1, B]`` segments to the
     ``trainer`` (a Ray name; ``None``: none sent), acting with a ``policy_worker`` (``None``:
     its own policy copy), until it has taken ``frames`` env steps (``None``: no limit);
-    ``meta_state``: its step hooks' state and exploration schedules' steps to start from
-    (``components_state``: a resumed run's)."""
+    ``meta_state``: its step hooks' state to start from (``components_state``: a resumed
+    run's)."""
 
     def __init__(self, index: int, runtime: RuntimeConfig, server: str, trainer: str | None,
                  policy_worker: str | None, seed: int, evaluation: bool = False,
@@ -170,8 +179,7 @@ class ActorWorker(Worker):
             policy.default_policy_state, groups=1 if self.local else runtime.groups,
             seed=own_seed, exploration=explorations[index % len(explorations)],
             is_evaluation=evaluation, meta=meta, meta_state=_states_of(
-                meta, len(spec.agent_names(policy)) or 1,
-                [entry for entry in meta_state or () if entry[0] != _EXPLORATION], index),
+                meta, len(spec.agent_names(policy)) or 1, meta_state, index),
             policy=self.local.policy if self.local else None, process=process,
             whole_episodes=spec.whole_episodes, first_stream=_STREAMS_PER_ACTOR * index,
             agent_names=spec.agent_names(policy),
@@ -179,9 +187,6 @@ class ActorWorker(Worker):
         if self.local is not None and self.runner.hooks is not None:
             self.local.components = self.runner.hooks.components
         self.schedules = [] if self.local is None else acting_schedules(self.local.policy)
-        for steps in (state for name, state in meta_state or () if name == _EXPLORATION):
-            for schedule, step in zip(self.schedules, steps):  # (a resumed run's epsilon)
-                schedule.step = step
         self._lock = threading.Condition()
         self._stats = _fresh_stats()
         self._finished = False  # its budget spent and the last rows sent
@@ -201,12 +206,12 @@ class ActorWorker(Worker):
         stats["env_call"] = env_call(self.runner)
         stats["finished"] = self._finished
         stats["hp"] = acting_values(self.local.policy) if self.local is not None else {}
+        stats["schedules"] = self.schedule_steps()
         return stats
 
     def components_state(self, timeout: float = 30.0) -> list[tuple[str, Any]] | None:
-        """Each step hooks' component's ``(class name, state_dict())`` and the steps of its
-        exploration schedules (``(_EXPLORATION, steps)``), taken between two steps (``None``: no
-        step ended within ``timeout`` seconds, or its loop failed)."""
+        """Each step hooks' component's ``(class name, state_dict())``, taken between two steps
+        (``None``: no step ended within ``timeout`` seconds, or its loop failed)."""
         if self.runner.hooks is None:
             return self._take_state()
         with self._lock:
@@ -219,8 +224,7 @@ class ActorWorker(Worker):
 
     def _take_state(self) -> list[tuple[str, Any]]:
         components = self.runner.hooks.components if self.runner.hooks is not None else []
-        return [*((type(c).__name__, c.state_dict()) for c in components),
-                (_EXPLORATION, [schedule.step for schedule in self.schedules])]
+        return [(type(c).__name__, c.state_dict()) for c in components]
 
     def run(self) -> None:
         """Step envs until ``stop`` (or, its budget spent, send the last rows and wait for it)."""
@@ -353,15 +357,18 @@ class PolicyWorker(Worker):
         if runtime.gpus_per_policy:
             spec = spec.on_device(cuda_device("policy", runtime.gpus_per_policy))
         self.copy = _PolicyCopy(spec, named(server), runtime.pull_interval)
+        self.schedules = acting_schedules(self.copy.policy)
         self.batch_requests = max(1, batch_requests)
         self._waiting: list[tuple[Any, asyncio.Future]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._batches: list[int] = []
 
     def stats(self) -> dict[str, Any]:
-        """Rows per batched rollout since the last call, the policy version and the pid."""
+        """Rows per batched rollout since the last call, the policy version, the pid and the
+        exploration schedules' steps."""
         batches, self._batches = self._batches, []
-        return {"batch_rows": batches, "version": self.copy.policy.version, "id": os.getpid()}
+        return {"batch_rows": batches, "version": self.copy.policy.version, "id": os.getpid(),
+                "schedules": self.schedule_steps()}
 
     async def rollout(self, request: Any) -> tuple[Any, int]:
         """The policy's answer to ``request`` and the version that gave it."""
