@@ -154,15 +154,15 @@ def test_multiagent_trains_and_watches_with_reload(tmp_path: Path,
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     rounds = []
-    watched = cli.cmd_watch
+    watched = cli.watch_saved
 
-    def counted(args: Any) -> int:
+    def counted(args: Any) -> Path | None:
         rounds.append(1)
         if len(rounds) > 2:
             raise RuntimeError("watched on and on")
         return watched(args)
 
-    monkeypatch.setattr(cli, "cmd_watch", counted)
+    monkeypatch.setattr(cli, "watch_saved", counted)
     assert watch_multiagent_atari.main(["tictactoe_v3", str(run), "--reload"]) == 0
     assert len(rounds) == 1 and (run / "watch.gif").exists()
 

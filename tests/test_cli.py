@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import looprl.environments
-from looprl.cli import main, parse_hyperparameters
+from looprl.cli import build_parser, guarded, main, parse_hyperparameters, watch_saved
 from looprl.environments import GymEnvironment
 from looprl.presets import load_preset
 from looprl.presets.catalog import available_agents
@@ -330,7 +330,22 @@ def test_watch_writes_gif_without_display(
     episode_return = float(out[0].split("return ")[1])
     assert gif.read_bytes()[:6] == b"GIF89a"
     assert _gif_frames(gif) == int(episode_return) + 1  # one frame per state
+    # what ALL's watch scripts call: the GIF comes back (was set as args.gif_written)
+    args = build_parser().parse_args(["watch", str(run_dir), "--episodes", "1"])
+    assert watch_saved(args) == gif and "gif_written" not in vars(args)
     gif.unlink()
+
+
+def test_guarded_prints_a_bad_input_in_one_line(capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scripts' public helper (was the private ``cli._guarded``)."""
+    monkeypatch.delenv("LOOPRL_DEBUG", raising=False)
+
+    def bad() -> int:
+        raise ValueError("seed must be whole")
+
+    assert guarded(lambda: 0) == 0 and guarded(bad) == 2
+    assert capsys.readouterr().err == "looprl: error: seed must be whole\n"
 
 
 def test_watch_a_preset_file_outside_its_run_directory(

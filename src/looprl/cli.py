@@ -5,6 +5,11 @@
     looprl list [AGENT]
     looprl plot [RUNS_DIR]
     looprl watch RUN_DIR [--episodes N]
+
+Console scripts (``looprl.scripts``) parse their own arguments and run the same commands:
+``main(argv, command)`` runs ``command(argv)`` as the ``looprl`` command runs (Ctrl-C: one line),
+``guarded(command)`` runs ``command()`` with errors of bad input as one line and exit code 2, and
+``watch_saved(args)`` plays what ``looprl watch`` plays and returns the GIF it wrote.
 """
 
 from __future__ import annotations
@@ -173,7 +178,14 @@ def trained_env(preset_file: Path, preset: Any) -> str:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    """Play a saved preset, or a distributed run's final policy (``policy.pt``)."""
+    """``looprl watch``: ``watch_saved``."""
+    watch_saved(args)
+    return 0
+
+
+def watch_saved(args: argparse.Namespace) -> Path | None:
+    """Play a saved preset, or a distributed run's final policy (``policy.pt``), as ``looprl
+    watch`` parsed ``args``; the GIF written (``None``: played in a window)."""
     run_dir = Path(args.run_dir)
     if run_dir.is_dir() and not (run_dir / "preset.pt").exists():
         run_dir = distributed_run_dir(run_dir)
@@ -214,8 +226,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         returns, path = watch.watch(preset.test_agent(), env, episodes, args.fps, gif,
                                     max_steps=args.max_steps)
     print_episodes(returns, path)
-    args.gif_written = path  # (ALL's watch scripts with --reload stop replaying into it)
-    return 0
+    return path
 
 
 def _one_below(run_dir: Path, name: str) -> Path | None:
@@ -339,7 +350,7 @@ def _stopping(pid: int) -> Callable[..., None]:
 
 def _main(argv: list[str]) -> int:
     if argv[:1] == ["run"]:  # Hydra parses the rest (key=value overrides, -m, --help)
-        return _guarded(lambda: cmd_run(argv[1:]))
+        return guarded(lambda: cmd_run(argv[1:]))
     parser = build_parser()
     flags = [a for a in argv if a.startswith("--")]
     try:
@@ -352,7 +363,7 @@ def _main(argv: list[str]) -> int:
         parser.error(f"unrecognized arguments: {' '.join(x for x in extra if x not in pairs)}")
     if pairs:
         args.hparams = [*args.hparams, *pairs]
-    return _guarded(lambda: args.func(args))
+    return guarded(lambda: args.func(args))
 
 
 def cmd_run(argv: list[str]) -> int:
@@ -360,7 +371,7 @@ def cmd_run(argv: list[str]) -> int:
     import_extra("hydra", "looprl run needs Hydra", "config")
     from looprl.configs.app import main as run_main
     full_error = os.environ.get("HYDRA_FULL_ERROR")
-    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises errors (``_guarded`` prints them)
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises errors (``guarded`` prints them)
     try:
         with warnings.catch_warnings():  # (a -cd directory's algorithm/ppo.yaml is checked
             warnings.filterwarnings(  # against looprl's, as intended: Hydra warns at every run)
@@ -375,7 +386,7 @@ def cmd_run(argv: list[str]) -> int:
             os.environ["HYDRA_FULL_ERROR"] = full_error
 
 
-def _guarded(command: Callable[[], int]) -> int:
+def guarded(command: Callable[[], int]) -> int:
     """Run ``command``; errors print one line and return 2 (``LOOPRL_DEBUG=1`` re-raises)."""
     try:
         return command()

@@ -213,16 +213,20 @@ def test_whole_options_given_as_floats_or_numpy_numbers_are_taken() -> None:
 
 def test_a_seed_ale_py_cannot_take_is_one_line() -> None:
     """ale-py seeds copy i with seed + i as an int32: a larger seed was pybind11's error of
-    many lines (blamed on the game's reset), a negative one was taken silently."""
+    many lines (blamed on the game's reset), a negative one was taken silently; then it was
+    taken by the constructor and ``seed()`` and refused only at ``reset()``."""
     for seed in (2**32, -1):  # (no seed's: refused when given)
         with pytest.raises(ValueError, match=r"^Breakout: a seed is a whole number from 0 to"):
             AtariVectorEnvironment("Breakout", 1, seed=seed, num_threads=1)
+    with pytest.raises(ValueError, match=r"^Pong: ale-py .* \[0, 2147483646\], got 2147483648$"):
+        AtariEnvironment("Pong", seed=2**31)
     for seed, n in ((2**31, 1), (2**31 - 1, 2)):
-        env = AtariVectorEnvironment("Breakout", n, seed=seed, num_threads=1)
-        with pytest.raises(ValueError, match=r"^Breakout: ale-py seeds .* got -?\d+$"):
-            env.reset()
-        with pytest.raises(ValueError, match="32-bit integer"):
-            env.reset(seed=seed)
+        with pytest.raises(ValueError, match=r"^Breakout: ale-py seeds .* got \d+$"):
+            AtariVectorEnvironment("Breakout", n, seed=seed, num_threads=1)
+        env = AtariVectorEnvironment("Breakout", n, num_threads=1)
+        for call in (env.seed, env.reset):
+            with pytest.raises(ValueError, match="32-bit integer"):
+                call(seed)
         assert env.reset(seed=2**31 - 1 - n).observation.shape == (n, 4, 84, 84)
         env.close()
 

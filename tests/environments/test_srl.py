@@ -132,8 +132,11 @@ def test_bad_lazy_paths_name_the_path():
         make("bad-module")
     with pytest.raises(ImportError, match="has no attribute 'NoSuchClass'"):
         make("bad-attr")
-    with pytest.raises(ValueError, match="package.module:ClassName"):
-        register("no-colon", "looprl.environments.srl")
+    # one check, the Registry's, for every entry point (was a ValueError here with its own line)
+    for bad in ("looprl.environments.srl", 3, None):
+        with pytest.raises(TypeError, match=r"environment 'no-colon': register a class, a "
+                                            r"factory or a 'package.module:Name' path, got"):
+            register("no-colon", bad)
 
 
 def test_unknown_name_is_a_one_line_key_error():

@@ -70,6 +70,19 @@ def test_header_only_runs_are_skipped(tmp_path: Path, caplog: pytest.LogCaptureF
     assert any("ppo" in record.getMessage() for record in caplog.records)
 
 
+def test_an_es_best_directory_is_left_out_without_a_warning(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """ES's ``best/`` holds an evaluation only (was: warned of as having "no data rows yet")."""
+    _fake_run(tmp_path, "ppo", "CartPole-v1", rows=4)
+    best = _fake_run(tmp_path / "ppo" / "CartPole-v1", "", "best", rows=0, meta=False)
+    (best / "test_returns.csv").write_text("return\n31.0\n")
+    with caplog.at_level(logging.INFO, logger="looprl.experiments.plots"):
+        _assert_png(plot_returns_100(str(tmp_path)))
+    assert [(record.levelno, record.getMessage()) for record in caplog.records] == [
+        (logging.INFO, f"{best} holds an evaluation (test_returns.csv) and no training "
+                       "episode: not plotted")]
+
+
 def test_only_header_only_runs_raise(tmp_path: Path) -> None:
     _fake_run(tmp_path, "ppo", "CartPole-v1", rows=0)
     with pytest.raises(ValueError, match="empty"):

@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from looprl.environments import GymEnvironment
-from looprl.presets import PresetBuilder, atari, classic_control, continuous
+from looprl.presets import (
+    PresetBuilder,
+    UnknownHyperparameterError,
+    atari,
+    classic_control,
+    continuous,
+)
 from looprl.presets.all_names import ALL_NAMES, Converted
 
 M = None  # a model constructor (ALL's fc_relu_q, nature_dqn, ...): refused whatever it is
@@ -227,3 +233,18 @@ def test_default_hyperparameters_read_alls_names() -> None:
         continuous.sac.default_hyperparameters["lr_temperature_scaling"]
     with pytest.raises(KeyError):
         continuous.ddpg.default_hyperparameters["no_such_name"]
+
+
+def test_an_unknown_default_hyperparameter_is_the_builders_line() -> None:
+    """(was a bare ``KeyError: 'minibatches'``): the line ``.hyperparameters(name=...)``
+    gives, and ``default_hyperparameters`` stays a dict to copy, iterate and unpack."""
+    defaults = classic_control.dqn.default_hyperparameters
+    with pytest.raises(UnknownHyperparameterError) as error:
+        defaults["minibatches"]
+    with pytest.raises(UnknownHyperparameterError) as given:
+        classic_control.dqn.hyperparameters(minibatches=4)
+    assert str(error.value) == str(given.value) == _one_line(error)
+    assert str(error.value).startswith("Unknown hyperparameter 'minibatches' for dqn. Did you "
+                                       "mean 'minibatch_size'? Valid: alpha, ")
+    assert type(defaults.copy()) is dict and dict(**defaults) == defaults.copy()
+    assert list(defaults) == list(defaults.copy()) and defaults["lr"] == defaults.copy()["lr"]

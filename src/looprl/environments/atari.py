@@ -17,7 +17,7 @@ import torch
 
 from looprl.core import State, StateArray
 from looprl.core.namedarray import as_numpy
-from looprl.core.suggest import check_device
+from looprl.core.suggest import check_device, check_seed
 from looprl.environments.ale import DEEPMIND_OPTIONS, game_name, make_ale_vector_env
 from looprl.environments.base import Environment
 from looprl.environments.gym_helpers import discrete_actions
@@ -31,6 +31,17 @@ def derived_seed(root: int, frame: int, n_envs: int = 1) -> int:
     return int(words[0]) % (2**31 - n_envs)
 
 
+def ale_seed(name: str, seed: Any, n_envs: int, optional: bool = True) -> int | None:
+    """``check_seed``'s seed, also at most ``2**31 - 1 - n_envs`` (ale-py seeds copy ``i`` with
+    ``seed + i``, an int32), else a one-line ``ValueError``."""
+    seed = check_seed(name, seed, optional)
+    highest = 2**31 - 1 - n_envs
+    if seed is not None and seed > highest:
+        raise ValueError(f"{name}: ale-py seeds its copy i with seed + i, a 32-bit integer: give "
+                         f"a whole number seed in [0, {highest}], got {seed!r}")
+    return seed
+
+
 class AtariVectorEnvironment(NumpyVectorEnvironment):
     """``n_envs`` copies of an Atari game stepped by ale-py's native vector env on
     ``num_threads`` (default: ``min(n_envs, cpu count)``); the rest is ``AtariEnvironment``'s."""
@@ -38,8 +49,10 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
     def __init__(self, name: str, n_envs: int, device: str | torch.device = "cpu",
                  seed: int | None = None, num_threads: int | None = None, **options: Any):
         check_device(device)
+        shown = game_name(name)
+        seed = ale_seed(shown, seed, n_envs)  # (before the emulator, not at its reset)
         env = make_ale_vector_env(name, n_envs, num_threads=num_threads, **options)
-        super().__init__(env, game_name(name), n_envs, device, seed)
+        super().__init__(env, shown, n_envs, device, seed)
         self._arguments = (name, num_threads, options)
         self.options = {**DEEPMIND_OPTIONS, **options}
         self._lives = np.zeros(n_envs, dtype=np.int32)
@@ -53,7 +66,7 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
 
     def seed(self, seed: int) -> None:
         """Seed the next reset and the checkpoints' (as the constructor's ``seed``)."""
-        super().seed(seed)
+        super().seed(ale_seed(self.name, seed, self.n_envs, optional=False))
         self._root_seed = self.given_seed
 
     def __getstate__(self) -> dict[str, Any]:
@@ -68,15 +81,8 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         self.needs_reset = True
 
     def reset_output(self, seed: int | None = None) -> tuple[np.ndarray, Any]:
-        given = self._seed if seed is None else seed  # (None: the constructor's, if any)
-        highest = 2**31 - 1 - self.n_envs  # (ale-py seeds copy i with seed + i, an int32)
-        if given is not None and not (isinstance(given, int | np.integer)
-                                      and 0 <= given <= highest):
-            raise ValueError(f"{self.name}: ale-py seeds its copy i with seed + i, a 32-bit "
-                             f"integer: give a whole number seed in [0, {highest}], got "
-                             f"{given!r}")
         if seed is not None:
-            self._root_seed = seed
+            self._root_seed = ale_seed(self.name, seed, self.n_envs)
         self.needs_reset = False
         obs, info = super().reset_output(seed)
         self._frame = obs[0, -1]

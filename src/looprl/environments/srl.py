@@ -175,19 +175,12 @@ def _environments() -> Registry:
 
 
 def register(name: str, env_class: type | str, module: str | None = None) -> None:
-    """Register an ``Environment`` subclass, or a lazy ``"package.module:ClassName"`` path (of a
-    class or a function returning an ``Environment``; SRL's ``register(name, "ClassName",
-    "package.module")`` too), under ``name`` for ``make``."""
+    """Register an ``Environment`` subclass or a function returning one, or a lazy
+    ``"package.module:ClassName"`` path of either (SRL's ``register(name, "ClassName",
+    "package.module")`` too), under ``name`` for ``make``; ``Registry.register``'s errors."""
     if isinstance(env_class, str) and module is not None:
         env_class = f"{module}:{env_class}"
-    if isinstance(env_class, str):
-        if not is_import_path(env_class):
-            raise ValueError(f"environment {name!r}: expected a 'package.module:ClassName' path, "
-                             f"got {env_class!r}")
-    elif not isinstance(env_class, type):
-        raise TypeError(f"environment {name!r}: register a class or a 'package.module:ClassName'"
-                        f" path, got {type(env_class).__name__}")
-    _environments().register(name, env_class)
+    _environments().register(name, env_class)  # (``TypeError`` if no class, factory or path)
 
 
 def registered_environments() -> list[str]:

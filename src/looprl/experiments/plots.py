@@ -126,7 +126,10 @@ def _load_runs(runs_dir: Path) -> list[_Run]:
     runs = []
     for path in paths:
         run = _load_run(path)
-        if run is None:
+        if run is None and (path.parent / "test_returns.csv").is_file():  # (ES's best/)
+            logger.info("%s holds an evaluation (test_returns.csv) and no training episode: "
+                        "not plotted", path.parent)
+        elif run is None:
             logger.warning("%s has no data rows yet (and no episodes in results.csv); "
                            "skipping it", path)
         else:

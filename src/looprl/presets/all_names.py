@@ -15,14 +15,14 @@ the looprl key it sets in one call is a ``ValueError``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from looprl.core.suggest import did_you_mean
 
 __all__ = ["ALL_NAMES", "MIGHTY_NAMES", "AllName", "Converted", "Defaults", "Refused",
-           "hyperparameter_hint"]
+           "UnknownHyperparameterError", "hyperparameter_hint", "unknown_hyperparameter"]
 
 #: Mighty's names of settings that looprl's presets name otherwise (docs/coming-from-mighty.md):
 #: not aliases, a did-you-mean (``hyperparameter_hint``)
@@ -41,6 +41,22 @@ def hyperparameter_hint(name: str, valid: list[str]) -> str:
     if MIGHTY_NAMES.get(name) in valid:
         return f" Did you mean {MIGHTY_NAMES[name]!r} (Mighty's {name!r})?"
     return did_you_mean(name, valid)
+
+
+class UnknownHyperparameterError(KeyError):
+    """A hyperparameter name the preset does not have."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def unknown_hyperparameter(name: str, preset: str,
+                           valid: Iterable[str]) -> UnknownHyperparameterError:
+    """The error for ``name``, which ``preset`` lacks: the closest and all ``valid`` names."""
+    valid = sorted(valid)
+    return UnknownHyperparameterError(f"Unknown hyperparameter {name!r} for {preset}."
+                                      f"{hyperparameter_hint(name, valid)} Valid: "
+                                      f"{', '.join(valid)}")
 
 
 @dataclass(frozen=True)
@@ -151,19 +167,21 @@ ALL_NAMES: dict[str, Mapping[str, AllName]] = {
 class Defaults(dict[str, Any]):
     """A preset's default hyperparameters, where ``table``'s ALL names read too, as ALL's
     scripts read them (``type(preset.default_hyperparameters['lr_q'])``): a rename reads its
-    looprl key; any other ALL name is a ``KeyError`` that names the keys to use."""
+    looprl key; any other ALL name is a ``KeyError`` that names the keys to use, any other
+    name ``unknown_hyperparameter``'s (of the preset ``preset``)."""
 
-    def __init__(self, values: Mapping[str, Any], table: Mapping[str, AllName]):
+    def __init__(self, values: Mapping[str, Any], table: Mapping[str, AllName], preset: str):
         super().__init__(values)
-        self.table = table
+        self.table, self.preset = table, preset
 
     def __missing__(self, name: str) -> Any:
         entry = self.table.get(name)
         if isinstance(entry, str):
             return self[entry]
         if entry is None:
-            raise KeyError(name)
+            raise unknown_hyperparameter(name, self.preset, self)
         keys = entry.keys if isinstance(entry, Converted) else entry.use
-        raise KeyError(f"{name!r} is ALL's and has no default here: looprl's preset has "
-                       f"{', '.join(key for key in keys if key in self) or 'no such setting'} "
-                       f"({entry.how if isinstance(entry, Converted) else entry.why})")
+        raise UnknownHyperparameterError(
+            f"{name!r} is ALL's and has no default here: looprl's preset has "
+            f"{', '.join(key for key in keys if key in self) or 'no such setting'} "
+            f"({entry.how if isinstance(entry, Converted) else entry.why})")

@@ -18,16 +18,14 @@ from looprl.core.ranges import check_ranges, range_of
 from looprl.core.suggest import check_device, one_line, warn_once
 from looprl.environments.base import Environment
 from looprl.environments.multiagent import MultiagentPettingZooEnv
-from looprl.presets.all_names import ALL_NAMES, Defaults, hyperparameter_hint
+from looprl.presets.all_names import (
+    ALL_NAMES,
+    Defaults,
+    UnknownHyperparameterError,
+    unknown_hyperparameter,
+)
 
 log = logging.getLogger(__name__)
-
-
-class UnknownHyperparameterError(KeyError):
-    """A hyperparameter name the preset does not have."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 def check_type(key: str, value: Any, default: Any) -> Any:
@@ -76,7 +74,8 @@ class PresetBuilder:
         self.default_name = self._name = default_name
         self.constructor = constructor
         self.default_hyperparameters = Defaults(
-            default_hyperparameters, ALL_NAMES.get(f"{self._family()}.{default_name}", {}))
+            default_hyperparameters, ALL_NAMES.get(f"{self._family()}.{default_name}", {}),
+            default_name)
         self._device: str | torch.device | None = None
         self._env: Any = None
         self._hyperparameters = dict(default_hyperparameters)
@@ -149,12 +148,9 @@ class PresetBuilder:
         """Override hyperparameters (``UnknownHyperparameterError``, a ``KeyError``, for
         unknown names); ALL 0.9's names work too (``looprl.presets.all_names``)."""
         hyperparameters, all_given = self._from_all_names(hyperparameters)
-        valid = sorted(self.default_hyperparameters)
         for key, value in hyperparameters.items():
             if key not in self.default_hyperparameters:
-                raise UnknownHyperparameterError(
-                    f"Unknown hyperparameter {key!r} for {self.default_name}."
-                    f"{hyperparameter_hint(key, valid)} Valid: {', '.join(valid)}")
+                raise unknown_hyperparameter(key, self.default_name, self.default_hyperparameters)
             hyperparameters[key] = check_type(key, value, self.default_hyperparameters[key])
         check_ranges(hyperparameters, self.default_name)
         return self._preset_builder(hyperparameters={**self._hyperparameters, **hyperparameters},

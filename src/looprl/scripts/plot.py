@@ -12,7 +12,7 @@ def main(argv: list[str] | None = None) -> int:
     def run(argv: list[str]) -> int:
         args = parser.parse_args(argv)
         args.runs_dir = args.logdir
-        return cli._guarded(lambda: cli.cmd_plot(args))
+        return cli.guarded(lambda: cli.cmd_plot(args))
 
     return cli.main(argv, run)
 

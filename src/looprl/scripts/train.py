@@ -53,7 +53,7 @@ def script(prog: str, family: str, default_frames: float, example: str) -> Main:
 
     def run(argv: list[str]) -> int:
         args = parse.parse_args(argv)
-        return cli._guarded(lambda: run_train(args, family_agent(family, args.agent),
-                                              args.hyperparameters))
+        return cli.guarded(lambda: run_train(args, family_agent(family, args.agent),
+                                             args.hyperparameters))
 
     return lambda argv=None: cli.main(argv, run)

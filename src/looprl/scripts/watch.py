@@ -10,7 +10,8 @@ from looprl.scripts.train import DEVICE_HELP, Main
 
 
 def script(prog: str, fps: float, example: str, reload: bool = False) -> Main:
-    """ALL's watch script ``prog`` (``reload``: with ALL's ``--reload``) on ``cmd_watch``."""
+    """ALL's watch script ``prog`` (``reload``: with ALL's ``--reload``) on ``looprl watch``'s
+    ``watch_saved``."""
     parser = cli.ArgumentParser(prog=prog, description=f"{prog}: ALL's all-{prog[7:]}")
     parser.add_argument("env", help=f"the environment, e.g. {example}")
     parser.add_argument("filename", help="the saved preset.pt (or its run directory)")
@@ -26,13 +27,20 @@ def script(prog: str, fps: float, example: str, reload: bool = False) -> Main:
         given = parser.parse_args(argv)  # (on looprl watch's defaults)
         args = cli.build_parser().parse_args(["watch", given.filename])
         vars(args).update({k: v for k, v in vars(given).items() if k != "filename"})
+        gif_written = False
+
+        def play() -> int:
+            nonlocal gif_written
+            gif_written = cli.watch_saved(args) is not None
+            return 0
+
         if not getattr(args, "reload", False):
-            return cli._guarded(lambda: cli.cmd_watch(args))
+            return cli.guarded(play)
         rounds, args.episodes = args.episodes or sys.maxsize, 1  # (each loads the file anew)
         for _ in range(rounds):  # (forever in a window; one round into a GIF)
-            if code := cli._guarded(lambda: cli.cmd_watch(args)):
+            if code := cli.guarded(play):
                 return code
-            if getattr(args, "gif_written", None) and not given.episodes:
+            if gif_written and not given.episodes:
                 break
         return 0
 
