@@ -312,7 +312,8 @@ def test_a_resumed_dqn_runs_actor_explores_on_from_its_checkpoints_epsilon(local
     steps the controller checkpoint saved (it started again from epsilon 1, and the resumed
     DQN explored anew), so ``hp/epsilon`` only decays over the run. The trainer's loss rows go
     on from the checkpoint's frame (was: from its own checkpoint's count, ahead of the
-    controller's, past the run's last frame)."""
+    controller's, past the run's last frame). The same run resumed with other hyperparameters
+    is one line, before any worker starts (was: a late ``state_dict`` error in the trainer)."""
     import csv
 
     from looprl.environments import GymEnvironment
@@ -333,6 +334,12 @@ def test_a_resumed_dqn_runs_actor_explores_on_from_its_checkpoints_epsilon(local
     with pytest.raises(ControllerDied):
         DistributedRun(preset, options, frames=10**6, logdir=str(tmp_path), quiet=True,
                        seed=0).run(callback=die)
+    other = dqn.hyperparameters(hidden=32, replay_start_size=40, minibatch_size=8,
+                                replay_buffer_size=500, final_exploration_step=20_000).env(
+        env).device("cpu").build()
+    with pytest.raises(ValueError, match=r"other hyperparameters \(hidden: 16 -> 32\)"):
+        DistributedRun(other, options, frames=8_000, logdir=str(tmp_path), quiet=True,
+                       resume_from=str(tmp_path)).run()  # (its trainer checkpoint: hidden=16)
     run = DistributedRun(preset, options, frames=8_000, logdir=str(tmp_path), quiet=True,
                          resume_from=str(tmp_path))
     run.run()

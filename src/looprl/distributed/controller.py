@@ -3,6 +3,7 @@ a ``WorkerPool``, a ``Supervisor``, a ``RunMonitor`` and a ``ControllerCheckpoin
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -33,6 +34,7 @@ from looprl.experiments.diagnose import diverged
 from looprl.experiments.episodes import check_episodes
 from looprl.experiments.experiment import TEST_SEED_OFFSET, warn_never_trained
 from looprl.experiments.run import TrainingInterrupted, check_frames, warn_budget_extended
+from looprl.experiments.run_files import json_text
 from looprl.meta.component import MetaComponent
 
 __all__ = ["DistributedResult", "DistributedRun", "local_instance_settings", "start_ray"]
@@ -202,6 +204,8 @@ class DistributedRun:
                              f"{ran[1]}, not of {self.name} on {self.spec.env_label}: resume it "
                              "with the preset (or spec) and name it was run with, or start a "
                              "new run")
+        _check_same_hyperparameters(self.resume_from, Path(state.logger.log_dir),
+                                    self.hyperparameters)
         self._log, self.result = state.logger, state.result
         self.result.log_dir = self._log.log_dir  # (where the run directory is now: moved too)
         self.result.resumed_at = self.result.frames
@@ -307,3 +311,20 @@ def _check_spec(spec: AlgorithmSpec, max_lag: int | None = None) -> list[str]:
     core = pipeline.trainer_core(spec, max_lag=max_lag)
     pipeline.check_schedules(spec, core)
     return spec.agent_names(core.policy)
+
+
+def _check_same_hyperparameters(resumed: Any, run_dir: Path, given: dict[str, Any]) -> None:
+    """A one-line ``ValueError`` naming each hyperparameter that differs from those the run in
+    ``run_dir`` was started with (its ``run.json``; its trainer checkpoint holds networks and
+    optimizer state of those)."""
+    try:
+        saved = json.loads((run_dir / "run.json").read_text())["hyperparameters"]
+    except (OSError, ValueError, KeyError):  # (an older or a foreign run: not compared)
+        return
+    new = json.loads(json_text(given, indent=0))
+    differences = [f"{key}: {saved.get(key)!r} -> {new.get(key)!r}"
+                   for key in sorted(set(saved) | set(new)) if saved.get(key) != new.get(key)]
+    if differences:
+        raise ValueError(f"resume_from={resumed} was run with other hyperparameters "
+                         f"({'; '.join(differences)}): resume it with its own, or start a new "
+                         "run")
