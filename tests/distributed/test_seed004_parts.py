@@ -302,12 +302,15 @@ def test_nan_rewards_from_the_environment_are_named_by_the_trainer_worker_as_loc
         batch = core.next_batch()
     worker = object.__new__(TrainerWorker.__ray_actor_class__)
     batches = iter([batch])
-    worker.__dict__.update(core=core, steps=0, group=None, rank=0, env_label="cart",
+    # frames: the env steps its actors reported (a local run's frame), not the transitions
+    # the learner counted (with episode boundaries: 1,024 where a local DQN run said 982)
+    assert core.observed != 13
+    worker.__dict__.update(core=core, steps=0, group=None, rank=0, env_label="cart", frames=13,
                            runtime=RuntimeConfig(checkpoint_every=None),
                            _lock=threading.Condition(), _rows=0, _stats=[], _meta={},
                            _next_batch=lambda: next(batches))
     with pytest.raises(FloatingPointError, match=r"^The environment cart returned NaN or "
                                                  r"infinite rewards, and training diverged on "
-                                                 r"them at frame 16; this is not a "
+                                                 r"them at frame 13; this is not a "
                                                  "learning-rate problem"):
         worker.run()

@@ -5,6 +5,7 @@ an episode that never ends each get one line saying what was wrong and what to d
 from __future__ import annotations
 
 import logging
+import re
 import textwrap
 
 import gymnasium as gym
@@ -287,6 +288,21 @@ def test_discrete_actions_that_do_not_start_at_0_are_named(builder):
     actions shifted by ``start`` (silently, where it does not assert them)."""
     with pytest.raises(ValueError, match=r"has Discrete\(3, start=-1\) actions .*a \+ -1"):
         builder.env(_env_with_actions(gym.spaces.Discrete(3, start=-1))).build()
+
+
+@pytest.mark.parametrize("reward", [1e300, -np.float64(1e39)])
+def test_a_reward_beyond_float32s_range_is_named_with_its_value(reward):
+    """A reward finite as a Python float but beyond float32, in which looprl stores rewards:
+    was stored as inf, and training diverged on "NaN or infinite rewards"."""
+    env = Observing(np.zeros(4, np.float32))
+    env.observation_space = BOX
+    env.step = lambda action: (np.zeros(4, np.float32), reward, False, False, {})
+    for made in (GymEnvironment(env), DuplicateEnvironment([GymEnvironment(env)]),
+                 GymnasiumEnvironment(env)):
+        made.reset()
+        with pytest.raises(TypeError, match=r"^Observing.step\(\) returned the reward "
+                           + re.escape(f"{float(reward):.4g}, beyond float32's range")):
+            made.step([0])
 
 
 @pytest.mark.parametrize("reward", [np.array([1.0]), None, "1.0"])

@@ -144,7 +144,7 @@ class _Tune:
     def get_context(self) -> SimpleNamespace:
         return SimpleNamespace(get_trial_id=lambda: f"member_{self.member:05d}")
 
-    def report(self, metrics: dict, checkpoint: _Checkpoint) -> None:
+    def report(self, metrics: dict, checkpoint: _Checkpoint | None = None) -> None:
         self.reports.append((metrics, checkpoint))
 
 
@@ -313,6 +313,50 @@ def test_a_member_that_fails_raises_its_own_error(small_ppo, monkeypatch) -> Non
                        population=2, num_steps=64, perturbation_interval=32)
     with pytest.raises(ValueError, match="hp/lr must be >= 0"):
         runner.run()
+
+
+def _diverging_dqn():
+    """A small DQN whose hp/lr 1e20 makes its first update's loss NaN."""
+    from looprl.presets.classic_control import dqn
+
+    return dqn.hyperparameters(hidden=8, replay_start_size=32, update_frequency=4,
+                               gradient_steps=1).device("cpu")
+
+
+def test_a_diverging_member_reports_the_worst_score_and_stops(tmp_path, monkeypatch) -> None:
+    """A member whose training diverged raised its ``FloatingPointError`` out of the trial,
+    and the runner re-raised it: one member ended the whole population. It scores ``-inf``
+    at the round's evaluation step (exploit replaces it), with its message, and stops."""
+    from looprl.runners import pbt
+
+    parent = PBTRunner(_diverging_dqn(), "CartPole-v1", {"hp/lr": (1e-4, 1e20, "log")},
+                       eval_episodes=1, logdir=str(tmp_path))
+    spec = {"runner": parent.member_arguments(), "num_steps": 300, "interval": 100,
+            "keys": ["hp/lr"]}
+    tune = _Tune(0)
+    monkeypatch.setattr(pbt, "import_tune", lambda: tune)
+    pbt._member({"hp_lr": 1e20}, spec)
+    [(metrics, checkpoint)] = tune.reports
+    assert checkpoint is None and metrics["mean_eval_reward"] == float("-inf")
+    assert metrics["step"] == 100
+    assert re.match(r"dqn: Training diverged at frame \d+ on CartPole-v1", metrics["diverged"])
+
+
+def test_a_diverged_member_is_the_worst_and_the_population_goes_on(tmp_path, local_ray
+                                                                   ) -> None:
+    """(Was: the member's ``FloatingPointError``, raised by ``run``, where ES and Optuna count
+    a diverged individual or trial as the worst.) The results name the member that diverged."""
+    runner = PBTRunner(_diverging_dqn(), "CartPole-v1", {"hp/lr": (1e-4, 1e20, "log")},
+                       initial=[{"hp/lr": 1e-3}, {"hp/lr": 1e20}], num_steps=200,
+                       perturbation_interval=100, quantile_fraction=0.5, eval_episodes=1,
+                       logdir=str(tmp_path), seed=0)
+    train_results, eval_results = runner.run()
+    members = {member["member"]: member for member in train_results["members"]}
+    assert members[1]["mean_eval_reward"] == float("-inf")
+    [message] = members[1]["diverged"]
+    assert message.startswith("dqn: Training diverged at frame ")
+    assert members[0]["diverged"] == [] and train_results["best"]["member"] == 0
+    assert eval_results["episodes"] == 1 and runner.experiment.frame >= 200
 
 
 def test_a_member_trains_num_steps_not_a_whole_interval_more(small_ppo, tmp_path,

@@ -190,7 +190,7 @@ class TrainerWorker(Worker):
         except FloatingPointError as error:  # (NaN from the environment says so, as locally)
             from looprl.experiments.diagnose import explain_divergence
             raise FloatingPointError(explain_divergence(error, self.env_label,
-                                                        self.core.observed)) from error
+                                                        self.frames)) from error
         except RuntimeError as error:
             if self.group is None or not ddp.collective_failure(error):
                 raise

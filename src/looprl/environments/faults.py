@@ -3,6 +3,7 @@ checks of what a Gymnasium ``step``/``reset`` returned."""
 
 from __future__ import annotations
 
+import math
 import numbers
 import re
 from typing import Any
@@ -15,6 +16,7 @@ __all__ = ["EnvironmentFailure", "EnvironmentOutputError", "PolicyActionError", 
 
 STEP_API = "Gymnasium's 5-tuple (observation, reward, terminated, truncated, info)"
 RESET_API = "Gymnasium's (observation, info) pair"
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 OLD_GYM = ("the old gym API: port the environment to gymnasium.Env (step returns terminated "
            "and truncated apart, reset takes seed= and returns (observation, info))")
 
@@ -87,6 +89,12 @@ def gym_step_output(output: Any, name: str) -> tuple[Any, Any, Any, Any, Any]:
             raise EnvironmentOutputError(f"{name}.step() returned the reward "
                                          f"{_described(output[1])}; looprl expects one number "
                                          "(a float) per step")
+        # (NaN and inf are named if training diverges on them: see experiments.diagnose)
+        if FLOAT32_MAX < abs(reward := float(output[1])) < math.inf:
+            raise EnvironmentOutputError(f"{name}.step() returned the reward {reward:.4g}, "
+                                         f"beyond float32's range (+-{FLOAT32_MAX:.4g}), in "
+                                         "which looprl stores rewards: scale it down, e.g. "
+                                         "with gymnasium.wrappers.TransformReward")
         for index, flag in ((2, "terminated"), (3, "truncated")):
             if not _one_flag(output[index]):
                 raise EnvironmentOutputError(

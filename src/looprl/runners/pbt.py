@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 import os
 import tempfile
 from collections.abc import Mapping
@@ -80,8 +81,15 @@ def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
     member.set_hyperparameters(values)  # explore: the (perturbed) values of this trial's config
     experiment = member.experiment
     while experiment.frame < spec["num_steps"]:
-        experiment.train(frames=min(experiment.frame + spec["interval"], spec["num_steps"]))
-        score = member.evaluate()["mean_eval_reward"]  # (seeded, in a copy: training goes on)
+        step = min(experiment.frame + spec["interval"], spec["num_steps"])
+        try:
+            experiment.train(frames=step)
+            score = member.evaluate()["mean_eval_reward"]  # (seeded, in a copy: goes on)
+        except FloatingPointError as error:  # the worst score of this round's evaluation:
+            experiment.logger.close()  # exploit replaces it if a member has a checkpoint,
+            tune.report({"mean_eval_reward": -math.inf, "step": step,  # else it ends here
+                         "diverged": str(error)})
+            return
         with tempfile.TemporaryDirectory() as directory:
             save_checkpoint(experiment, Path(directory) / "checkpoint.pt")
             (Path(directory) / MEMBER_FILE).write_text(
@@ -103,8 +111,17 @@ def _progress(tune: Any, num_steps: int, names: dict[str, str]) -> Any:
     class Progress(tune.Callback):
         best = float("-inf")
 
+        def __init__(self) -> None:
+            super().__init__()
+            self.diverged: dict[int, list[str]] = {}  # member -> its divergences' messages
+
         def on_trial_result(self, iteration: int, trials: list, trial: Any,
                             result: dict[str, Any], **info: Any) -> None:
+            if "diverged" in result:
+                self.diverged.setdefault(_index(trial.trial_id), []).append(result["diverged"])
+                log.warning("PBT member %d diverged (its score -inf): %s",
+                            _index(trial.trial_id), result["diverged"])
+                return
             score = result["mean_eval_reward"]
             self.best = max(self.best, score)
             values = ", ".join(f"{key} {trial.config[name]:.4g}" for name, key in names.items())
@@ -235,25 +252,35 @@ class PBTRunner(Runner):
 
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Train the population; ``({"step", "best", "members"}, eval_results of the best)``
-        (a member: its index, ``hp/*`` values and final ``mean_eval_reward``)."""
+        (a member: its index, ``hp/*`` values, final ``mean_eval_reward``, ``-inf`` if it
+        diverged then, and ``diverged``, its divergences' messages); ``best`` ``None`` and no
+        evaluation (``{}``) if every member diverged."""
         self._own_ray = False
         try:
             members = self._train_population()
-            best = max(members, key=lambda member: member["mean_eval_reward"])
-            log.info("PBT: best member %d (%s): eval %.4g", best["member"], ", ".join(
-                f"{key} {value:.4g}" for key, value in best["hp"].items()),
-                best["mean_eval_reward"])
-            with best["checkpoint"].as_directory() as directory:
-                self.experiment = load_checkpoint(directory)
+            best: dict[str, Any] | None = max(
+                members, key=lambda member: member["mean_eval_reward"])
+            if not math.isfinite(best["mean_eval_reward"]):  # (as ES's, Optuna's search)
+                log.warning("No PBT member scored a finite evaluation (all diverged): nothing "
+                            "to evaluate")
+                best = None
+            else:
+                log.info("PBT: best member %d (%s): eval %.4g", best["member"], ", ".join(
+                    f"{key} {value:.4g}" for key, value in best["hp"].items()),
+                    best["mean_eval_reward"])
+                with best["checkpoint"].as_directory() as directory:
+                    self.experiment = load_checkpoint(directory)
         finally:
             if self.trials is not None:
                 self.trials.close()
             elif self._own_ray:  # (the instance it started; a user's Ray stays up)
                 import ray
                 ray.shutdown()
-        self.preset = self.experiment.preset
         for member in members:
             member.pop("checkpoint")
+        if best is None:
+            return {"step": self.num_steps, "best": None, "members": members}, {}
+        self.preset = self.experiment.preset
         return {"step": self.num_steps, "best": best, "members": members}, self.evaluate()
 
     def _train_population(self) -> list[dict[str, Any]]:
@@ -300,9 +327,10 @@ class PBTRunner(Runner):
                                  metric="mean_eval_reward", mode="max",
                                  max_concurrent_trials=None if self.trials is None
                                  else self.trials.parallel)
+        progress = _progress(tune, self.num_steps, names)
         run_config = tune.RunConfig(storage_path=str(storage), name="population", verbose=0,
                                     stop={"step": self.num_steps},
-                                    callbacks=[_progress(tune, self.num_steps, names)])
+                                    callbacks=[progress])
         # Tune's console off: verbose=0 leaves the table and paths of its new reporter on, and
         # silences the older one (RAY_AIR_NEW_OUTPUT=0); Ctrl-C stops the run (Tune's handler
         # would end the population there and report it as finished)
@@ -316,7 +344,9 @@ class PBTRunner(Runner):
                 cause = getattr(result.error, "cause", None)
                 raise cause if isinstance(cause, Exception) else result.error
             hp = {names[name]: result.config[name] for name in names}
-            members.append({"member": _index(result.metrics["trial_id"]), "hp": hp,
+            index = _index(result.metrics["trial_id"])
+            members.append({"member": index, "hp": hp,
                             "mean_eval_reward": result.metrics["mean_eval_reward"],
+                            "diverged": progress.diverged.get(index, []),
                             "checkpoint": result.checkpoint})
         return members
