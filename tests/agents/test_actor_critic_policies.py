@@ -267,6 +267,16 @@ def test_unknown_type_is_a_key_error_listing_the_names() -> None:
         Policy(type_="actor-critic-seperate", args={"obs_dim": 4, "action_dim": 2})
 
 
+@pytest.mark.parametrize("type_", ["actor-critic-separate", "q-network"])
+def test_a_device_torch_cannot_use_is_one_line(type_: str) -> None:
+    args = {"obs_dim": {"obs": 4}, "action_dim": 2}
+    with pytest.raises(ValueError, match="^Unknown device 'gpu'"):
+        Policy(type_=type_, args={**args, "device": "gpu"})
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="sees no CUDA GPU here; use 'cpu'"):
+            Policy(type_=type_, args={**args, "device": "cuda"})
+
+
 def test_bad_observations_give_one_line_errors() -> None:
     policy = _policy(obs_dim={"obs": 5}, state_dim={"state": 3})
     with pytest.raises(ValueError, match=r"no field\(s\) \['state'\]") as missing:

@@ -57,6 +57,16 @@ def test_to_moves_the_network_and_the_device_rollout_reads() -> None:
     assert LinearPolicy(device="meta").module.weight.device.type == "meta"
 
 
+def test_a_device_torch_cannot_use_is_one_line_at_construction_and_in_to() -> None:
+    with pytest.raises(ValueError, match="^Unknown device 'gpu'"):
+        LinearPolicy(device="gpu")
+    with pytest.raises(ValueError, match="^Unknown device 'tpu'"):
+        LinearPolicy().to("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="sees no CUDA GPU here; use 'cpu'"):
+            LinearPolicy(device="cuda")
+
+
 def test_a_network_that_is_no_module_is_one_line() -> None:
     class NotANet(SingleModelPytorchPolicy):
         def rollout(self, requests: Any, **kwargs: Any) -> Any: ...

@@ -290,6 +290,15 @@ def test_to_torch_and_numpy():
     np.testing.assert_array_equal(n.a, [1, 1])
 
 
+def test_to_a_device_torch_cannot_use_is_one_line():
+    x = make_batch(3)
+    with pytest.raises(ValueError, match="^Unknown device 'gpu'"):
+        x.to("gpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="sees no CUDA GPU here; use 'cpu'"):
+            x.to("cuda")
+
+
 def test_dict_round_trip():
     x = make_batch(2)
     d = x.to_dict()

@@ -116,6 +116,22 @@ def test_state_to_cpu() -> None:
     assert moved.observation.device.type == "cpu"
 
 
+def test_state_to_a_device_torch_cannot_use_is_one_line() -> None:
+    state = State(torch.ones(2))
+    with pytest.raises(ValueError, match="^Unknown device 'gpu'"):
+        state.to("gpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="sees no CUDA GPU here; use 'cpu'"):
+            State.array([state, state]).to("cuda")
+
+
+def test_a_state_array_on_a_device_torch_cannot_use_is_one_line() -> None:
+    with pytest.raises(ValueError, match="^Unknown device 'gpu'"):
+        State.array([State(torch.ones(2), device="gpu")] * 2)
+    with pytest.raises(ValueError, match="^Unknown device 'gpu'"):
+        StateArray({"observation": torch.zeros(2, 3)}, 2, device="gpu")
+
+
 # -- State.array / StateArray -----------------------------------------------------------------
 def _array() -> StateArray:
     states = [

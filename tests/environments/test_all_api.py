@@ -1,6 +1,9 @@
 """ALL 0.9's environment API, written as an ALL user writes it (``from all.environments
 import ...`` with ``looprl`` in place of ``all``)."""
 
+import copy
+import pickle
+
 import gymnasium
 import numpy as np
 import pytest
@@ -86,6 +89,21 @@ def test_gym_vector_environment_with_alls_signature() -> None:
     assert ours.n_envs == 3 and ours.reset().shape == (3,)
     with pytest.raises(TypeError, match="n_envs"):
         GymVectorEnvironment("CartPole-v1")
+
+
+def test_a_vector_environment_over_an_async_vector_env_refuses_copies_and_keeps_working() -> None:
+    vec_env = gymnasium.make_vec("CartPole-v1", num_envs=2, vectorization_mode="async")
+    env = GymVectorEnvironment(vec_env, "cartpole")
+    try:
+        with pytest.raises(TypeError, match="^cartpole: .*AsyncVectorEnv.*make a new one"):
+            copy.deepcopy(env)
+        with pytest.raises(TypeError, match="cannot be copied or pickled"):
+            pickle.dumps(env)
+        assert env.reset(seed=0).shape == (2,)  # (a half-made copy closed its pipes)
+        sync = GymVectorEnvironment("CartPole-v1", 2)
+        assert copy.deepcopy(sync).reset().shape == (2,)
+    finally:
+        env.close()
 
 
 def test_gym_environment_with_alls_keywords() -> None:

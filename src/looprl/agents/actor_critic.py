@@ -16,7 +16,7 @@ from looprl.agents.segments import ApproximationPolicy
 from looprl.approximation import Approximation
 from looprl.core import RolloutRequest, RolloutResult, deterministic_rows
 from looprl.core.namedarray import NamedArray, as_tensor, namedarray
-from looprl.core.suggest import check_seed
+from looprl.core.suggest import check_device, check_seed
 from looprl.nn import ActorCriticModel, orthogonal_init
 from looprl.nn.fields import Backbone, field_shapes, observation_fields, observation_tensor
 from looprl.policies import MASKED_Q
@@ -297,7 +297,7 @@ def actor_critic_policy(obs_dim: Any, action_dim: int, state_dim: Any = None, hi
             critic = Backbone(field_shapes(critic_fields, "state_dim"), **options)
         model = ActorCriticNetwork(actor, critic, action_dim, continuous_action, auxiliary_head,
                                    init_log_std)
-    model = model.to(device)
+    model = model.to(check_device(device))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, eps=eps)
     approximation = Approximation(model, optimizer, clip_grad=clip_grad, device=device,
                                   name="actor_critic")

@@ -31,7 +31,7 @@ from looprl.core import (
     merge_hyperparameters,
 )
 from looprl.core.namedarray import NamedArray, recursive_apply
-from looprl.core.suggest import check_choice, check_count, check_seed
+from looprl.core.suggest import check_choice, check_count, check_device, check_seed
 from looprl.nn import Dueling, orthogonal_init, single_field
 from looprl.nn.fields import Backbone, field_shapes, observation_fields, observation_tensor
 from looprl.policies import MASKED_Q, GreedyPolicy, epsilon_greedy
@@ -267,7 +267,7 @@ def q_network_policy(obs_dim: Any, action_dim: int, hidden_dim: int = 64, num_la
         if seed is not None:
             torch.manual_seed(seed)
         model = QModel(obs_dim, action_dim, hidden_dim, num_layers, activation, dueling)
-    model = model.to(device)
+    model = model.to(check_device(device))
     q = Approximation(model, torch.optim.Adam(model.parameters(), lr=lr), clip_grad=clip_grad,
                       device=device, target=FixedTarget(target_update), name="q")
     return DQNPolicy(q, action_dim, epsilon, seed=seed)

@@ -25,6 +25,7 @@ from torch import nn
 
 from looprl.approximation.approximation import data_parallel
 from looprl.core import Policy
+from looprl.core.suggest import check_device
 
 __all__ = ["SingleModelPytorchPolicy"]
 
@@ -37,7 +38,7 @@ class SingleModelPytorchPolicy(Policy):
             raise TypeError(f"SingleModelPytorchPolicy takes a torch.nn.Module, got a "
                             f"{type(neural_network).__name__}: pass your network, e.g. "
                             "super().__init__(MyNet(...))")
-        self.device = torch.device(device)
+        self.device = torch.device(check_device(device))
         self._module = neural_network.to(self.device)
         self._ddp: nn.Module | None = None
         self.version = 0
@@ -66,7 +67,7 @@ class SingleModelPytorchPolicy(Policy):
 
     def to(self, device: str | torch.device) -> SingleModelPytorchPolicy:
         """Move the network to ``device`` (before the optimizer is built); return ``self``."""
-        self.device = torch.device(device)
+        self.device = torch.device(check_device(device))
         self._module.to(self.device)
         return self
 

@@ -13,6 +13,8 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 
+from looprl.core.suggest import moved
+
 T = TypeVar("T", bound="NamedArray")
 
 
@@ -203,8 +205,9 @@ class NamedArray:
             raise
 
     def to(self: T, device: str | torch.device = "cpu") -> T:
-        """Moves every leaf to ``device`` as a torch tensor (numpy leaves are converted)."""
-        return recursive_apply(self, lambda leaf: as_tensor(leaf, device))
+        """Moves every leaf to ``device`` as a torch tensor (numpy leaves are converted); a
+        device torch cannot use here is a one-line ``ValueError``."""
+        return moved(lambda: recursive_apply(self, lambda leaf: as_tensor(leaf, device)), device)
 
     to_torch = to  # (the SRL name)
 

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from looprl.core.suggest import moved
+
 
 def _to_tensor(value: np.ndarray, device: str | torch.device,
                dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -23,7 +25,7 @@ def _to_tensor(value: np.ndarray, device: str | torch.device,
     tensor = torch.from_numpy(value)
     if tensor.dtype == torch.float64:
         tensor = tensor.float()
-    return tensor.to(device, dtype)
+    return moved(lambda: tensor.to(device, dtype), device)
 
 
 def _entries(x: Any, kwargs: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -283,10 +285,12 @@ class State(dict):
         return self._new(x)
 
     def to(self, device: str | torch.device) -> State:
-        """A copy with every tensor entry on ``device``."""
+        """A copy with every tensor entry on ``device`` (one ``ValueError`` line for a device
+        torch cannot use here)."""
         if str(device) == str(self.device):
             return self
-        x = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in self.items()}
+        x = moved(lambda: {k: v.to(device) if isinstance(v, torch.Tensor) else v
+                           for k, v in self.items()}, device)
         new = self._new(x)
         new.device = device
         return new
@@ -304,7 +308,7 @@ class StateArray(State):
         shape = _batch_shape(shape)
         _check_batched(x, shape)
         if "reward" not in x:
-            x["reward"] = torch.zeros(shape, device=device)
+            x["reward"] = _to_tensor(np.zeros(shape, np.float32), device)
         if "done" not in x:
             x["done"] = torch.zeros(shape, dtype=torch.bool, device=device)
         if "mask" not in x:

@@ -7,8 +7,11 @@ import linecache
 import logging
 import math
 import numbers
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
 
 
 def did_you_mean(name: str, choices: Iterable[str], n: int = 1) -> str:
@@ -77,6 +80,16 @@ def check_device(device: Any) -> Any:
             raise ValueError(f"Device {device!r} asked for, but torch {torch.__version__} "
                              "cannot use it here; use 'cpu'") from None
     return device
+
+
+def moved(move: Callable[[], T], device: Any) -> T:
+    """``move()``, a move of tensors to ``device``; where torch cannot use ``device`` there,
+    ``check_device``'s one line instead of torch's words."""
+    try:
+        return move()
+    except (RuntimeError, AssertionError):
+        check_device(device)
+        raise
 
 
 def is_number(value: Any) -> bool:

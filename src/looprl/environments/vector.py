@@ -150,6 +150,15 @@ class NumpyVectorEnvironment(VectorEnvironment):
         except Exception as error:
             raise self._failure("close", error) from error
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """As ``object``'s, refused in one line over an ``AsyncVectorEnv``: a copy of its pipes
+        to the subprocesses would close the original's when it is dropped."""
+        if isinstance(self.env, gym.vector.AsyncVectorEnv):
+            raise TypeError(f"{self.name}: a {type(self).__name__} over a gymnasium "
+                            "AsyncVectorEnv (copies in subprocesses) cannot be copied or "
+                            "pickled; make a new one for each copy")
+        return super().__reduce_ex__(protocol)
+
 
 class GymVectorEnvironment(NumpyVectorEnvironment):
     """``n_envs`` copies of a Gymnasium environment (an id, or a function making one) stepped
