@@ -56,3 +56,12 @@ def test_text_for_a_number_names_the_argument(name, argument):
     with pytest.raises(ValueError, match=f"argument {argument} must be a number .*got 'abc'"):
         make_component(name, **kwargs, **{argument: "abc"})
     make_component("space", seed=None)  # (None where a number is the default: the class says)
+
+
+def test_a_missing_required_argument_is_named() -> None:
+    """``make_component('network_reset')`` names ``every`` (was Python's "missing 1 required
+    positional argument")."""
+    with pytest.raises(ValueError, match=r"'network_reset' \(NetworkReset\) needs the "
+                                         r"argument\(s\) every, e.g. every=\.\.\."):
+        make_component("network_reset")
+    assert make_component("network_reset", every=10).every == 10

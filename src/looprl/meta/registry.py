@@ -79,7 +79,7 @@ def component_class(name: str) -> type[MetaComponent]:
 
 def make_component(name: str, **kwargs: Any) -> MetaComponent:
     """The component ``name`` (or Hydra's ``_target_`` argument) built with ``kwargs``;
-    ``ValueError`` for an unknown keyword argument."""
+    ``ValueError`` for an unknown keyword argument or a missing required one."""
     cls = component_class(str(kwargs.pop("_target_", name)))
     parameters = accepted_parameters(cls)
     accepted = list(parameters)
@@ -88,6 +88,11 @@ def make_component(name: str, **kwargs: Any) -> MetaComponent:
         raise ValueError(f"{name!r} ({cls.__name__}) got unknown argument(s) "
                          f"{', '.join(map(repr, unknown))}.{did_you_mean(unknown[0], accepted)} "
                          f"Accepted: {', '.join(accepted)}")
+    missing = [key for key, p in parameters.items() if p.default is p.empty and key not in kwargs]
+    if missing:
+        raise ValueError(f"{name!r} ({cls.__name__}) needs the argument(s) "
+                         f"{', '.join(missing)}, e.g. {missing[0]}=... (meta.{name}.{missing[0]}"
+                         " in a config)")
     for key, value in kwargs.items():  # (a config's text where a number belongs)
         default = parameters[key].default
         if is_number(default) and value is not None and not is_number(value):
