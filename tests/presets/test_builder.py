@@ -248,3 +248,18 @@ def test_every_key_with_a_range_is_a_hyperparameter_of_some_preset() -> None:
     keys = set().union(*(getattr(builder, "default_hyperparameters", {})
                          for builder in available_agents().values()))
     assert set(RANGES) <= keys, set(RANGES) - keys
+
+
+def test_builders_presets_and_environments_print_what_they_are() -> None:
+    """A notebook shows a builder's name and what was set, a preset's name and device, an
+    environment's name (and copies), not ``<... object at 0x...>``."""
+    from looprl.environments import GymEnvironment
+    from looprl.presets.classic_control import dqn
+
+    env = GymEnvironment("CartPole-v1")
+    builder = dqn.hyperparameters(lr=0.01).env(env).device("cpu")
+    assert repr(dqn) == "PresetBuilder('dqn')"
+    assert repr(builder) == ("PresetBuilder('dqn', lr=0.01, env=GymEnvironment('CartPole-v1'), "
+                             "device='cpu')")
+    assert repr(builder.build()) == "DQNClassicControlPreset('dqn', device='cpu')"
+    assert repr(env.duplicate(2)) == "GymVectorEnvironment('CartPole-v1', n_envs=2)"

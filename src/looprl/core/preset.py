@@ -27,6 +27,9 @@ class Preset(ABC):
         self.device = device
         self.hyperparameters = hyperparameters
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, device={str(self.device)!r})"
+
     @abstractmethod
     def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Agent:
         """Build a training agent; ``train_steps`` is the budget schedules anneal over."""

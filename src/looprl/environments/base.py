@@ -64,6 +64,11 @@ class _Spaces(Restorable, ABC):
     device: str | torch.device
     _state: Any = None
 
+    def __repr__(self) -> str:
+        copies = getattr(self, "n_envs", None)
+        return (f"{type(self).__name__}({getattr(self, 'name', '?')!r}"
+                f"{'' if copies is None else f', n_envs={copies}'})")
+
     @abstractmethod
     def reset(self) -> Any:
         """Start a new episode (of every sub-environment) and return the ``state``."""

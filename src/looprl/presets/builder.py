@@ -85,6 +85,15 @@ class PresetBuilder:
         if given:
             self.__dict__.update(self(**given).__dict__)
 
+    def __repr__(self) -> str:
+        """The name and what was set: changed hyperparameters, env, device."""
+        changed = {key: value for key, value in self._hyperparameters.items()
+                   if dict.get(self.default_hyperparameters, key) != value}
+        shown = [f"{key}={value!r}" for key, value in changed.items()] + [
+            f"{name}={value!r}" for name, value in (("env", self._env), ("device", self._device))
+            if value is not None]
+        return f"PresetBuilder({self._name!r}{''.join(', ' + item for item in shown)})"
+
     def __call__(self, **settings: Any) -> PresetBuilder:
         """Several settings at once, as ALL's ``builder(device=..., name=..., env=...,
         hyperparameters={...})``."""
