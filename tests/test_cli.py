@@ -286,7 +286,7 @@ def test_train_reads_inf_and_nan_as_numbers(capsys: pytest.CaptureFixture[str]) 
 
 
 def test_default_threads_per_family() -> None:
-    from looprl.cli import default_threads
+    from looprl.presets.catalog import default_threads
 
     assert default_threads("ppo") == default_threads("continuous.sac") == 1  # small MLPs
     assert default_threads("atari.dqn") == 0  # torch's default: CNN updates use every core

@@ -32,7 +32,7 @@ from looprl.core.imports import import_extra
 from looprl.core.ranges import Range
 from looprl.core.suggest import check_once, check_seed, is_bad_input, one_line
 from looprl.environments.faults import EnvironmentFailure
-from looprl.presets.catalog import FAMILIES, make_env, resolve_agent
+from looprl.presets.catalog import FAMILIES, default_threads, make_env, resolve_agent
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -86,12 +86,6 @@ def parse_hyperparameters(pairs: list[str]) -> dict[str, Any]:
             except ValueError:
                 result[key] = value
     return result
-
-
-def default_threads(agent: str) -> int:
-    """Torch CPU threads for ``agent``'s family: 1 for small MLPs, 0 (torch's default) for
-    the Atari CNNs."""
-    return 0 if agent.startswith("atari.") else 1
 
 
 def cmd_train(args: argparse.Namespace) -> int:

@@ -76,6 +76,19 @@ def test_a_config_builds_preset_parts_components_and_runner() -> None:
     assert pbt.runner.mutations == {"hp/lr": (1e-4, 1e-2, True)}
 
 
+def test_threads_sets_torchs_cpu_threads(tmp_path: Path) -> None:
+    """``threads=N`` sets torch's CPU threads for the run (was: always 1, no key)."""
+    import torch
+    before = torch.get_num_threads()
+    try:
+        run([*SMALL, "threads=2", f"hydra.run.dir={tmp_path}"])
+        assert torch.get_num_threads() == 2
+        run([*SMALL, f"hydra.run.dir={tmp_path}_1"])  # (null: the MLP presets' 1)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_looprl_run_writes_a_run_directory(tmp_path: Path) -> None:
     run([*SMALL, f"hydra.run.dir={tmp_path}"])
     results = json.loads((tmp_path / "results.json").read_text())
@@ -238,6 +251,7 @@ def test_the_slurm_launcher_without_slurm_is_one_line(tmp_path: Path, capsys,
     (["algorithm.lr=abc", *QUIET], "Hyperparameter 'lr' must be float (like 0.001), got 'abc'"),
     (["frames=abc", *QUIET], "frames must be an integer >= 1, got 'abc'"),
     (["frames=1.5", *QUIET], "frames must be an integer >= 1, got 1.5"),
+    (["threads=0.5", *QUIET], "threads must be positive (a whole number), got 0.5"),
     (["runner=optuna", "runner.search_space={lr: {low: 1, high: 1}}", *QUIET],
      "empty range"),
     (["runner=es", "runtime=ray", "runtime.actors=4", *QUIET],

@@ -18,7 +18,8 @@ Keys of the ``looprl`` config:
   context.ranges.length=[0.05,2.0]``, or ``context.train=FILE``; ``seed``, ``hide_context``,
   ``instance_mode``); a test set is evaluated beside the training set.
 - ``frames`` (budget in environment steps), ``seed``, ``test_episodes``, ``device`` (``null``:
-  CUDA if available).
+  CUDA if available), ``threads`` (torch's CPU threads; ``null``: 1 for the MLP presets,
+  torch's default for the Atari CNNs, as ``looprl train --threads``).
 - ``checkpoint_every`` (frames; ``resume=true`` continues the run directory's checkpoint),
   ``keep_checkpoints`` (also keep the last K), ``checkpoint_replay`` (``false``: replay saved
   empty).
@@ -138,7 +139,7 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
         "env": "CartPole-v1", "env_kwargs": {}, "env_wrappers": [],
         "context": {"train": None, "test": None, "ranges": {}, "seed": 0, "hide_context": True,
                     "instance_mode": "random"},
-        "frames": 100_000, "seed": 0, "test_episodes": 10, "device": None,
+        "frames": 100_000, "seed": 0, "test_episodes": 10, "device": None, "threads": None,
         "checkpoint_every": None, "keep_checkpoints": None, "checkpoint_replay": True,
         "resume": False,
         "logging": {"quiet": False, "verbose": True, "wandb": None},

@@ -45,8 +45,9 @@ from looprl.configs.sources import (
     saved_sources,
     user_groups,
 )
-from looprl.core.suggest import is_bad_input, one_line
+from looprl.core.suggest import check_count, is_bad_input, one_line
 from looprl.experiments.run_files import json_text
+from looprl.presets.catalog import default_threads
 
 __all__ = ["check_run_dir", "execute", "help_text", "main"]
 
@@ -56,8 +57,12 @@ log = logging.getLogger(__name__)
 def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
     """Build the config ``cfg``, run its runner in ``output_dir`` and return the results."""
     import torch
-    torch.set_num_threads(1)
     check_config_keys(cfg)  # (before its groups are read)
+    threads = cfg.get("threads")
+    check_count(threads=threads, optional=True)
+    threads = default_threads(str(cfg.algorithm.preset)) if threads is None else threads
+    if threads:
+        torch.set_num_threads(int(threads))
     if cfg.runtime.name == "ray" and cfg.runner.name == "online":  # one distributed run
         return _execute_distributed(cfg, output_dir)
     run = build(cfg, output_dir)

@@ -31,6 +31,12 @@ def available_agents() -> dict[str, Any]:
     return agents
 
 
+def default_threads(agent: str) -> int:
+    """Torch CPU threads for ``agent``'s family (``looprl train``'s and ``looprl run``'s
+    default): 1 for small MLPs, 0 (torch's default) for the Atari CNNs."""
+    return 0 if agent.startswith("atari.") else 1
+
+
 def resolve_agent(name: str) -> Any:
     """The preset builder ``name`` (``ppo``, ``atari.ppo``); ``ValueError`` otherwise."""
     agents = available_agents()
