@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 pytest.importorskip("hydra")
 
@@ -78,7 +79,6 @@ def test_a_config_builds_preset_parts_components_and_runner() -> None:
 
 def test_threads_sets_torchs_cpu_threads(tmp_path: Path) -> None:
     """``threads=N`` sets torch's CPU threads for the run (was: always 1, no key)."""
-    import torch
     before = torch.get_num_threads()
     try:
         run([*SMALL, "threads=2", f"hydra.run.dir={tmp_path}"])
@@ -422,7 +422,8 @@ def test_resume_continues_a_run_and_refuses_another_config(tmp_path: Path, capsy
     assert "was run with another config (runtime.name: 'local' -> 'ray'); resume it" in (
         capsys.readouterr().err)  # (not the Ray group's 20 other keys)
     assert (config.read_text(), config.stat().st_mtime_ns) == before  # nothing overwritten
-    run(["--resume", str(tmp_path), "frames=512"])  # a longer budget: trains on
+    run(["--resume", str(tmp_path), "frames=512", "threads=2"])  # a longer budget: trains on
+    torch.set_num_threads(1)  # (threads, as logging, may change on resume)
     results = json.loads((tmp_path / "results.json").read_text())["train"]
     assert results["step"] >= 512
     # the whole run's episodes, those before the resume included, as results.csv has them

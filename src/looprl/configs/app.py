@@ -229,7 +229,7 @@ def _differences(old: Any, new: Any) -> list[str]:
 
     before = leaves(OmegaConf.to_container(old, resolve=True))
     after = leaves(OmegaConf.to_container(new, resolve=True))
-    ignored = ("frames", "resume", "logging.", "runner.num_steps", "keep_checkpoints")
+    ignored = ("frames", "resume", "logging.", "runner.num_steps", "keep_checkpoints", "threads")
     changed = [key for key in sorted(set(before) | set(after))
                if not key.startswith(ignored) and before.get(key) != after.get(key)]
     names = (".name", "algorithm.preset")  # (the key that names a group's choice)
