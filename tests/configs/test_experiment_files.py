@@ -72,10 +72,12 @@ def test_an_experiment_file_sets_the_algorithm_env_and_budget(config_dir, tmp_pa
     first, last = numbered_checkpoints(run_dir)  # keep_checkpoints: 2 of 3
     assert 64 <= first < last and load_checkpoint(run_dir / f"checkpoint_{first}.pt").frame == first
     assert load_checkpoint(run_dir / "checkpoint.pt").frame == last
-    # a resume composes from the same directory: its experiment file is found again
-    again = resume_arguments(["--resume", str(out)])
+    # a resume (of the finished run, to a larger budget) composes from the same directory:
+    # its experiment file is found again
+    again = resume_arguments(["--resume", str(out), "frames=200"])
     assert f"--config-dir={config_dir}" in again and "+experiment=acrobot_dqn" in again
-    assert "keep_checkpoints=1" in resume_arguments(["--resume", str(out), "keep_checkpoints=1"])
+    assert "keep_checkpoints=1" in resume_arguments(["--resume", str(out), "frames=200",
+                                                     "keep_checkpoints=1"])
     with pytest.raises(ValueError, match=r"another config \(seed: 5 -> 6\)"):
         resume_arguments(["--resume", str(out), "seed=6"])
 
