@@ -326,6 +326,20 @@ def test_presets_reject_discrete_actions(builder) -> None:
         builder.env(GymEnvironment("CartPole-v1")).device("cpu").build()
 
 
+@pytest.mark.parametrize("builder", [ddpg, td3, sac, ppo], ids=["ddpg", "td3", "sac", "ppo"])
+def test_presets_refusing_images_advise_flattening_not_an_atari_preset(builder) -> None:
+    """Was: "use an Atari preset for images", which acts in Discrete spaces only (Pendulum's
+    Box actions, with image observations, then were refused by the Atari preset too)."""
+    import gymnasium
+
+    env = GymEnvironment(gymnasium.make("Pendulum-v1"), name="PendulumPixels")
+    env.env.observation_space = gymnasium.spaces.Box(0, 255, (3, 64, 64), "uint8")
+    with pytest.raises(ValueError, match=r"needs flat Box observations, but PendulumPixels has "
+                                         r"Box\(0, 255, \(3, 64, 64\), uint8\); wrap the "
+                                         r"environment in gymnasium.wrappers.FlattenObservation"):
+        builder.env(env).device("cpu").build()
+
+
 def _replay_first_episodes(agent, n_envs: int, seed: int) -> list[float]:
     """Returns of the first episode of the first two copies of a vector Pendulum reset with
     ``seed`` (its episodes all last 200 steps, so they end together, in copy order)."""

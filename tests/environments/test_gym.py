@@ -96,6 +96,25 @@ def test_a_pettingzoo_game_given_as_a_gymnasium_id_points_to_the_multiagent_pres
         check_env_id("tictactoe_v9")
 
 
+def test_an_id_whose_module_is_missing_names_the_id_and_what_to_install() -> None:
+    """Was: ``looprl run env=phys2d/CartPole-v1`` said only "No module named 'jax'" (Gymnasium's
+    phys2d and tabular ids need its jax extra, flax included)."""
+    gym.register("LooprlTestNeedsJax-v0", entry_point="jax_not_installed_here.envs:Env")
+    try:
+        with pytest.raises(ModuleNotFoundError, match=r"^LooprlTestNeedsJax-v0 needs the module "
+                                                      r"'jax_not_installed_here', which is not "
+                                                      r"installed: pip install jax_not_"):
+            GymEnvironment("LooprlTestNeedsJax-v0")
+    finally:
+        del gym.registry["LooprlTestNeedsJax-v0"]
+    if "phys2d/CartPole-v1" in gym.registry:
+        try:
+            import jax  # noqa: F401
+        except ImportError:
+            with pytest.raises(ModuleNotFoundError, match=r'pip install "gymnasium\[jax\]"$'):
+                GymEnvironment("phys2d/CartPole-v1")
+
+
 def test_wraps_existing_gym_env() -> None:
     env = GymEnvironment(gym.make("CartPole-v1"))
     assert env.name == "CartPole-v1"

@@ -214,6 +214,22 @@ def test_non_image_environments_are_rejected(builder) -> None:
         builder.env(_env()).hyperparameters(lr=0.0).build()
 
 
+@pytest.mark.parametrize("builder", [dqn, ppo])
+def test_frames_of_another_size_than_84x84_are_rejected_in_one_line(builder) -> None:
+    """Was: a ``(3, 64, 64)`` image environment (or ``AtariEnvironment(screen_size=64)``) built
+    the Nature networks for 84x84 frames and failed on the first step ("cannot act on an
+    observation of shape (3, 64, 64) ... give it the states of the environment it was built
+    for"); channels-last ``(84, 84, 3)`` frames failed in torch's conv2d with a traceback."""
+    import gymnasium as gym
+
+    for shape in ((3, 64, 64), (84, 84, 3)):
+        env = GymEnvironment(gym.make("CartPole-v1"), name="Images")
+        env.env.observation_space = gym.spaces.Box(0, 255, shape, np.uint8)
+        with pytest.raises(ValueError, match=r"needs stacked 84x84 frames \(frames, 84, 84\), "
+                                             r"but Images has Box\(0, 255, "):
+            builder.env(env).build()
+
+
 def test_an_atari_preset_given_a_gymnasium_id_names_the_preset_of_its_family() -> None:
     """Was: ``looprl train atari.dqn CartPole-v1`` said "Unknown Atari game 'CartPole-v1'" (and
     with ``env_wrappers``, that CartPole-v1 "is an Atari game")."""

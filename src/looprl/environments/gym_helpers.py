@@ -22,7 +22,16 @@ from looprl.environments.faults import PolicyActionError, failure
 def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
     """``gym.make`` with a one-line error for unknown environment ids."""
     check_env_id(env_id)
-    return gym.make(env_id, **kwargs)
+    try:
+        return gym.make(env_id, **kwargs)
+    except ModuleNotFoundError as error:  # (Gymnasium's phys2d and tabular ids need jax)
+        if error.name is None:
+            raise
+        module = error.name.split(".")[0]
+        package = '"gymnasium[jax]"' if module in ("jax", "flax") else module
+        raise ModuleNotFoundError(f"{env_id} needs the module {module!r}, which is not "
+                                  f"installed: pip install {package}", name=error.name
+                                  ) from error
 
 
 class Wrappers:

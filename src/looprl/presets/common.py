@@ -143,7 +143,8 @@ def require_flat_observations(env: Any, algorithm: str, family: str = "classic-c
     if isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
         return int(space.shape[0])
     images = isinstance(space, gym.spaces.Box) and len(space.shape) in (2, 3)
-    advice = "use an Atari preset for images" if images else (
+    discrete = isinstance(env.action_space, gym.spaces.Discrete)  # (what Atari presets act in)
+    advice = "use an Atari preset for images" if images and discrete else (
         "wrap the environment in gymnasium.wrappers.FlattenObservation (looprl run ... "
         "env_wrappers=[gymnasium.wrappers.FlattenObservation]; looprl train ... --wrapper "
         "gymnasium.wrappers.FlattenObservation; GymEnvironment(id, wrap_env=FlattenObservation))")

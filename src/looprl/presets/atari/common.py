@@ -17,15 +17,23 @@ from looprl.policies.distributions import CategoricalHead
 from looprl.presets.common import require_discrete_actions
 from looprl.presets.off_policy import QPreset
 
+#: the frames' height and width the Nature networks take (``nature_features``)
+SCREEN = (84, 84)
+
 
 def require_frames(env: Any, algorithm: str) -> int:
-    """The number of stacked frames of ``env``'s ``(frames, H, W)`` uint8 observations
-    (``ValueError`` for other observations)."""
+    """The number of stacked frames of ``env``'s ``(frames, 84, 84)`` uint8 observations (the
+    Nature networks' size; ``ValueError`` for other observations)."""
     space = env.observation_space
     if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 3 and space.dtype == "uint8"):
         raise ValueError(f"The Atari {algorithm} preset needs stacked uint8 frames (frames, H, "
                          f"W), but {env.name} has {space}; use AtariEnvironment or a "
                          "classic-control preset")
+    if space.shape[1:] != SCREEN:
+        raise ValueError(f"The Atari {algorithm} preset needs stacked 84x84 frames (frames, 84, "
+                         f"84), but {env.name} has {space}; use AtariEnvironment with its "
+                         "default screen_size=84, or a classic-control dqn, ddqn or ppo with "
+                         "features='cnn' for other channels-first images")
     return int(space.shape[0])
 
 
