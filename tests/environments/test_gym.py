@@ -115,6 +115,21 @@ def test_an_id_whose_module_is_missing_names_the_id_and_what_to_install() -> Non
                 GymEnvironment("phys2d/CartPole-v1")
 
 
+def test_a_missing_dependency_names_the_id() -> None:
+    """Gymnasium's ``DependencyNotInstalled`` (Box2D's) says what to install, not for which id:
+    the id goes first."""
+    def needs_box2d(**kwargs):
+        raise gym.error.DependencyNotInstalled("Box2D is not installed")
+
+    gym.register("LooprlTestNeedsBox2D-v0", entry_point=needs_box2d)
+    try:
+        with pytest.raises(gym.error.DependencyNotInstalled,
+                           match=r"^LooprlTestNeedsBox2D-v0: Box2D is not installed$"):
+            GymEnvironment("LooprlTestNeedsBox2D-v0")
+    finally:
+        del gym.registry["LooprlTestNeedsBox2D-v0"]
+
+
 def test_wraps_existing_gym_env() -> None:
     env = GymEnvironment(gym.make("CartPole-v1"))
     assert env.name == "CartPole-v1"

@@ -263,3 +263,20 @@ def test_builders_presets_and_environments_print_what_they_are() -> None:
                              "device='cpu')")
     assert repr(builder.build()) == "DQNClassicControlPreset('dqn', device='cpu')"
     assert repr(env.duplicate(2)) == "GymVectorEnvironment('CartPole-v1', n_envs=2)"
+
+
+def test_a_ddqn_refusal_names_ddqn() -> None:
+    """ddqn's refusals call it DDQN (they said "DQN"), and a discrete preset's refusal of Box
+    actions names the config option of a continuous one too."""
+    import gymnasium as gym
+
+    from looprl.environments import GymEnvironment
+    from looprl.presets.classic_control import ddqn, dqn, ppo
+
+    lake = GymEnvironment("FrozenLake-v1")
+    with pytest.raises(ValueError, match="The classic-control DDQN preset needs flat Box"):
+        ddqn.env(lake).build()
+    with pytest.raises(ValueError, match="The classic-control DQN preset needs flat Box"):
+        dqn.env(lake).build()
+    with pytest.raises(ValueError, match="looprl run algorithm=continuous/sac"):
+        ppo.env(GymEnvironment(gym.make("Pendulum-v1"))).build()

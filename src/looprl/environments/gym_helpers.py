@@ -32,6 +32,8 @@ def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
         raise ModuleNotFoundError(f"{env_id} needs the module {module!r}, which is not "
                                   f"installed: pip install {package}", name=error.name
                                   ) from error
+    except gym.error.DependencyNotInstalled as error:  # (Box2D's: says what, not for which id)
+        raise gym.error.DependencyNotInstalled(f"{env_id}: {error}") from error
 
 
 class Wrappers:

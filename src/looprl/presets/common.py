@@ -78,7 +78,8 @@ def derived(base: dict[str, Any], drop: tuple[str, ...] = (), **changes: Any) ->
 
 
 DISCRETE_PRESETS = "ppo, dqn, a2c, c51, rainbow, ..."
-CONTINUOUS_PRESETS = "continuous.ppo, continuous.sac, continuous.td3, continuous.ddpg"
+CONTINUOUS_PRESETS = ("continuous.ppo, continuous.sac, continuous.td3, continuous.ddpg; "
+                      "looprl run algorithm=continuous/sac")
 #: what trains several agents of continuous actions (no multi-agent preset has them)
 MULTIAGENT_CONTINUOUS = ("looprl has no multi-agent preset for continuous actions; from Python, "
                          "multiagent.independent(continuous.ppo) (or continuous.sac) trains one "

@@ -23,6 +23,7 @@ class DDQNAtariPreset(DQNAtariPreset):
     (``features`` applies to the latter only)."""
 
     double = True
+    algorithm = "DDQN"
 
     def _build(self, env: Any) -> nn.Module:
         if not self.hyperparameters["dueling"]:

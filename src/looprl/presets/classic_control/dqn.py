@@ -62,6 +62,11 @@ class DQNClassicControlPreset(QPreset):
              "buffer": ("uniform", "prioritized", "nstep")}
     prioritized_part = "buffer='prioritized'"
 
+    @property
+    def algorithm(self) -> str:  # type: ignore[override]
+        """What its refusals call it: DDQN with the double-Q update (``ddqn``), else DQN."""
+        return "DDQN" if self.hyperparameters.get("update") == "double_q" else "DQN"
+
     def _build(self, env: Any) -> nn.Module:
         hp = self.hyperparameters
         if hp["features"] is None:
