@@ -66,6 +66,9 @@ def test_combinations_chain_their_parts() -> None:
     ({"type": "mlp", "hiden": [8]}, (4,), "'mlp' has no option 'hiden'; options: hidden"),
     ("cnn", (4,), "needs channels-first images .* got inputs of shape \\(4,\\); use 'mlp'"),
     ("cnn", (3, 8, 8), "does not fit inputs of shape \\(3, 8, 8\\)"),
+    # (channels last, Gymnasium's frames: were "too small for its kernels", "square frames")
+    ("cnn", (84, 84, 3), r"got \(84, 84, 3\), channels last: move them first"),
+    ("nature", (84, 84, 3), r"got \(84, 84, 3\), channels last: move them first"),
     ({"type": "mlp", "activation": "rel"}, (4,), "Unknown activation 'rel'"),
     ([], (4,), "empty list"),
     # (were torch's tracebacks: "'int' object is not iterable", "negative dimension -3")

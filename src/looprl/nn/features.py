@@ -164,6 +164,11 @@ def _require_image(input_shape: Sequence[int], name: str) -> None:
     if len(input_shape) != 3:
         raise ValueError(f"The {name} feature extractor needs channels-first images (C, H, W), "
                          f"got inputs of shape {tuple(input_shape)}; use 'mlp' for vectors")
+    if input_shape[2] in (1, 3, 4) and input_shape[0] > 4:  # (Gymnasium's frames: H, W, C)
+        raise ValueError(f"The {name} feature extractor needs channels-first images (C, H, W), "
+                         f"got {tuple(input_shape)}, channels last: move them first with "
+                         "gymnasium.wrappers.TransformObservation(env, lambda x: "
+                         "x.transpose(2, 0, 1), its channels-first Box)")
 
 
 def _probe(layers: nn.Module, input_shape: Sequence[int], name: str) -> int:
