@@ -794,3 +794,22 @@ def test_pipeline_takes_srl_keywords_and_replaces_a_spec_s_fields() -> None:
         test_pipeline(ppo_spec(), env="CartPole-v1", env_name="CartPole-v1")
     with pytest.raises(ValueError, match="unknown trainer 'no-such-trainer'"):
         test_pipeline(ppo_spec(), trainer_name="no-such-trainer")
+
+
+def test_a_resume_compares_the_hyperparameters_a_repr_with_an_address_aside(tmp_path) -> None:
+    """``resume_from`` with other hyperparameters is one line; a function's or a network's
+    ``repr`` in ``run.json`` (its address changes from process to process) is not compared."""
+    import json
+
+    from looprl.distributed.controller import _check_same_hyperparameters
+
+    (tmp_path / "run.json").write_text(json.dumps({"hyperparameters": {
+        "lr": 0.1, "model_constructor": "<function fc at 0x7f12ab>"}}))
+
+    def fc() -> None:
+        pass
+
+    _check_same_hyperparameters("RUN", tmp_path, {"lr": 0.1, "model_constructor": fc})
+    with pytest.raises(ValueError, match=r"^resume_from=RUN was run with other hyperparameters "
+                                         r"\(lr: 0.1 -> 0.2\): resume it"):
+        _check_same_hyperparameters("RUN", tmp_path, {"lr": 0.2, "model_constructor": fc})

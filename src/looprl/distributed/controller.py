@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -313,6 +314,10 @@ def _check_spec(spec: AlgorithmSpec, max_lag: int | None = None) -> list[str]:
     return spec.agent_names(core.policy)
 
 
+#: an object's address in its ``repr`` (a function's, a network's): not the same on resume
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
+
+
 def _check_same_hyperparameters(resumed: Any, run_dir: Path, given: dict[str, Any]) -> None:
     """A one-line ``ValueError`` naming each hyperparameter that differs from those the run in
     ``run_dir`` was started with (its ``run.json``; its trainer checkpoint holds networks and
@@ -323,7 +328,8 @@ def _check_same_hyperparameters(resumed: Any, run_dir: Path, given: dict[str, An
         return
     new = json.loads(json_text(given, indent=0))
     differences = [f"{key}: {saved.get(key)!r} -> {new.get(key)!r}"
-                   for key in sorted(set(saved) | set(new)) if saved.get(key) != new.get(key)]
+                   for key in sorted(set(saved) | set(new)) if saved.get(key) != new.get(key)
+                   and not _ADDRESS.search(f"{saved.get(key)}{new.get(key)}")]
     if differences:
         raise ValueError(f"resume_from={resumed} was run with other hyperparameters "
                          f"({'; '.join(differences)}): resume it with its own, or start a new "
