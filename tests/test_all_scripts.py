@@ -87,6 +87,24 @@ def test_render_trains_in_a_window(monkeypatch: pytest.MonkeyPatch) -> None:
     assert stop.value.args == (True, "human")
 
 
+def test_mujoco_takes_a_name_without_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``looprl-mujoco InvertedPendulum sac`` trains ``InvertedPendulum-v5``, as ALL's
+    ``MujocoEnvironment(name)`` does (was: "Unknown environment 'InvertedPendulum'")."""
+    import looprl.experiments
+    from looprl.environments import MujocoEnvironment
+
+    class Stop(Exception):
+        pass
+
+    def run_experiment(preset: object, env: object, frames: float, **options: object) -> None:
+        raise Stop(type(env), env.name)  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(looprl.experiments, "run_experiment", run_experiment)
+    with pytest.raises(Stop) as stop:
+        train_mujoco.main(["InvertedPendulum", "sac", "--device", "cpu"])
+    assert stop.value.args == (MujocoEnvironment, "InvertedPendulum-v5")
+
+
 @pytest.mark.parametrize(("module", "argv", "agent", "frames"), [
     (train_atari, ["Pong", "dqn"], "atari.dqn", 40e6),
     (train_continuous, ["Pendulum-v1", "ddpg", "--frames", "300"], "continuous.ddpg", 300),

@@ -482,3 +482,23 @@ def test_an_environment_device_torch_cannot_use_is_one_line_when_made() -> None:
                                "use it here; use 'cpu'"):
                 make("mps")
         assert make(torch.device("cpu")).reset() is not None
+
+
+@pytest.mark.parametrize("env_class", ["GymEnvironment", "MujocoEnvironment"])
+def test_a_mujoco_gl_backend_that_does_not_import_is_one_line(env_class: str) -> None:
+    """``MUJOCO_GL`` naming a backend this machine lacks (or no backend) breaks ``import
+    mujoco``: one ``ImportError`` naming the variable (was: a traceback out of PyOpenGL or
+    mujoco's ``RuntimeError``). In a new process: this one may have imported mujoco."""
+    import os
+    import subprocess
+    import sys
+
+    code = (f"from looprl.environments import {env_class}\n"
+            "try:\n"
+            f"    {env_class}('InvertedPendulum-v5')\n"
+            "except ImportError as error:\n"
+            "    print(error)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "MUJOCO_GL": "no-such-backend"}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "does not import with MUJOCO_GL='no-such-backend'" in done.stdout

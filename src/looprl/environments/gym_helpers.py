@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import logging
 import math
+import os
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -14,14 +16,19 @@ import numpy as np
 
 from looprl.core.imports import import_object
 from looprl.core.namedarray import as_numpy
-from looprl.core.suggest import did_you_mean
+from looprl.core.suggest import did_you_mean, one_line
 from looprl.environments.ale import atari_game
 from looprl.environments.faults import PolicyActionError, failure
 
+log = logging.getLogger(__name__)
+
 
 def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
-    """``gym.make`` with a one-line error for unknown environment ids."""
+    """``gym.make`` with a one-line error for unknown environment ids (and MuJoCo ones that
+    ``require_mujoco`` refuses)."""
     check_env_id(env_id)
+    if "mujoco" in str(gym.registry[env_id].entry_point):
+        require_mujoco()
     try:
         return gym.make(env_id, **kwargs)
     except ModuleNotFoundError as error:  # (Gymnasium's phys2d and tabular ids need jax)
@@ -34,6 +41,32 @@ def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
                                   ) from error
     except gym.error.DependencyNotInstalled as error:  # (Box2D's: says what, not for which id)
         raise gym.error.DependencyNotInstalled(f"{env_id}: {error}") from error
+
+
+def require_mujoco() -> None:
+    """``ImportError`` unless the ``mujoco`` package is installed and imports with the
+    ``MUJOCO_GL`` rendering backend set; route its warnings to logging (not a
+    ``MUJOCO_LOG.TXT`` file)."""
+    if importlib.util.find_spec("mujoco") is None:
+        raise ImportError("MuJoCo environments need the 'mujoco' package: pip install "
+                          "'looprl[mujoco]'")
+    try:
+        import mujoco
+    except (AttributeError, ImportError, RuntimeError) as error:  # (its backend's library)
+        backend = os.environ.get("MUJOCO_GL")
+        if backend is None:
+            raise
+        raise ImportError(f"mujoco does not import with MUJOCO_GL={backend!r} ({one_line(error)})"
+                          ": set MUJOCO_GL to a rendering backend this machine has (egl, osmesa "
+                          "or glfw), or unset it") from error
+
+    if mujoco.get_mju_user_warning() is None:
+        mujoco.set_mju_user_warning(_log_warning)
+
+
+def _log_warning(message: str) -> None:
+    level = logging.DEBUG if "deprecated" in message else logging.WARNING
+    log.log(level, "MuJoCo: %s", message)
 
 
 class Wrappers:

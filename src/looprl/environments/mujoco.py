@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import logging
 import re
 from typing import Any
 
@@ -12,32 +10,21 @@ import torch
 
 from looprl.core.suggest import check_flag
 from looprl.environments.gym import GymEnvironment
-
-log = logging.getLogger(__name__)
+from looprl.environments.gym_helpers import require_mujoco
 
 DEFAULT_VERSION = "v5"
 
 
-def require_mujoco() -> None:
-    """``ImportError`` unless the ``mujoco`` package is installed; route its warnings to
-    logging (not a ``MUJOCO_LOG.TXT`` file)."""
-    if importlib.util.find_spec("mujoco") is None:
-        raise ImportError("MujocoEnvironment needs the 'mujoco' package: pip install "
-                          "'looprl[mujoco]'")
-    import mujoco
-
-    if mujoco.get_mju_user_warning() is None:
-        mujoco.set_mju_user_warning(_log_warning)
-
-
-def _log_warning(message: str) -> None:
-    level = logging.DEBUG if "deprecated" in message else logging.WARNING
-    log.log(level, "MuJoCo: %s", message)
+def versioned(env_id: str) -> str:
+    """``env_id`` with the newest version where it gives none (``'HalfCheetah-v5'`` for
+    ``'HalfCheetah'``)."""
+    return env_id if re.search(r"-v\d+$", env_id, re.IGNORECASE) else f"{env_id}-{DEFAULT_VERSION}"
 
 
 def is_mujoco_id(env_id: str) -> bool:
-    """Whether ``env_id`` is a registered Gymnasium MuJoCo environment (``HalfCheetah-v5``)."""
-    spec = gym.registry.get(env_id)
+    """Whether ``env_id`` (``HalfCheetah-v5``, or ``HalfCheetah`` for it) is a registered
+    Gymnasium MuJoCo environment."""
+    spec = gym.registry.get(versioned(env_id))
     return spec is not None and "mujoco" in str(spec.entry_point)
 
 
@@ -53,8 +40,8 @@ class MujocoEnvironment(GymEnvironment):
                  **make_kwargs: Any):
         require_mujoco()
         check_flag("no_info", no_info)
-        if isinstance(env, str) and not re.search(r"-v\d+$", env):
-            env = f"{env}-{DEFAULT_VERSION}"
+        if isinstance(env, str):
+            env = versioned(env)
         super().__init__(env, device=device, name=name, seed=seed, **make_kwargs)
         self.no_info = bool(no_info)
 
