@@ -502,3 +502,16 @@ def test_a_mujoco_gl_backend_that_does_not_import_is_one_line(env_class: str) ->
                           env={**os.environ, "MUJOCO_GL": "no-such-backend"}, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "does not import with MUJOCO_GL='no-such-backend'" in done.stdout
+
+
+def test_a_checkpointed_mujoco_env_keeps_its_arguments() -> None:
+    """Gymnasium's v5 InvertedPendulum and InvertedDoublePendulum pickle their arguments by
+    position into the wrong parameters: a checkpoint's copy trained with the defaults (0.01,
+    10.0). looprl's copies pickle as their keyword arguments, one env or several."""
+    import pickle
+
+    pytest.importorskip("mujoco")
+    env = GymEnvironment("InvertedPendulum-v5", reset_noise_scale=0.05)
+    assert pickle.loads(pickle.dumps(env)).env.unwrapped._reset_noise_scale == 0.05
+    copies = GymEnvironment("InvertedDoublePendulum-v5", healthy_reward=3.0).duplicate(2)
+    assert pickle.loads(pickle.dumps(copies)).env.envs[1].unwrapped._healthy_reward == 3.0

@@ -13,6 +13,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.utils import EzPickle
 
 from looprl.core.imports import import_object
 from looprl.core.namedarray import as_numpy
@@ -30,7 +31,7 @@ def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
     if "mujoco" in str(gym.registry[env_id].entry_point):
         require_mujoco()
     try:
-        return gym.make(env_id, **kwargs)
+        env = gym.make(env_id, **kwargs)
     except ModuleNotFoundError as error:  # (Gymnasium's phys2d and tabular ids need jax)
         if error.name is None:
             raise
@@ -41,6 +42,10 @@ def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
                                   ) from error
     except gym.error.DependencyNotInstalled as error:  # (Box2D's: says what, not for which id)
         raise gym.error.DependencyNotInstalled(f"{env_id}: {error}") from error
+    made = env.unwrapped  # pickled (a checkpoint) as its constructor's keyword arguments: some
+    if isinstance(made, EzPickle) and made.spec is not None:  # of Gymnasium's (v5
+        EzPickle.__init__(made, **made.spec.kwargs)  # InvertedPendulum) pass them out of place
+    return env
 
 
 def require_mujoco() -> None:

@@ -27,6 +27,7 @@ from looprl.environments.gym_helpers import (
     action_to_numpy,
     check_env_id,
     env_name,
+    make_gym_env,
     shape_changed,
     space_shape_error,
 )
@@ -42,7 +43,7 @@ def make_vector_env(env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: 
                                 **kwargs)
         # (not make_vec's "sync" mode: it makes its copies with a closure, which a checkpoint
         # cannot pickle)
-        env_id = partial(gym.make, env_id, **kwargs)
+        env_id = partial(make_gym_env, env_id, **kwargs)
     return gym.vector.SyncVectorEnv([partial(CheckedOutput.made, env_id)] * n_envs)
 
 
