@@ -18,8 +18,8 @@ Keys of the ``looprl`` config:
   context.ranges.length=[0.05,2.0]``, or ``context.train=FILE``; ``seed``, ``hide_context``,
   ``instance_mode``); a test set is evaluated beside the training set.
 - ``frames`` (budget in environment steps), ``seed``, ``test_episodes``, ``device`` (``null``:
-  CUDA if available), ``threads`` (torch's CPU threads; ``null``: 1 for the MLP presets,
-  torch's default for the Atari CNNs, as ``looprl train --threads``).
+  CUDA if available), ``threads`` (torch's CPU threads, 0: torch's default; ``null``: 1 for
+  the MLP presets, torch's default for the Atari CNNs, as ``looprl train --threads``).
 - ``checkpoint_every`` (frames; ``resume=true`` continues the run directory's checkpoint),
   ``keep_checkpoints`` (also keep the last K), ``checkpoint_replay`` (``false``: replay saved
   empty).

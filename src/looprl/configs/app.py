@@ -59,7 +59,7 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
     import torch
     check_config_keys(cfg)  # (before its groups are read)
     threads = cfg.get("threads")
-    check_count(threads=threads, optional=True)
+    check_count(threads=threads or None, optional=True)  # (0: torch's default, as --threads 0)
     threads = default_threads(str(cfg.algorithm.preset)) if threads is None else threads
     if threads:
         torch.set_num_threads(int(threads))
