@@ -4,12 +4,15 @@ advantages, and ``PrioritizedReplayBuffer``'s argument order."""
 
 from __future__ import annotations
 
+import gymnasium as gym
+import numpy as np
 import pytest
 import torch
 
 from looprl import nn
 from looprl.approximation import Identity, LinearScheduler, VNetwork
 from looprl.core import State, StateArray
+from looprl.environments import GymEnvironment
 from looprl.memory import (
     ExperienceReplayBuffer,
     GeneralizedAdvantageBuffer,
@@ -130,8 +133,9 @@ def test_generalized_advantage_buffer_matches_hand_computed_advantages() -> None
     states, actions, advantages = buffer.advantages(_fill(buffer))
     # values: t0 [1, 2]; t1 [3, 0 (terminal)]; t2 [5, 6]
     # env 0: d1 = 2 + .5*5 - 3 = 1.5, A1 = 1.5; d0 = 1 + .5*3 - 1 = 1.5, A0 = 1.5 + .25*1.5
-    # env 1: d1 = 2 + .5*6 - 0 = 5, A1 = 5; d0 = 1 + .5*0 - 2 = -1, A0 = -1 (the episode ended)
-    assert torch.allclose(advantages, torch.tensor([1.875, -1.0, 1.5, 5.0]))
+    # env 1: d0 = 1 + .5*0 - 2 = -1, A0 = -1 (the episode ended); A1 = 0 (s1 ended it: the
+    # environment resets on the next step, ignoring its action)
+    assert torch.allclose(advantages, torch.tensor([1.875, -1.0, 1.5, 0.0]))
     assert torch.equal(states.observation.view(-1), torch.tensor([1.0, 2.0, 3.0, 4.0]))
     assert torch.equal(actions, torch.tensor([0, 10, 1, 11])) and len(buffer) == 0
 
@@ -141,8 +145,8 @@ def test_n_step_advantage_buffer_matches_hand_computed_advantages() -> None:
                                   discount_factor=0.5)
     states, actions, advantages = buffer.advantages(_fill(buffer))
     # env 0: A0 = 1 + .5*2 + .25*V(s2)=5 - 1 = 2.25; A1 = 2 + .5*5 - 3 = 1.5
-    # env 1: A0 = 1 + .5*V(terminal s1)=0 - 2 = -1; A1 = 2 + .5*6 - 0 = 5
-    assert torch.allclose(advantages, torch.tensor([2.25, -1.0, 1.5, 5.0]))
+    # env 1: A0 = 1 + .5*V(terminal s1)=0 - 2 = -1; A1 = 0 (s1 ended the episode)
+    assert torch.allclose(advantages, torch.tensor([2.25, -1.0, 1.5, 0.0]))
     assert torch.equal(actions, torch.tensor([0, 10, 1, 11]))
     assert states.shape == (4,)
 
@@ -160,8 +164,42 @@ def test_n_step_advantages_stop_at_a_truncation() -> None:
         buffer.store(states, torch.tensor([t, 10 + t]), torch.tensor([1.0 + t, 1.0 + t]))
     _, _, advantages = buffer.advantages(
         StateArray({"observation": torch.tensor([[5.0], [6.0]])}, (2,)))
-    # env 1: A0 = 1 + .5*V(s1)=4 - 2 = 1 (not 1 + .5*2 + .25*6 - 2); A1 = 2 + .5*6 - 4 = 1
-    assert torch.allclose(advantages, torch.tensor([2.25, 1.0, 1.5, 1.0]))
+    # env 1: A0 = 1 + .5*V(s1)=4 - 2 = 1 (not 1 + .5*2 + .25*6 - 2); A1 = 0 (s1 ended it)
+    assert torch.allclose(advantages, torch.tensor([2.25, 1.0, 1.5, 0.0]))
+
+
+class _CutAtTwo(gym.Env):
+    """Observation ``[t]``, reward 1 a step, truncated at ``t = 2``."""
+
+    observation_space = gym.spaces.Box(0.0, 9.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        self.t = 0
+        return np.array([0.0], np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.array([self.t], np.float32), 1.0, False, self.t == 2, {}
+
+
+@pytest.mark.parametrize("make", [NStepAdvantageBuffer, GeneralizedAdvantageBuffer])
+def test_advantages_of_a_vector_environment_skip_the_row_that_ends_an_episode(make) -> None:
+    """looprl's vector environments reset a copy on the step after its episode ended, ignoring
+    the action: that row starts no transition. (was: its advantage mixed in the next episode's,
+    -1.25 here)"""
+    env = GymEnvironment(_CutAtTwo()).duplicate(1)
+    env.reset(seed=0)
+    buffer = make(_value_of_observation(), Identity("cpu"), 4, 1, discount_factor=0.5)
+    states = env.state_array
+    for _ in range(4):  # s0 (t0), s1 (t1), s2 (t2, truncated), s3 (t0, reset), then s4 (t1)
+        env.step(torch.zeros(1, dtype=torch.long))
+        buffer.store(states, torch.zeros(1), env.state_array.reward)
+        states = env.state_array
+    observed, _, advantages = buffer.advantages(states)
+    assert observed.observation.view(-1).tolist() == [0.0, 1.0, 2.0, 0.0]
+    # A0 = 1 + .5*1 + .25*V(s2)=2 - 0 = 2; A1 = 1 + .5*2 - 1 = 1; A2 = 0; A3 = 1 + .5*1 - 0
+    assert torch.allclose(advantages, torch.tensor([2.0, 1.0, 0.0, 1.5]))
 
 
 def test_advantage_buffers_say_when_they_are_full_or_short() -> None:

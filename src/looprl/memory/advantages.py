@@ -77,6 +77,12 @@ class _AdvantageBuffer:
         return generalized_advantage_estimate(rewards, values[:-1], values[1:], masks, ends,
                                               self.gamma, lam)
 
+    def _transitions(self, states: StateArray, advantages: torch.Tensor) -> torch.Tensor:
+        """``advantages`` at 0 where the state stored ended its episode: the environment resets
+        on the next step and ignores its action, so its row starts no transition."""
+        ended = torch.as_tensor(states.done[: self.n_steps], device=advantages.device).bool()
+        return advantages.masked_fill(ended, 0.0)
+
     def _values(self, states: StateArray, mode: str = "target") -> torch.Tensor:
         """``v(features(states))`` through ``mode`` (``target`` or ``eval``)."""
         return getattr(self.v, mode)(getattr(self.features, mode)(states)).view(states.shape)
@@ -95,7 +101,7 @@ class NStepAdvantageBuffer(_AdvantageBuffer):
         now = states[: self.n_steps]
         advantages = self._gae(states, rewards, values, 1.0)
         advantages = advantages + values[:-1] - self._values(now, "eval")
-        return now.flatten(), actions, advantages.view(-1)
+        return now.flatten(), actions, self._transitions(states, advantages).view(-1)
 
 
 class GeneralizedAdvantageBuffer(_AdvantageBuffer):
@@ -117,5 +123,5 @@ class GeneralizedAdvantageBuffer(_AdvantageBuffer):
         size = self.compute_batch_size
         values = torch.cat([self._values(flat[i : i + size])
                             for i in range(0, len(flat), size)]).view(states.shape)
-        advantages = self._gae(states, rewards, values, self.lam)
+        advantages = self._transitions(states, self._gae(states, rewards, values, self.lam))
         return states[: self.n_steps].flatten(), actions, advantages.view(-1)
