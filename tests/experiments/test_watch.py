@@ -42,6 +42,22 @@ def test_a_render_that_raises_names_the_environment_and_render(tmp_path) -> None
     assert info.value.method == "render"
 
 
+def test_a_render_without_offscreen_opengl_says_what_to_install(tmp_path) -> None:
+    """A MuJoCo render on a machine with neither EGL nor OSMesa (nor a display) raised
+    "FatalError: an OpenGL platform library has not been loaded": the line says what to do."""
+    from looprl.environments import EnvironmentFailure
+
+    def no_gl():
+        raise RuntimeError("an OpenGL platform library has not been loaded into this process")
+
+    env = GymEnvironment("CartPole-v1", render_mode="rgb_array")
+    env.env.render = no_gl
+    with pytest.raises(EnvironmentFailure, match=r"loaded into this process; no offscreen "
+                                                 r"OpenGL here: install EGL or OSMesa .* set "
+                                                 r"MUJOCO_GL=egl or osmesa$"):
+        watch.watch(_Right(), env, episodes=1, gif=tmp_path / "a.gif", max_steps=3)
+
+
 def test_a_gif_path_that_cannot_be_written_is_one_line_before_the_episodes_play(
         tmp_path, monkeypatch) -> None:
     # was: every episode played, then "[Errno 21] Is a directory: 'runs.tmp' -> 'runs'" (a

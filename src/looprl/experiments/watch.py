@@ -228,7 +228,10 @@ def rgb_frame(render: Callable[[], Any]) -> np.ndarray:
     except EnvironmentFailure:
         raise
     except Exception as error:  # (the user's render: one line naming it, as step's)
-        raise failure(owner, "render", error) from error
+        gl = any(word in str(error) for word in ("OpenGL", "GLFW", "EGL", "OSMesa"))
+        raise failure(owner, "render", error, hint=(
+            "no offscreen OpenGL here: install EGL or OSMesa (e.g. apt install libegl1 or "
+            "libosmesa6) and set MUJOCO_GL=egl or osmesa" if gl else None)) from error
     if not isinstance(frame, np.ndarray) or frame.ndim != 3:
         raise ValueError(f"{owner}.render() gave {type(frame).__name__}, not an (H, W, 3) RGB "
                          f"array: {fix}")
