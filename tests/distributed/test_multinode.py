@@ -86,3 +86,17 @@ def test_a_gpu_worker_whose_torch_sees_no_cuda_is_one_line(two_nodes, tmp_path):
                                            r"trainer=1 GPU\(s\), but torch .* sees no CUDA "
                                            r"device \(CUDA_VISIBLE_DEVICES='0'\): install"):
         DistributedRun(spec, runtime, frames=1000, logdir=str(tmp_path), quiet=True).run()
+
+
+def test_a_worker_larger_than_every_node_is_one_line_that_says_so(two_nodes):
+    """The cluster holds 4 CPUs, but an actor that reserves 3 fits on none of its nodes: the
+    error names the option and the largest node, not an overloaded machine."""
+    spec = AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate",
+                         policy_args={"obs_dim": {"obs": 4}, "action_dim": 2}, trainer="ppo")
+    runtime = RuntimeConfig(address=two_nodes.address, actors=1, cpus_per_actor=3,
+                            placement_timeout=3)
+    with pytest.raises(RuntimeError, match=r"^no node of the cluster can place actor workers: "
+                                           r"each reserves 3 CPUs and 0 GPUs \(runtime.cpus_per"
+                                           r"_actor\) and the largest node has 2 CPUs"):
+        DistributedRun(spec, runtime, frames=1000, logdir=None, quiet=True).run()
+

@@ -197,6 +197,13 @@ def test_an_unreachable_ray_address_is_one_line_without_hanging() -> None:
     assert time.perf_counter() - start < 30
 
 
+@pytest.mark.parametrize("address", ["head-node", "127.0.0.1:port"])
+def test_a_ray_address_without_a_port_is_one_line(address) -> None:
+    with pytest.raises(ConnectionError, match=rf"^runtime.address='{address}' is not HOST:PORT "
+                                              r"\(the head node's address and port"):
+        DistributedRun(ppo_spec(), RuntimeConfig(address=address), logdir=None).run()
+
+
 def test_runtime_address_auto_follows_ray_address_and_fails_in_one_line(monkeypatch) -> None:
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")  # Ray's own rule for address="auto"
     with pytest.raises(ConnectionError, match="cannot reach a Ray cluster at '127.0.0.1:1'"):

@@ -120,6 +120,10 @@ def _check_runtime_env(runtime_env: dict[str, Any] | None) -> None:
 
 def _check_reachable(address: str) -> None:
     host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not port.isdigit():
+        raise ConnectionError(f"runtime.address={address!r} is not HOST:PORT (the head node's "
+                              "address and port, such as 10.0.0.1:6379), 'auto' or null (a "
+                              "local instance)")
     try:
         with socket.create_connection((host or "127.0.0.1", int(port)), timeout=3):
             return

@@ -116,6 +116,7 @@ class WorkerPool:
 
     def _not_placed(self, ray: Any, missing: list[str]) -> None:
         rt, free, total = self.runtime, ray.available_resources(), ray.cluster_resources()
+        _check_node_fits(ray, rt, missing)
         if rt.reserved_cpus() <= total.get("CPU", 0) and rt.reserved_gpus() <= total.get("GPU", 0):
             actors = any(name.startswith(("actor", "eval")) for name in missing)
             raise RuntimeError(
@@ -215,6 +216,27 @@ class WorkerPool:
         self.workers.clear()
         for path in self._rendezvous:
             Path(path).unlink(missing_ok=True)
+
+
+def _check_node_fits(ray: Any, rt: RuntimeConfig, missing: list[str]) -> None:
+    """``RuntimeError`` if no node of the cluster is large enough for one of the ``missing``
+    workers (a worker runs on one node: the cluster's total does not place it)."""
+    nodes = [node["Resources"] for node in ray.nodes() if node["Alive"]]
+    for role in ("actor", "policy", "trainer"):
+        cpus = getattr(rt, f"cpus_per_{role}")
+        gpus = getattr(rt, f"gpus_per_{role}", 0.0)
+        if not any(name.startswith(role) or role == "actor" and name.startswith("eval")
+                   for name in missing):
+            continue
+        if not any(node.get("CPU", 0) >= cpus and node.get("GPU", 0) >= gpus for node in nodes):
+            largest = max(nodes, key=lambda node: (node.get("CPU", 0), node.get("GPU", 0)),
+                          default={})
+            raise RuntimeError(
+                f"no node of the cluster can place {role} workers: each reserves {cpus:g} "
+                f"CPUs and {gpus:g} GPUs (runtime.cpus_per_{role}"
+                + (f", runtime.gpus_per_{role}" if role != "actor" else "")
+                + f") and the largest node has {largest.get('CPU', 0):g} CPUs and "
+                f"{largest.get('GPU', 0):g} GPUs; lower them, or add a larger node")
 
 
 def _answers(refs: dict[Any, Any]) -> dict[Any, Any]:
