@@ -193,3 +193,32 @@ def test_a_diverging_agent_is_named(tmp_path):
                                            lr=1e12, clip_grad=0),
                        "tictactoe_v3", 3000, logdir=str(tmp_path), quiet=True, test_episodes=0,
                        seed=0)
+
+
+def test_each_agents_meta_scalars_go_to_its_own_run_directory_as_on_ray(tmp_path):
+    """A meta component's ``log/*`` scalars of agent ``player_1`` are ``log/<key>`` in
+    ``{run}/{name}.player_1/{env}`` (TensorBoard and ``log.csv``), as a Ray run logs them, not
+    ``log/<key>/player_1`` in the run's own directory."""
+    from looprl.meta import MetaComponent
+    from looprl.presets.multiagent import dqn
+
+    class Mark(MetaComponent):
+        def __init__(self):
+            super().__init__()
+            self.post_episode_methods.append(self.mark)
+
+        def mark(self, metrics):
+            metrics["log/mark"] = 1.0 if metrics["agent"] == "player_1" else 2.0
+
+    env = MultiagentPettingZooEnv(tictactoe_v3.env())
+    builder = dqn.env(env).device("cpu").hyperparameters(replay_start_size=1000).meta(Mark())
+    experiment = MultiagentEnvExperiment(builder.build(), env, logdir=str(tmp_path), quiet=True,
+                                         seed=0)
+    experiment.train(episodes=5)
+    experiment.close()
+    run = tmp_path / "independent_dqn" / "tictactoe_v3"
+    assert not (run / "log.csv").exists()
+    for name, value in (("player_1", 1.0), ("player_2", 2.0)):
+        rows = (run / f"independent_dqn.{name}" / "tictactoe_v3" / "log.csv").read_text().split()
+        assert rows[0] == "frame,name,value" and len(rows) == 6
+        assert all(row.split(",")[1:] == ["mark", repr(value)] for row in rows[1:])

@@ -36,8 +36,8 @@ from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, agent_hub
 from looprl.meta.hyperparameters import agent_hyperparameters
 
-__all__ = ["Experiment", "ParallelEnvExperiment", "SingleEnvExperiment", "logger_object",
-           "seed_everything"]
+__all__ = ["Experiment", "ParallelEnvExperiment", "SingleEnvExperiment", "log_scalars",
+           "logger_object", "seed_everything"]
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ def logger_object(logger: Any) -> Any:
                      "pass a logger object")
 
 
-def _log_scalars(hub: MetaHub, logger: Any) -> None:
+def log_scalars(hub: MetaHub, logger: Any) -> None:
     """Hand ``logger`` the ``log/*`` scalars ``hub``'s components wrote."""
     for key, value in hub.log_scalars().items():
         logger.add_log(key[4:], value)
@@ -290,10 +290,13 @@ class Experiment:
         episodes = runner.pop_episodes()
         for episode in episodes:
             self._log_episode(episode)
-        if episodes and self.hub is not None:  # (the log/* scalars the components wrote)
-            _log_scalars(self.hub, logger)
+        if episodes and self.hub is not None:
+            self._log_meta()
         self._act()
         self._progress.update(logger.frame, logger.episode, logger.mean_return100)
+
+    def _log_meta(self) -> None:  # (the log/* scalars the components wrote)
+        log_scalars(self.hub, self.logger)
 
     def _log_episode(self, episode: Episode) -> None:
         """Log a finished training episode (and remember the first non-finite return)."""
@@ -326,10 +329,9 @@ class Experiment:
         return agent.act(states)
 
     def test(self, episodes: int = 100, env: Any = None) -> list[float]:
-        """The returns of ``episodes`` evaluation episodes of the test agent (``play_episodes``;
-        its random numbers and the environments' resets seeded with ``seed + TEST_SEED_OFFSET``
-        as a Ray run's evaluation, unless ``seeded_test`` is off) in ``min(n_envs, episodes)``
-        copies of the environment (a single one: in it), or of ``env`` (then not logged)."""
+        """The returns of ``episodes`` evaluation episodes of the test agent in ``min(n_envs,
+        episodes)`` copies of the environment (a single one: in it) or of ``env`` (not logged),
+        seeded with ``seed + TEST_SEED_OFFSET`` as a Ray run's, unless ``seeded_test`` is off."""
         check_episodes(episodes, f"{type(self).__name__}.test")
         agent = self._test_agent()
         given = env is not None
@@ -360,10 +362,9 @@ class Experiment:
     def save(self) -> str | None:
         """Save the preset as trained so far to ``{log_dir}/preset.pt`` (ALL's; ``looprl watch
         RUN_DIR`` plays it); its path, ``None`` without a log directory (``DummyLogger``)."""
-        log_dir = getattr(self.logger, "log_dir", None)
-        path = None if log_dir is None else os.path.join(str(log_dir), "preset.pt")
-        if path is not None:
-            self.preset.save(path)
+        if (log_dir := getattr(self.logger, "log_dir", None)) is None:
+            return None
+        self.preset.save(path := os.path.join(str(log_dir), "preset.pt"))
         return path
 
     def flush_loggers(self) -> None:

@@ -20,7 +20,7 @@ from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.environments.srl import Environment
 from looprl.experiments.agent_loggers import AgentLoggers
 from looprl.experiments.episodes import check_episodes, play_episodes
-from looprl.experiments.experiment import TEST_SEED_OFFSET, Experiment, flush_logger
+from looprl.experiments.experiment import TEST_SEED_OFFSET, Experiment, flush_logger, log_scalars
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks, agent_hub
 
@@ -138,6 +138,13 @@ class MultiagentEnvExperiment(Experiment):
 
     def _acts(self, agent: Any, states: StateArray) -> Any:
         return row_actions(agent, states, self.env.possible_agents)
+
+    def _log_meta(self) -> None:
+        """Each agent's ``log/*`` scalars in its own run directory, as on Ray."""
+        for name, hub in self.hubs.items():
+            logger = self.agent_logs[name]
+            logger.frame = self.logger.frame
+            log_scalars(hub, logger)
 
     def _log_episode(self, episode: Episode) -> None:
         """The team return in the run's logs, each agent's in its own."""
