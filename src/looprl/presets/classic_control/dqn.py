@@ -55,7 +55,8 @@ class DQNClassicControlPreset(QPreset):
     """Builds DQN agents with a two-layer ReLU Q-network.
 
     ``target_update_frequency`` counts gradient steps; ``update_frequency`` and
-    ``final_exploration_step`` count env steps (on Ray, each actor's steps).
+    ``final_exploration_step`` count env steps and, as ALL's, each episode's last state the
+    policy acts on (on Ray, each actor's).
     """
 
     parts = {"exploration": EXPLORATION, "update": UPDATES[:3],
