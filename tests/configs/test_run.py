@@ -107,6 +107,9 @@ def test_results_json_is_strict_json_with_null_for_nan(tmp_path: Path) -> None:
          "algorithm.hidden=16", *QUIET, f"hydra.run.dir={tmp_path}"])
     results = json.loads((tmp_path / "results.json").read_text(), parse_constant=strict)
     assert results["eval"]["mean_eval_reward"] is None and results["eval"]["returns"] == []
+    # and no episode was played nor logged, as run_experiment(test_episodes=0) (was: a
+    # test_returns.csv of its header only)
+    assert not list(tmp_path.rglob("test_returns.csv"))
 
 
 def test_a_multirun_over_two_seeds_makes_two_run_directories(tmp_path: Path) -> None:
