@@ -16,7 +16,14 @@ from looprl.agents.independent import (
 )
 from looprl.agents.losses import segment_gae
 from looprl.approximation import QNetwork
-from looprl.core import Agent, MultiagentState, ParallelAgent, StateArray, TrainerStepResult
+from looprl.core import (
+    Agent,
+    MultiagentState,
+    ParallelAgent,
+    State,
+    StateArray,
+    TrainerStepResult,
+)
 from looprl.policies import MASKED_Q, BoltzmannPolicy, EZGreedyPolicy, GreedyPolicy
 from looprl.presets.classic_control import ppo
 
@@ -56,6 +63,14 @@ def test_routes_each_state_to_its_agent():
     assert [s["agent"] for s in b.states] == ["b", "b"]
     with pytest.raises(KeyError, match="No agent for 'c'"):
         multiagent.act(ma_state("c"))
+
+
+def test_acts_on_each_row_of_a_state_array_with_its_agent():
+    """A ``StateArray`` of several rows (``test_agent().act``) was 'unhashable type: list'."""
+    a, b = Recorder(1), Recorder(2)
+    rows = State.array([ma_state("a"), ma_state("b"), ma_state("a")])
+    assert IndependentMultiagent({"a": a, "b": b}).act(rows).tolist() == [1, 2, 1]
+    assert [s["agent"] for s in a.states] == ["a", "a"] and len(b.states) == 1
 
 
 def test_single_state_agent_passes_one_row_state_arrays():

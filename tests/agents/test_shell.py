@@ -73,3 +73,11 @@ def test_an_is_evaluation_of_the_wrong_length_is_one_line(family, name, env_id):
     with pytest.raises(ValueError, match=r"^is_evaluation has 2 rows, obs 3$"):
         policy.rollout(RolloutRequest(obs=obs, is_evaluation=np.array([True, False])))
     env.close()
+
+
+@pytest.mark.parametrize("given", [torch.zeros(4), [0.0] * 4, {"observation": torch.zeros(4)}])
+def test_act_on_what_is_no_state_is_one_line(given) -> None:
+    """``act(torch.zeros(4))`` was "'Tensor' object has no attribute 'observation'"."""
+    test_agent = ppo.env(GymEnvironment("CartPole-v1")).device("cpu").build().test_agent()
+    with pytest.raises(TypeError, match=r"^act takes a State \(env.state, .*State.array"):
+        test_agent.act(given)

@@ -300,7 +300,7 @@ def test_cat_of_arrays_with_other_entries_is_one_line() -> None:
     for arrays in ([a, b], [b, a]):
         with pytest.raises(ValueError, match="give every array the same entries"):
             StateArray.cat(arrays)
-    with pytest.raises(ValueError, match="needs at least one StateArray"):
+    with pytest.raises(TypeError, match=r"concatenates one or more StateArrays, got \[\]"):
         StateArray.cat([])
 
 
@@ -399,3 +399,11 @@ def test_multiagent_state_from_zoo() -> None:
     assert state["legal"] == [0, 1]
     truncated = MultiagentState.from_zoo("p", (np.zeros(2), 0.0, False, True, {}))
     assert truncated.truncated and truncated.mask == 1.0
+
+
+def test_cat_of_single_states_is_one_line() -> None:
+    """``StateArray.cat([state, state])`` was "'State' object has no attribute '_batched'"."""
+    state = State({"observation": torch.zeros(4)})
+    with pytest.raises(TypeError, match=r"got \['State', 'State'\]: stack single States with "
+                                        r"State.array\(list_of_states\)"):
+        StateArray.cat([state, state])

@@ -97,6 +97,17 @@ def test_evaluation_plays_the_policy_as_a_ray_runs_does(tmp_path):
     experiment.close()
 
 
+def test_a_test_in_an_id_is_one_line(tmp_path):
+    """``test(env="tictactoe_v3")`` was an AttributeError ('possible_agents')."""
+    env = MultiagentPettingZooEnv(tictactoe_v3.env())
+    experiment = MultiagentEnvExperiment(RandomPreset(env), env, logdir=str(tmp_path),
+                                         quiet=True, seed=0)
+    with pytest.raises(TypeError, match=r"^MultiagentEnvExperiment.test's env is one looprl "
+                                        r"environment \(as MultiagentEnvironment.*got str"):
+        experiment.test(episodes=1, env="tictactoe_v3")
+    experiment.close()
+
+
 @pytest.mark.parametrize("trained", [False, True], ids=["act", "learn"])
 def test_a_step_that_gives_no_agent_a_turn_trains_on_as_on_ray(trained, tmp_path, monkeypatch):
     """The local run asked the policy for no rows (``AttributeError: 'NoneType' object has no

@@ -535,3 +535,14 @@ def test_an_interrupted_test_closes_its_environment_copies(tmp_path: Path,
     with pytest.raises(KeyboardInterrupt):
         experiment.test(episodes=2, env=GymEnvironment("CartPole-v1"))
     assert len(closed) == 1  # (the evaluation's copies)
+
+
+@pytest.mark.parametrize("env", ["CartPole-v1", GymVectorEnvironment("CartPole-v1", 2)])
+def test_test_in_an_id_or_a_vector_environment_is_one_line(tmp_path: Path, env: Any) -> None:
+    """``test(env=...)`` of an id or a vector environment was an AttributeError ('duplicate')."""
+    cartpole = GymEnvironment("CartPole-v1")
+    experiment = make_experiment(SMALL_DQN.env(cartpole).build(), cartpole,
+                                 logdir=str(tmp_path), quiet=True, seed=0)
+    with pytest.raises(TypeError, match=r"^SingleEnvExperiment.test's env is one looprl "
+                                        r"environment .*GymEnvironment\('CartPole-v1'\)"):
+        experiment.test(episodes=1, env=env)

@@ -28,6 +28,7 @@ def test_the_plan_plays_every_held_out_instance_and_shares_the_episodes() -> Non
     assert [n for _, n in plan] == [3, 3, 2, 2]  # 10 episodes over 4 instances
     assert [_lengths(single) for single, _ in plan] == [[c["length"]] for c in TEST.values()]
     assert [n for _, n in instance_plan(env, 2)] == [1, 1, 1, 1]  # each at least once
+    assert instance_plan(env, 0) == [(env, 0)]  # (test_episodes=0: none, it played 4)
     plain = GymEnvironment("CartPole-v1")
     assert instance_plan(plain, 5) == [(plain, 5)]
 

@@ -8,7 +8,7 @@ import torch
 
 from looprl.agents.streams import RandomStream
 from looprl.core import Agent, ParallelAgent, Policy, RolloutRequest, RolloutResult, SampleBatch
-from looprl.core.state import StateArray
+from looprl.core.state import State, StateArray
 from looprl.memory.segments import SegmentBuffer, rows_of
 
 __all__ = ["Actor"]
@@ -52,6 +52,10 @@ class Actor(Agent, ParallelAgent):
     def act(self, state: Any) -> Any:
         """The policy's action for ``state`` (a ``State``), or one per row (a ``StateArray``); the
         rows are written to the adder, if any."""
+        if not isinstance(state, State):
+            raise TypeError(f"act takes a State (env.state, State({{'observation': obs}})) or a "
+                            f"StateArray of several (State.array(states)), got "
+                            f"{type(state).__name__} {state!r:.40}")
         batched = isinstance(state, StateArray)
         state = state.to(self.device)
         obs = state.observation if batched else state.observation.unsqueeze(0)

@@ -20,6 +20,7 @@ from looprl.core import (
     RolloutResult,
     SampleBatch,
     State,
+    StateArray,
     Trainer,
     TrainerStepResult,
 )
@@ -30,12 +31,16 @@ from looprl.policies import MASKED_Q, legal_actions
 
 
 class IndependentMultiagent(Multiagent):
-    """Routes each state to ``agents[state['agent']]`` (seed 003)."""
+    """Routes each state to ``agents[state['agent']]`` (seed 003); each row of a
+    ``StateArray`` to its agent's, one action per row."""
 
     def __init__(self, agents: dict[str, Agent]):
         self.agents = dict(agents)
 
     def act(self, multiagent_state: State) -> Any:
+        if isinstance(multiagent_state, StateArray):
+            return torch.stack([torch.as_tensor(self.act(multiagent_state[i]))
+                                for i in range(len(multiagent_state))])
         name = multiagent_state["agent"]
         if name not in self.agents:
             raise KeyError(f"No agent for {name!r}; this multiagent has {sorted(self.agents)}")

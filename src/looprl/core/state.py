@@ -393,8 +393,10 @@ class StateArray(State):
     def cat(cls, state_array_list: Iterable[StateArray], axis: int = 0) -> StateArray:
         """Concatenate state arrays along batch axis ``axis``."""
         arrays = list(state_array_list)
-        if not arrays:
-            raise ValueError("StateArray.cat needs at least one StateArray")
+        if not arrays or not all(isinstance(array, StateArray) for array in arrays):
+            raise TypeError("StateArray.cat concatenates one or more StateArrays, got "
+                            f"{[type(array).__name__ for array in arrays]!r:.60}: stack single "
+                            "States with State.array(list_of_states)")
         first = arrays[0]
         for i, other in enumerate(arrays[1:], 1):
             if set(other) != set(first):

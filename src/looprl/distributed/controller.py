@@ -32,7 +32,7 @@ from looprl.distributed.run_state import (
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.contextual import contextual_envs
 from looprl.experiments.diagnose import diverged
-from looprl.experiments.episodes import check_episodes
+from looprl.experiments.episodes import check_test
 from looprl.experiments.experiment import TEST_SEED_OFFSET, warn_never_trained
 from looprl.experiments.run import TrainingInterrupted, check_frames, warn_budget_extended
 from looprl.experiments.run_files import json_text
@@ -157,7 +157,7 @@ class DistributedRun:
         where a local run logs them (each agent's in its own directory); in ``env`` (a looprl
         environment, as ``Experiment.test`` takes): not logged. Call it after ``run``, and
         ``close`` after it."""
-        check_episodes(episodes, "DistributedRun.test")
+        check_test(episodes, env, "DistributedRun.test")
         policy = Path(self.result.log_dir or "") / "policy.pt"
         if self.result.log_dir is None or not policy.is_file():
             raise FileNotFoundError(f"DistributedRun.test evaluates the final policy, and the run "

@@ -14,9 +14,10 @@ import torch
 from looprl.collector import EnvRunner, Episode
 from looprl.core import RolloutRequest, RolloutResult, StateArray
 from looprl.core.suggest import check_count, is_whole
+from looprl.environments import Environment, MultiagentEnvironment
 
-__all__ = ["check_episodes", "check_spaces", "dashboard", "play_episodes", "seed_everything",
-           "single_action"]
+__all__ = ["check_episodes", "check_spaces", "check_test", "dashboard", "play_episodes",
+           "seed_everything", "single_action"]
 
 
 def seed_everything(seed: int) -> None:
@@ -99,6 +100,19 @@ def check_episodes(episodes: Any, caller: str = "play_episodes", least: int = 0)
     if not is_whole(episodes) or episodes < least:
         raise ValueError(f"{caller} plays a whole number of episodes >= {least}, got "
                          f"{episodes!r:.40}")
+
+
+def check_test(episodes: Any, env: Any, caller: str,
+               kinds: tuple[type, ...] = (Environment, MultiagentEnvironment)) -> None:
+    """``check_episodes(episodes)``, and a one-line ``TypeError`` unless ``env`` is ``None``
+    (the run's own) or one of ``kinds`` (a test plays its own copies of one environment: not
+    an id, nor a vector environment)."""
+    check_episodes(episodes, caller)
+    if env is not None and not isinstance(env, kinds):
+        raise TypeError(f"{caller}'s env is one looprl environment (as "
+                        f"{' or '.join(kind.__name__ for kind in kinds)}: GymEnvironment("
+                        f"'CartPole-v1'), whose copies it plays), got {type(env).__name__} "
+                        f"{env!r:.40}")
 
 
 def check_spaces(preset: Any, env: Any) -> Any:

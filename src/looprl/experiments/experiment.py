@@ -23,8 +23,8 @@ from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.experiments.checkpoint import check_checkpointing, save_checkpoint
 from looprl.experiments.diagnose import diverged, explain_divergence
 from looprl.experiments.episodes import (
-    check_episodes,
     check_spaces,
+    check_test,
     dashboard,
     play_episodes,
     seed_everything,
@@ -332,7 +332,7 @@ class Experiment:
         """The returns of ``episodes`` evaluation episodes of the test agent in ``min(n_envs,
         episodes)`` copies of the environment (a single one: in it) or of ``env`` (not logged),
         seeded with ``seed + TEST_SEED_OFFSET`` as a Ray run's, unless ``seeded_test`` is off."""
-        check_episodes(episodes, f"{type(self).__name__}.test")
+        check_test(episodes, env, f"{type(self).__name__}.test", (Environment,))
         agent = self._test_agent()
         given = env is not None
         copies = max(1, min(self.vector_env.n_envs, episodes))

@@ -16,10 +16,10 @@ from looprl.agents.actor import Actor
 from looprl.collector import EnvRunner, Episode
 from looprl.collector.copies import made
 from looprl.core import Multiagent, MultiagentState, RolloutRequest, RolloutResult, StateArray
-from looprl.environments.multiagent import MultiagentPettingZooEnv
+from looprl.environments.multiagent import MultiagentEnvironment, MultiagentPettingZooEnv
 from looprl.environments.srl import Environment
 from looprl.experiments.agent_loggers import AgentLoggers
-from looprl.experiments.episodes import check_episodes, play_episodes
+from looprl.experiments.episodes import check_test, play_episodes
 from looprl.experiments.experiment import TEST_SEED_OFFSET, Experiment, flush_logger, log_scalars
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks, agent_hub
@@ -157,7 +157,7 @@ class MultiagentEnvExperiment(Experiment):
         the experiment's; then logged), played as a Ray run's evaluation: an evaluation
         ``Actor`` over a copy of the preset's policy, its random numbers and the resets seeded
         with ``seed + TEST_SEED_OFFSET`` (a preset without ``policy()``: its ``test_agent()``)."""
-        check_episodes(episodes, f"{type(self).__name__}.test")
+        check_test(episodes, env, f"{type(self).__name__}.test", (MultiagentEnvironment,))
         played = env or self.env
         seed = None if self.seed is None else self.seed + TEST_SEED_OFFSET
         make_policy = getattr(self.preset, "policy", None)  # (what Ray's evaluation acts with)

@@ -21,8 +21,9 @@ SETS = ("train_set", "test_set")
 
 def instance_plan(env: Any, episodes: int) -> list[tuple[Any, int]]:
     """``(environment, episodes)`` pairs that evaluate ``env``: one per instance of a
-    ``ContextualEnvironment`` (``max(episodes, instances)`` episodes in all), else ``env``."""
-    if not isinstance(env, ContextualEnvironment):
+    ``ContextualEnvironment`` (``max(episodes, instances)`` episodes in all; none for
+    ``episodes=0``), else ``env``."""
+    if not isinstance(env, ContextualEnvironment) or not episodes:
         return [(env, episodes)]
     wrapper = env.contextual
     contexts = wrapper.contexts
