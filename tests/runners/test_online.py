@@ -108,7 +108,12 @@ def test_eval_every_keeps_the_best_agent_so_far(small_ppo, tmp_path):
         snapshots.append(torch.nn.utils.parameters_to_vector(model).detach().clone())
 
     runner._evaluate_and_keep_best = evaluate_and_keep_best
-    train_results, _ = runner.run()
+    played = []
+    evaluate = runner.evaluate
+    runner.evaluate = lambda: played.append(1) or evaluate()
+    train_results, final = runner.run()
+    assert len(played) == 5 and final["step"] == runner.experiment.frame  # (the last
+    # evaluation, at the final step, is the final one: was played twice, logged twice)
     evaluations = train_results["evaluations"]
     assert [step // 128 for step, _ in evaluations] == [1, 2, 3, 4, 5]  # (at the first
     # batched step past each multiple of eval_every: a copy that resets takes no env step)

@@ -48,6 +48,7 @@ class OnlineRunner(Runner):
         self.eval_every = None if eval_every is None else int(eval_every)
         self.best_preset: Any = None
         self.evaluations: list[list[float]] = []
+        self._last_evaluation: dict[str, Any] | None = None  # (of eval_every)
 
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Train (or continue training), then evaluate: ``(train_results, eval_results)``."""
@@ -76,10 +77,12 @@ class OnlineRunner(Runner):
         if self.eval_every is not None:
             train_results["evaluations"] = self.evaluations
             train_results["best"] = max(self.evaluations, key=lambda e: e[1], default=None)
-        return train_results, self.evaluate()
+        last = self._last_evaluation  # (at the final step already: the same, played once)
+        return train_results, last if last and last["step"] == self.experiment.frame \
+            else self.evaluate()
 
     def _evaluate_and_keep_best(self) -> None:
-        results = self.evaluate()
+        results = self._last_evaluation = self.evaluate()
         best = max((mean for _, mean in self.evaluations), default=-math.inf)
         if self.logdir is not None:  # a row per set (the run's first: in a new file)
             path = Path(self.logdir) / "eval_results.csv"
