@@ -820,3 +820,17 @@ def test_a_resume_compares_the_hyperparameters_a_repr_with_an_address_aside(tmp_
     with pytest.raises(ValueError, match=r"^resume_from=RUN was run with other hyperparameters "
                                          r"\(lr: 0.1 -> 0.2\): resume it"):
         _check_same_hyperparameters("RUN", tmp_path, {"lr": 0.2, "model_constructor": fc})
+
+
+def test_an_older_controller_checkpoints_exploration_steps_are_resumed() -> None:
+    """A controller checkpoint written before ``schedules`` kept each actor's epsilon steps as
+    an ``("exploration", steps)`` entry of its meta state: resumed, they are its schedules'
+    (not a meta component's state, which would start RND anew, nor epsilon 1 again)."""
+    from types import SimpleNamespace
+
+    from looprl.distributed.controller import _meta_and_schedules
+
+    older = SimpleNamespace(actors_meta={0: [("RND", {"n": 3}), ("exploration", [512])], 1: None})
+    assert _meta_and_schedules(older) == ({0: [("RND", {"n": 3})], 1: []}, {"actor0": [512]})
+    newer = SimpleNamespace(actors_meta={0: [("RND", {"n": 3})]}, schedules={"actor0": [9]})
+    assert _meta_and_schedules(newer) == ({0: [("RND", {"n": 3})]}, {"actor0": [9]})

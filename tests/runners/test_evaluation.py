@@ -54,7 +54,7 @@ def test_both_sets_are_logged_under_their_names(tmp_path: Path) -> None:
     [run_dir] = {path.parent for path in tmp_path.glob("*/*/test_returns.csv")}
     scalars = _scalars(str(run_dir))
     train, test = scalars["eval/train_set/returns/mean"], scalars["eval/test_set/returns/mean"]
-    assert len(train) == len(test) == 3  # two evaluations on the way, the final one
+    assert len(train) == len(test) == 2  # (at 64 and at the end, which is the final one)
     assert "eval/returns/mean" not in scalars  # no unnamed set to mistake for the held-out
     assert test[-1][1] == evaluation["test_set"]["mean_eval_reward"]
     with open(run_dir / "test_returns.csv", newline="") as file:
@@ -68,3 +68,18 @@ def test_both_sets_are_logged_under_their_names(tmp_path: Path) -> None:
     assert [e[1] for e in runner.evaluations] == [float(r["mean_eval_reward"])
                                                  for r in table if r["set"] == "test_set"]
     assert runner._read_evaluations() == runner.evaluations  # a resume reads the held-out's
+
+
+def test_no_test_episodes_play_and_log_nothing_with_a_held_out_set_too() -> None:
+    """``test_episodes=0`` with a held-out set: nothing played nor logged (was: a
+    ``test_returns.csv`` of its header only, the train set's test played with 0 episodes)."""
+    from looprl.runners.evaluation import final_evaluation
+
+    class Run:
+        def test(self, **kwargs):
+            raise AssertionError("played")
+
+    env = ContextualEnvironment("CartPole-v1", TEST, seed=0)
+    results = final_evaluation(Run(), 0, env, env)
+    assert results["episodes"] == 0 and results["train_set"]["returns"] == []
+    assert final_evaluation(Run(), 0)["returns"] == []

@@ -3,7 +3,7 @@ as a seed 003 ``Multiagent`` and as one policy and trainer for the collector."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,6 +15,7 @@ from looprl.core import (
     Agent,
     AgentWrapper,
     Multiagent,
+    MultiagentState,
     Policy,
     RolloutRequest,
     RolloutResult,
@@ -39,12 +40,24 @@ class IndependentMultiagent(Multiagent):
 
     def act(self, multiagent_state: State) -> Any:
         if isinstance(multiagent_state, StateArray):
-            return torch.stack([torch.as_tensor(self.act(multiagent_state[i]))
-                                for i in range(len(multiagent_state))])
+            return torch.as_tensor(row_actions(self, multiagent_state))
         name = multiagent_state["agent"]
         if name not in self.agents:
             raise KeyError(f"No agent for {name!r}; this multiagent has {sorted(self.agents)}")
         return self.agents[name].act(multiagent_state)
+
+
+def row_actions(agent: Any, states: StateArray, names: Sequence[str] | None = None
+                ) -> np.ndarray:
+    """``agent``'s action for each row of ``states``, as a ``MultiagentState`` (its ``agent`` a
+    name, or an index into ``names``: the collector's rows)."""
+    actions = []
+    for i in range(len(states)):
+        row = dict(states[i])
+        if names is not None and not isinstance(row["agent"], str):
+            row["agent"] = names[int(row["agent"])]
+        actions.append(np.asarray(agent.act(MultiagentState(row))))
+    return np.stack(actions)
 
 
 class SingleStateAgent(AgentWrapper, Agent):

@@ -45,7 +45,7 @@ from looprl.configs.sources import (
     saved_sources,
     user_groups,
 )
-from looprl.core.suggest import check_count, is_bad_input, one_line
+from looprl.core.suggest import is_bad_input, is_whole, one_line
 from looprl.experiments.run_files import json_text
 from looprl.presets.catalog import default_threads
 
@@ -59,7 +59,8 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
     import torch
     check_config_keys(cfg)  # (before its groups are read)
     threads = cfg.get("threads")
-    check_count(threads=threads or None, optional=True)  # (0: torch's default, as --threads 0)
+    if threads is not None and not (is_whole(threads) and threads >= 0):
+        raise ValueError(f"threads is a whole number >= 0 (0: torch's default), got {threads!r}")
     threads = default_threads(str(cfg.algorithm.preset)) if threads is None else threads
     if threads:
         torch.set_num_threads(int(threads))

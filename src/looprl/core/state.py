@@ -308,9 +308,9 @@ class StateArray(State):
         shape = _batch_shape(shape)
         _check_batched(x, shape)
         if "reward" not in x:
-            x["reward"] = _to_tensor(np.zeros(shape, np.float32), device)
+            x["reward"] = moved(lambda: torch.zeros(shape, device=device), device)
         if "done" not in x:
-            x["done"] = torch.zeros(shape, dtype=torch.bool, device=device)
+            x["done"] = moved(lambda: torch.zeros(shape, dtype=torch.bool, device=device), device)
         if "mask" not in x:
             x["mask"] = 1.0 - x["done"].float()
         dict.__init__(self, x)

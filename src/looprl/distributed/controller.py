@@ -211,8 +211,7 @@ class DistributedRun:
         self.result.log_dir = self._log.log_dir  # (where the run directory is now: moved too)
         self.result.resumed_at = self.result.frames
         self._agent_logs = getattr(state, "agent_loggers", {})  # (older checkpoints: none)
-        self._actors_meta = getattr(state, "actors_meta", {})
-        self._schedules = getattr(state, "schedules", {})
+        self._actors_meta, self._schedules = _meta_and_schedules(state)
         self.seed += self.result.frames  # new env seeds: no replay of the first run's episodes
         logger.warning("resuming %s at frame %d (%d episodes)", self._log.log_dir,
                        self.result.frames, len(self.result.returns))
@@ -312,6 +311,17 @@ def _check_spec(spec: AlgorithmSpec, max_lag: int | None = None) -> list[str]:
     core = pipeline.trainer_core(spec, max_lag=max_lag)
     pipeline.check_schedules(spec, core)
     return spec.agent_names(core.policy)
+
+
+def _meta_and_schedules(state: Any) -> tuple[dict[int, Any], dict[str, list[int]]]:
+    """A controller checkpoint's actors' meta state and the workers' exploration steps (an
+    older checkpoint's actors kept them as a ``("exploration", steps)`` meta entry)."""
+    saved = {index: entries or [] for index, entries in getattr(state, "actors_meta", {}).items()}
+    meta = {index: [entry for entry in entries if entry[0] != "exploration"]
+            for index, entries in saved.items()}
+    older = {f"actor{index}": steps for index, entries in saved.items()
+             for name, steps in entries if name == "exploration"}
+    return meta, getattr(state, "schedules", None) or older
 
 
 #: an object's address in its ``repr`` (a function's, a network's): not the same on resume

@@ -36,10 +36,9 @@ def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
         if error.name is None:
             raise
         module = error.name.split(".")[0]
-        package = '"gymnasium[jax]"' if module in ("jax", "flax") else module
+        install = ': pip install "gymnasium[jax]"' if module in ("jax", "flax") else ""
         raise ModuleNotFoundError(f"{env_id} needs the module {module!r}, which is not "
-                                  f"installed: pip install {package}", name=error.name
-                                  ) from error
+                                  f"installed{install}", name=error.name) from error
     except gym.error.DependencyNotInstalled as error:  # (Box2D's: says what, not for which id)
         raise gym.error.DependencyNotInstalled(f"{env_id}: {error}") from error
     made = env.unwrapped  # pickled (a checkpoint) as its constructor's keyword arguments: some

@@ -109,10 +109,10 @@ def check_test(episodes: Any, env: Any, caller: str,
     an id, nor a vector environment)."""
     check_episodes(episodes, caller)
     if env is not None and not isinstance(env, kinds):
-        raise TypeError(f"{caller}'s env is one looprl environment (as "
-                        f"{' or '.join(kind.__name__ for kind in kinds)}: GymEnvironment("
-                        f"'CartPole-v1'), whose copies it plays), got {type(env).__name__} "
-                        f"{env!r:.40}")
+        raise TypeError(f"{caller}'s env is one looprl environment ("
+                        f"{' or '.join(kind.__name__ for kind in kinds)}), whose copies it "
+                        f"plays, got {type(env).__name__} {env!r:.40}: build one, e.g. "
+                        "GymEnvironment(id), or MultiagentPettingZooEnv for several agents")
 
 
 def check_spaces(preset: Any, env: Any) -> Any:

@@ -10,12 +10,11 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from looprl.agents.actor import Actor
+from looprl.agents.independent import row_actions
 from looprl.collector import EnvRunner, Episode
 from looprl.collector.copies import made
-from looprl.core import Multiagent, MultiagentState, RolloutRequest, RolloutResult, StateArray
+from looprl.core import Multiagent, RolloutRequest, RolloutResult, StateArray
 from looprl.environments.multiagent import MultiagentEnvironment, MultiagentPettingZooEnv
 from looprl.environments.srl import Environment
 from looprl.experiments.agent_loggers import AgentLoggers
@@ -57,15 +56,6 @@ def training_copy(env: MultiagentPettingZooEnv) -> Environment:
     arguments (a game given built is copied)."""
     return made(*env.remote_env())
 
-
-def row_actions(agent: Multiagent, states: StateArray, names: list[str]) -> np.ndarray:
-    """``agent``'s action for each row of ``states``, as a ``MultiagentState``."""
-    actions = []
-    for i in range(len(states)):
-        row = dict(states[i])
-        row["agent"] = names[int(row["agent"])]
-        actions.append(np.asarray(agent.act(MultiagentState(row))))
-    return np.stack(actions)
 
 
 class MultiagentEnvExperiment(Experiment):
@@ -141,10 +131,8 @@ class MultiagentEnvExperiment(Experiment):
 
     def _log_meta(self) -> None:
         """Each agent's ``log/*`` scalars in its own run directory, as on Ray."""
-        for name, hub in self.hubs.items():
-            logger = self.agent_logs[name]
-            logger.frame = self.logger.frame
-            log_scalars(hub, logger)
+        for name, hub in self.hubs.items():  # (their frames: set by _log_episode)
+            log_scalars(hub, self.agent_logs[name])
 
     def _log_episode(self, episode: Episode) -> None:
         """The team return in the run's logs, each agent's in its own."""

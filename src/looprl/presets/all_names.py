@@ -22,7 +22,7 @@ from typing import Any
 from looprl.core.suggest import did_you_mean
 
 __all__ = ["ALL_NAMES", "MIGHTY_NAMES", "AllName", "Converted", "Defaults", "Refused",
-           "UnknownHyperparameterError", "hyperparameter_hint", "unknown_hyperparameter"]
+           "UnknownHyperparameterError", "hyperparameter_hint", "no_such_hyperparameter"]
 
 #: Mighty's names of settings that looprl's presets name otherwise (docs/coming-from-mighty.md):
 #: not aliases, a did-you-mean (``hyperparameter_hint``)
@@ -50,7 +50,7 @@ class UnknownHyperparameterError(KeyError):
         return str(self.args[0])
 
 
-def unknown_hyperparameter(name: str, preset: str,
+def no_such_hyperparameter(name: str, preset: str,
                            valid: Iterable[str]) -> UnknownHyperparameterError:
     """The error for ``name``, which ``preset`` lacks: the closest and all ``valid`` names."""
     valid = sorted(valid)
@@ -168,7 +168,7 @@ class Defaults(dict[str, Any]):
     """A preset's default hyperparameters, where ``table``'s ALL names read too, as ALL's
     scripts read them (``type(preset.default_hyperparameters['lr_q'])``): a rename reads its
     looprl key; any other ALL name is a ``KeyError`` that names the keys to use, any other
-    name ``unknown_hyperparameter``'s (of the preset ``preset``)."""
+    name ``no_such_hyperparameter``'s (of the preset ``preset``)."""
 
     def __init__(self, values: Mapping[str, Any], table: Mapping[str, AllName], preset: str):
         super().__init__(values)
@@ -179,7 +179,7 @@ class Defaults(dict[str, Any]):
         if isinstance(entry, str):
             return self[entry]
         if entry is None:
-            raise unknown_hyperparameter(name, self.preset, self)
+            raise no_such_hyperparameter(name, self.preset, self)
         keys = entry.keys if isinstance(entry, Converted) else entry.use
         raise UnknownHyperparameterError(
             f"{name!r} is ALL's and has no default here: looprl's preset has "

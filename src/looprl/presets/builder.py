@@ -22,7 +22,7 @@ from looprl.presets.all_names import (
     ALL_NAMES,
     Defaults,
     UnknownHyperparameterError,
-    unknown_hyperparameter,
+    no_such_hyperparameter,
 )
 
 log = logging.getLogger(__name__)
@@ -159,7 +159,7 @@ class PresetBuilder:
         hyperparameters, all_given = self._from_all_names(hyperparameters)
         for key, value in hyperparameters.items():
             if key not in self.default_hyperparameters:
-                raise unknown_hyperparameter(key, self.default_name, self.default_hyperparameters)
+                raise no_such_hyperparameter(key, self.default_name, self.default_hyperparameters)
             hyperparameters[key] = check_type(key, value, self.default_hyperparameters[key])
         check_ranges(hyperparameters, self.default_name)
         return self._preset_builder(hyperparameters={**self._hyperparameters, **hyperparameters},

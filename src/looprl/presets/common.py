@@ -145,7 +145,8 @@ def require_flat_observations(env: Any, algorithm: str, family: str = "classic-c
         return int(space.shape[0])
     images = isinstance(space, gym.spaces.Box) and len(space.shape) in (2, 3)
     discrete = isinstance(env.action_space, gym.spaces.Discrete)  # (what Atari presets act in)
-    advice = "use an Atari preset for images" if images and discrete else (
+    advice = ("use an Atari preset for stacked 84x84 frames, or classic-control dqn, ddqn or ppo "
+              "with features='cnn' for other channels-first images") if images and discrete else (
         "wrap the environment in gymnasium.wrappers.FlattenObservation (looprl run ... "
         "env_wrappers=[gymnasium.wrappers.FlattenObservation]; looprl train ... --wrapper "
         "gymnasium.wrappers.FlattenObservation; GymEnvironment(id, wrap_env=FlattenObservation))")

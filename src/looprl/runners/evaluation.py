@@ -51,8 +51,10 @@ def final_evaluation(run: Any, episodes: int, env: Any = None, test_env: Any = N
     ``episodes`` logged test episodes; with ``test_env``, ``episodes`` in ``env`` and
     ``held_out_returns`` in ``test_env``, logged as the two ``SETS``. A multi-agent ``test``'s
     returns are summed over the agents (the team's return)."""
-    if test_env is None:  # (0 episodes: none played nor logged, as run_experiment's)
-        returns = run.test(episodes=episodes) if episodes else []
+    if not episodes:  # (none played nor logged, as run_experiment's)
+        return summary([], None if test_env is None else [])
+    if test_env is None:
+        returns = run.test(episodes=episodes)
         if isinstance(returns, dict):
             returns = [sum(values) for values in zip(*returns.values(), strict=True)]
         return summary(returns)
