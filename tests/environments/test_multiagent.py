@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import sys
 
 import gymnasium as gym
 import numpy as np
@@ -150,6 +151,21 @@ def test_unflattened_observations_keep_their_shape():
 def test_unknown_environment_name_is_a_value_error():
     with pytest.raises(ValueError, match="Unknown PettingZoo environment 'tictactoe_v99'"):
         make_zoo_env("tictactoe_v99")
+
+
+def test_mpe_games_are_found_by_name_in_their_own_package(tmp_path, monkeypatch):
+    """PettingZoo's MPE games left it for the ``mpe2`` package (1.25): ``simple_spread_v3``
+    was an unknown environment whose message said to install pettingzoo, which was there."""
+    package = tmp_path / "mpe2"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "fake_spread_v3.py").write_text(
+        "from pettingzoo.classic import rps_v2\ndef env(**kwargs):\n    return rps_v2.env()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "mpe2", raising=False)
+    assert MultiagentPettingZooEnv("fake_spread_v3").possible_agents == ["player_0", "player_1"]
+    with pytest.raises(ValueError, match="'mpe2.nothing_v3'.* need pip install mpe2"):
+        make_zoo_env("nothing_v3")
 
 
 def test_a_game_not_made_is_a_type_error_saying_to_make_it():

@@ -587,3 +587,12 @@ def test_what_a_single_agent_view_cannot_show_is_one_line(env, message) -> None:
 
     with pytest.raises(ValueError, match=message):
         SRLAgentEnvironment(env, ("mine", {}))
+
+
+def test_a_pettingzoo_games_errors_name_the_game_not_its_wrapper():
+    """The collector's and Ray's messages named every AEC game 'OrderEnforcingWrapper'."""
+    env = PettingZooEnvironment("tictactoe_v3")
+    assert env.name == "tictactoe_v3" and PettingZooEnvironment(_Relay()).name == "_Relay"
+    env.reset()
+    with pytest.raises(Exception, match=r"^tictactoe_v3\.step\(\) raised AssertionError"):
+        env.step([100, None])

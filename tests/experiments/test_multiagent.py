@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import gymnasium as gym
+import numpy as np
 import pytest
 
 pytest.importorskip("pettingzoo")
 
 from pettingzoo.classic import tictactoe_v3  # noqa: E402
+from pettingzoo.utils.env import ParallelEnv  # noqa: E402
 
 from looprl.agents.independent import IndependentMultiagent, RandomAgent  # noqa: E402
 from looprl.core import Agent, Preset  # noqa: E402
@@ -234,3 +237,49 @@ def test_each_agents_meta_scalars_go_to_its_own_run_directory_as_on_ray(tmp_path
         rows = (run / f"independent_dqn.{name}" / "tictactoe_v3" / "log.csv").read_text().split()
         assert rows[0] == "frame,name,value" and len(rows) == 6
         assert all(row.split(",")[1:] == ["mark", repr(value)] for row in rows[1:])
+
+
+class _Uneven(ParallelEnv):
+    """Agents whose observations (``obs``) or actions (``act``) differ in shape (MPE's
+    simple_adversary: the adversary sees less)."""
+
+    metadata = {"name": "uneven"}
+    render_mode = None
+    possible_agents = ["adversary", "agent"]  # noqa: RUF012
+
+    def __init__(self, differ):
+        self.differ = differ
+
+    def observation_space(self, agent):
+        size = 3 if self.differ == "obs" and agent == "adversary" else 4
+        return gym.spaces.Box(-1.0, 1.0, (size,), np.float32)
+
+    def action_space(self, agent):
+        size = 3 if self.differ == "act" and agent == "adversary" else 2
+        return gym.spaces.Box(-1.0, 1.0, (size,), np.float32)
+
+    def reset(self, seed=None, options=None):
+        self.agents = list(self.possible_agents)
+        return ({a: self.observation_space(a).sample() for a in self.agents},
+                {a: {} for a in self.agents})
+
+    def step(self, actions):
+        obs = {a: self.observation_space(a).sample() for a in self.agents}
+        done = dict.fromkeys(self.agents, True)
+        self.agents = []
+        infos = {a: {} for a in done}
+        return obs, dict.fromkeys(done, 1.0), done, dict.fromkeys(done, False), infos
+
+
+@pytest.mark.parametrize("differ", ["obs", "act"])
+def test_agents_of_different_shapes_are_one_line_before_training(differ, tmp_path):
+    from looprl.experiments import run_experiment
+    from looprl.presets import continuous, multiagent
+
+    env = MultiagentPettingZooEnv(_Uneven(differ))
+    kind = "observation" if differ == "obs" else "action"
+    with pytest.raises(ValueError, match=rf"one {kind} shape .* uneven's .*adversary \(3,\)"):
+        run_experiment(multiagent.independent(continuous.ppo), env, 100, logdir=str(tmp_path),
+                       quiet=True)
+    with pytest.raises(ValueError, match=f"one {kind} shape"):
+        play(env, IndependentMultiagent({}))

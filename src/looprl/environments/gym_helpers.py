@@ -114,10 +114,11 @@ ZOO_FAMILIES = ("classic", "butterfly", "sisl", "mpe", "atari")
 
 def zoo_modules(name: str) -> list[str]:
     """The PettingZoo modules a game's name may stand for: ``"tictactoe_v3"`` is
-    ``pettingzoo.tictactoe_v3`` or ``pettingzoo.<family>.tictactoe_v3``."""
+    ``pettingzoo.tictactoe_v3`` or ``pettingzoo.<family>.tictactoe_v3``, and ``"simple_v3"``
+    ``mpe2.simple_v3`` too (PettingZoo's MPE games, a package of their own since 1.25)."""
     derived = [] if name.startswith("pettingzoo.") else [f"pettingzoo.{name}"]
-    return derived + ([f"pettingzoo.{family}.{name}" for family in ZOO_FAMILIES]
-                      if "." not in name else [])
+    return derived + ([f"pettingzoo.{family}.{name}" for family in ZOO_FAMILIES] +
+                      [f"mpe2.{name}"] if "." not in name else [])
 
 
 def is_pettingzoo_game(name: str) -> bool:

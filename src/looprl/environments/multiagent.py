@@ -308,6 +308,19 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
                 for _ in range(n)]
 
 
+def check_shared_shapes(env: MultiagentEnvironment, use: str) -> None:
+    """``ValueError`` unless every agent of ``env`` observes in one shape and acts in one: the
+    collector that ``use`` trains on keeps one array of each for all its agents."""
+    for kind, space in (("observation", env.observation_space), ("action", env.action_space)):
+        shapes = {agent: getattr(space(agent), "shape", None) for agent in env.possible_agents}
+        if len(set(shapes.values())) > 1:
+            listed = ", ".join(f"{agent} {shape}" for agent, shape in shapes.items())
+            raise ValueError(f"{use} keeps one {kind} shape for all agents, but {env.name}'s "
+                             f"agents have {kind}s of different shapes ({listed}): pad them to "
+                             "one size (a PettingZoo wrapper), or act in a loop of your own "
+                             "(agent.act(env.last()))")
+
+
 def _aec_adapter(zoo_env: Any, flatten: bool) -> PettingZooEnvironment:
     """The ``PettingZooEnvironment`` of a PettingZoo game, a parallel one converted to AEC."""
     from pettingzoo.utils.conversions import parallel_to_aec

@@ -57,7 +57,8 @@ def make_zoo_env(name: str, parallel: bool = False, **kwargs: Any) -> Any:
     if module is None:
         tried = ", ".join(repr(c) for c in [module_name, *derived])
         raise ValueError(f"Unknown PettingZoo environment {name!r} (tried {tried}; the "
-                         "'multiagent' extra installs pettingzoo)")
+                         "'multiagent' extra installs pettingzoo; its MPE games, such as "
+                         "simple_spread_v3, need pip install mpe2)")
     if not callable(getattr(module, factory, None)):
         raise ValueError(f"PettingZoo module {module.__name__!r} has no {factory}() to call")
     return getattr(module, factory)(**kwargs)
@@ -341,6 +342,13 @@ class PettingZooEnvironment(_Adapter):
         self.flatten = flatten
         self.turns: list[int] = []
         self._episode = self._t = 0  # episodes begun, steps into the current one
+
+    @property
+    def name(self) -> str:
+        """The class of the game given; for a PettingZoo wrapper of one (``OrderEnforcingWrapper``
+        around ``tictactoe_v3.env()``'s), the game's name."""
+        wrapper = type(self.env).__module__.startswith("pettingzoo.utils")
+        return (wrapper and getattr(self.env, "metadata", {}).get("name")) or super().name
 
     @property
     def agent_count(self) -> int:

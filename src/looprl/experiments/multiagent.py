@@ -15,7 +15,11 @@ from looprl.agents.independent import row_actions
 from looprl.collector import EnvRunner, Episode
 from looprl.collector.copies import made
 from looprl.core import Multiagent, RolloutRequest, RolloutResult, StateArray
-from looprl.environments.multiagent import MultiagentEnvironment, MultiagentPettingZooEnv
+from looprl.environments.multiagent import (
+    MultiagentEnvironment,
+    MultiagentPettingZooEnv,
+    check_shared_shapes,
+)
 from looprl.environments.srl import Environment
 from looprl.experiments.agent_loggers import AgentLoggers
 from looprl.experiments.episodes import check_test, play_episodes
@@ -36,6 +40,7 @@ def game(env: MultiagentPettingZooEnv, multiagent: Multiagent, seed: int | None 
          ) -> tuple[EnvRunner, Callable[[RolloutRequest], RolloutResult]]:
     """The collector over the SRL environment ``env`` is a view of (``env.adapter``) and
     ``multiagent``'s answer to its requests."""
+    check_shared_shapes(env, "the multi-agent game loop")
     runner = EnvRunner(lambda: env.adapter, segment_length=None, seed=seed, is_evaluation=True)
     return runner, answers(multiagent, runner, env.possible_agents)
 
@@ -82,6 +87,7 @@ class MultiagentEnvExperiment(Experiment):
                             f"{type(env).__name__}: wrap a PettingZoo environment in one (an SRL "
                             "environment too: MultiagentPettingZooEnv(env, name, remote=(name, "
                             "args)))")
+        check_shared_shapes(env, type(self).__name__)
         return env
 
     def __setstate__(self, state: dict[str, Any]) -> None:
