@@ -163,9 +163,11 @@ def test_a_run_interrupted_says_where_its_logs_are_and_stops_its_workers(local_r
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
 def test_gpus_a_cluster_lacks_fail_after_the_placement_timeout_in_one_line(local_ray):
-    with pytest.raises(RuntimeError, match=r"did not place worker\(s\) \[.*'policy0'.*\] within "
-                                           r"3s: the run reserves 4 CPUs and 1 GPUs and the "
-                                           r"cluster has .* CPUs and 0 GPUs free"):
+    """No node has the GPU a policy worker reserves: the line says so, and what to lower."""
+    with pytest.raises(RuntimeError, match=r"^no node of the cluster can place policy workers: "
+                                           r"each reserves 1 CPUs and 1 GPUs \(runtime.cpus_per_"
+                                           r"policy, runtime.gpus_per_policy\) and the largest "
+                                           r"node has .* CPUs and 0 GPUs; lower them"):
         DistributedRun(ppo_spec(), runtime(policy_workers=1, gpus_per_policy=1,
                                            placement_timeout=3),
                        frames=10**6, logdir=None, quiet=True).run()

@@ -28,7 +28,6 @@ def test_the_plan_plays_every_held_out_instance_and_shares_the_episodes() -> Non
     assert [n for _, n in plan] == [3, 3, 2, 2]  # 10 episodes over 4 instances
     assert [_lengths(single) for single, _ in plan] == [[c["length"]] for c in TEST.values()]
     assert [n for _, n in instance_plan(env, 2)] == [1, 1, 1, 1]  # each at least once
-    assert instance_plan(env, 0) == [(env, 0)]  # (test_episodes=0: none, it played 4)
     plain = GymEnvironment("CartPole-v1")
     assert instance_plan(plain, 5) == [(plain, 5)]
 
@@ -68,18 +67,3 @@ def test_both_sets_are_logged_under_their_names(tmp_path: Path) -> None:
     assert [e[1] for e in runner.evaluations] == [float(r["mean_eval_reward"])
                                                  for r in table if r["set"] == "test_set"]
     assert runner._read_evaluations() == runner.evaluations  # a resume reads the held-out's
-
-
-def test_no_test_episodes_play_and_log_nothing_with_a_held_out_set_too() -> None:
-    """``test_episodes=0`` with a held-out set: nothing played nor logged (was: a
-    ``test_returns.csv`` of its header only, the train set's test played with 0 episodes)."""
-    from looprl.runners.evaluation import final_evaluation
-
-    class Run:
-        def test(self, **kwargs):
-            raise AssertionError("played")
-
-    env = ContextualEnvironment("CartPole-v1", TEST, seed=0)
-    results = final_evaluation(Run(), 0, env, env)
-    assert results["episodes"] == 0 and results["train_set"]["returns"] == []
-    assert final_evaluation(Run(), 0)["returns"] == []

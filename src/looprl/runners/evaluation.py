@@ -21,9 +21,8 @@ SETS = ("train_set", "test_set")
 
 def instance_plan(env: Any, episodes: int) -> list[tuple[Any, int]]:
     """``(environment, episodes)`` pairs that evaluate ``env``: one per instance of a
-    ``ContextualEnvironment`` (``max(episodes, instances)`` episodes in all; none for
-    ``episodes=0``), else ``env``."""
-    if not isinstance(env, ContextualEnvironment) or not episodes:
+    ``ContextualEnvironment`` (``max(episodes, instances)`` episodes in all), else ``env``."""
+    if not isinstance(env, ContextualEnvironment):
         return [(env, episodes)]
     wrapper = env.contextual
     contexts = wrapper.contexts
@@ -50,10 +49,11 @@ def final_evaluation(run: Any, episodes: int, env: Any = None, test_env: Any = N
     """``summary`` of ``run.test`` (an ``Experiment``'s or a finished ``DistributedRun``'s):
     ``episodes`` logged test episodes; with ``test_env``, ``episodes`` in ``env`` and
     ``held_out_returns`` in ``test_env``, logged as the two ``SETS``. A multi-agent ``test``'s
-    returns are summed over the agents (the team's return)."""
-    if not episodes:  # (none played nor logged, as run_experiment's)
-        return summary([], None if test_env is None else [])
+    returns are summed over the agents (the team's return). ``episodes=0`` plays no test but
+    each held-out instance once."""
     if test_env is None:
+        if not episodes:  # (none played nor logged, as run_experiment's)
+            return summary([])
         returns = run.test(episodes=episodes)
         if isinstance(returns, dict):
             returns = [sum(values) for values in zip(*returns.values(), strict=True)]
