@@ -177,6 +177,61 @@ def test_a_replay_that_cannot_fit_in_memory_is_one_line() -> None:
         builder.env(GymEnvironment("CartPole-v1")).build()
 
 
+def test_a_replay_of_images_that_cannot_fit_is_one_line_at_build() -> None:
+    """The check counted a float per transition (40 MB for 1e7 images of 12 KB: 246 GB of
+    windows), so the build passed and the first write, a few hundred steps in, was torch's
+    allocator traceback or the kernel's OOM killer; the Atari ring's slots too (7 KB each)."""
+    import gymnasium as gym
+    import numpy as np
+
+    from looprl.presets import atari
+
+    for shape, builder, size in (((3, 64, 64), classic_control.dqn.hyperparameters(
+            features="nature"), 10**7), ((4, 84, 84), atari.dqn, 10**9)):
+        env = GymEnvironment(gym.make("CartPole-v1"))
+        env.env.observation_space = gym.spaces.Box(0, 255, shape, np.uint8)
+        with pytest.raises(ValueError, match=r"dqn: replay_buffer_size = [\d,]+ rows of "
+                                             r"[\d,]+ bytes need [\d,.]+ GiB, more than.*"
+                                             r"lower replay_buffer_size$"):
+            builder.hyperparameters(replay_buffer_size=size).device("cpu").env(env).build()
+
+
+def test_a_minibatch_of_frames_that_cannot_fit_is_one_line_at_build(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``minibatch_size=1e5`` of Atari frames (5.6 GB of windows; 0.7 GB in the ring, which
+    stores each frame once) was torch's allocator traceback at the first update, hours in."""
+    import gymnasium as gym
+    import numpy as np
+
+    from looprl.presets import atari
+
+    monkeypatch.setattr("looprl.presets.common.memory_limit", lambda: 2**30)
+    env = GymEnvironment(gym.make("CartPole-v1"))
+    env.env.observation_space = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
+    builder = atari.dqn.hyperparameters(replay_buffer_size=10**5, minibatch_size=10**5)
+    with pytest.raises(ValueError, match=r"dqn: minibatch_size = 100,000 rows of 56,468 bytes "
+                                         r"need 5.3 GiB, more than the 1.0 GiB .* lower "
+                                         r"minibatch_size$"):
+        builder.device("cpu").env(env).build()
+    builder.hyperparameters(minibatch_size=32).device("cpu").env(env).build()  # (the ring fits)
+
+
+def test_the_memory_checks_take_a_ulimit_as_the_machines_memory(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under ``ulimit -v`` (1 GiB here) the checks compared with the machine's memory, and a
+    replay that passed them failed at its first write."""
+    import resource
+
+    from looprl.presets.common import memory_limit
+
+    monkeypatch.setattr(resource, "getrlimit", lambda kind: (2**30, resource.RLIM_INFINITY))
+    assert memory_limit() == 2**30
+    with pytest.raises(ValueError, match=r"replay_buffer_size = 30,000,000 rows of 52 bytes "
+                                         r"need 1.5 GiB.*lower replay_buffer_size"):
+        classic_control.dqn.hyperparameters(replay_buffer_size=3 * 10**7).device("cpu").env(
+            "CartPole-v1").build()
+
+
 def test_a_failing_torch_call_keeps_its_traceback_and_a_raise_of_looprls_is_one_line() -> None:
     """Bugs (a RuntimeError from inside torch) are not hidden; looprl's own are reported."""
     from looprl.core.suggest import is_bad_input

@@ -616,3 +616,26 @@ def test_prioritized_put_draws_joined_windows_and_never_a_dead_copy() -> None:
     assert len(windows) > 100 and all(theirs[i] == window for i, window in windows.items())
     joined = {i for i in drawn if (i % 1000) % length > length - n}  # spanning two segments
     assert len(joined) > 20 and dead == 0
+
+
+def test_a_ring_that_cannot_be_allocated_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Was torch's allocator traceback at the first transition (1e6 slots of 84x84 frames:
+    6.6 GiB), the ring left half made; now one line, and the ring stays empty."""
+    empty = torch.empty
+
+    def allocate(*shape: Any, **kwargs: Any) -> torch.Tensor:
+        if isinstance(shape[0], tuple) and shape[0][0] == 10**6:
+            raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate")
+        return empty(*shape, **kwargs)
+
+    monkeypatch.setattr(torch, "empty", allocate)
+    for kind in (AtariReplayBuffer, PrioritizedAtariReplayBuffer):
+        buffer = kind(10**6)
+        first, second = (State({"observation": torch.zeros(4, 84, 84, dtype=torch.uint8),
+                                "reward": 0.0, "done": False}) for _ in range(2))
+        with pytest.raises(ValueError, match=rf"^{kind.__name__}: 1,000,000 items of 7,095 bytes "
+                                             r"need 6.6 GiB on cpu, which could not be allocated "
+                                             r"\(.*\); lower its size \(a preset's "
+                                             r"replay_buffer_size\)$"):
+            buffer.store(first, torch.tensor(1), second)
+        assert buffer.frames is None and buffer.action is None and len(buffer) == 0

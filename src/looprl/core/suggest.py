@@ -190,6 +190,13 @@ def is_bad_input(error: BaseException) -> bool:
         line.startswith("raise "))
 
 
+def is_out_of_memory(error: RuntimeError) -> bool:
+    """Whether ``error`` is torch's failure to allocate a tensor (CPU or accelerator)."""
+    import torch
+
+    return isinstance(error, torch.OutOfMemoryError) or "can't allocate memory" in str(error)
+
+
 def one_line(error: BaseException) -> str:
     """``error``'s message on one line (a ``KeyError``'s without its quotes)."""
     message = error.args[0] if type(error) is KeyError and error.args else error

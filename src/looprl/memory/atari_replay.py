@@ -87,14 +87,14 @@ class AtariReplayBuffer(ReplayBuffer):
             raise ValueError(f"Replay size {self.size} is too small for stacks of {self.stack} and "
                              f"{self.n_step}-step returns: give it at least "
                              f"{self.stack + self.n_step + 1} (a preset's replay_buffer_size)")
-        self.frames = torch.empty((self.size, *observation.shape[1:]), dtype=observation.dtype)
-        self.action = torch.zeros((self.size, *action.shape), dtype=action.dtype)
-        self.reward = torch.zeros(self.size, dtype=torch.float32)
-        self.mask = torch.zeros(self.size, dtype=torch.float32)
-        self.done = torch.zeros(self.size, dtype=torch.bool)
-        self.steps = torch.zeros(self.size, dtype=torch.int16)  # the window's; 0: not ready
-        self.links = torch.zeros((self.size, self.stack), dtype=torch.int32)
-        self.nexts = torch.full((self.size,), -1, dtype=torch.int32)
+        with self._allocating(observation[0].nbytes + action.nbytes + 4 * self.stack + 15):
+            self.frames = torch.empty((self.size, *observation.shape[1:]), dtype=observation.dtype)
+            self.action = torch.zeros((self.size, *action.shape), dtype=action.dtype)
+            self.reward, self.mask = (torch.zeros(self.size, dtype=torch.float32) for _ in range(2))
+            self.done = torch.zeros(self.size, dtype=torch.bool)
+            self.steps = torch.zeros(self.size, dtype=torch.int16)  # the window's; 0: not ready
+            self.links = torch.zeros((self.size, self.stack), dtype=torch.int32)
+            self.nexts = torch.full((self.size,), -1, dtype=torch.int32)
         self._views = self._numpy_views()
 
     def _numpy_views(self) -> dict[str, np.ndarray]:

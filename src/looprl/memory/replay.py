@@ -20,8 +20,9 @@ import torch
 
 from looprl.core import SampleBatch, State, StateArray
 from looprl.core.namedarray import NamedArray, as_numpy
-from looprl.core.suggest import check_count, check_device
+from looprl.core.suggest import check_count, check_device, is_out_of_memory, one_line
 from looprl.memory.returns import n_step_bootstrap
+from looprl.memory.segments import leaves
 from looprl.memory.windows import (
     fields,
     joined,
@@ -96,6 +97,21 @@ class ReplayBuffer:
         """A minibatch ``(states, actions, rewards, next_states, weights)`` (``transitions``)."""
         return transitions(self.sample_batch(batch_size))
 
+    @contextmanager
+    def _allocating(self, item_bytes: int) -> Iterator[None]:
+        """Allocate the storage of ``size`` items of ``item_bytes`` bytes: torch's failure is
+        one line (``ValueError``) naming the size to lower, the buffer left empty."""
+        try:
+            yield
+        except RuntimeError as error:
+            if not is_out_of_memory(error):
+                raise
+            self.__dict__.update(self._empty_contents())
+            raise ValueError(f"{type(self).__name__}: {self.size:,} items of {item_bytes:,} bytes "
+                             f"need {self.size * item_bytes / 2**30:,.1f} GiB on {self.device}, "
+                             f"which could not be allocated ({one_line(error)}); lower its size "
+                             "(a preset's replay_buffer_size)") from None
+
     def weights(self, index: torch.Tensor) -> torch.Tensor | None:
         """Importance weights of ``index`` (``None``: uniform replay)."""
         return None
@@ -161,8 +177,11 @@ class ExperienceReplayBuffer(ReplayBuffer):
 
     def _allocate(self, window: dict[str, Any]) -> None:
         """Zeroed storage ``[size, rows, ...]`` for items like ``window`` (``[rows, ...]``)."""
-        self._storage = fields(window, lambda leaf: torch.zeros(
-            (self.size, *leaf.shape), dtype=leaf.dtype, device=self.device))
+        item = sum(x.nbytes for value in window.values()
+                   for x in (leaves(value) if isinstance(value, NamedArray) else [value]))
+        with self._allocating(item):
+            self._storage = fields(window, lambda leaf: torch.zeros(
+                (self.size, *leaf.shape), dtype=leaf.dtype, device=self.device))
         self._views = self._numpy_views()
 
     def store(self, state: State | None, action: Any, next_state: State) -> None:

@@ -15,7 +15,7 @@ import torch
 
 from looprl.core import Preset
 from looprl.core.ranges import check_ranges, range_of
-from looprl.core.suggest import check_device, one_line, warn_once
+from looprl.core.suggest import check_device, is_out_of_memory, one_line, warn_once
 from looprl.environments.base import Environment
 from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.presets.all_names import (
@@ -46,11 +46,6 @@ def check_type(key: str, value: Any, default: Any) -> Any:
         kind = type(default).__name__
         raise TypeError(f"Hyperparameter {key!r} must be {kind} (like {default!r}), got {value!r}")
     return value
-
-
-def is_out_of_memory(error: RuntimeError) -> bool:
-    """Whether ``error`` is torch's failure to allocate a tensor (CPU or accelerator)."""
-    return isinstance(error, torch.OutOfMemoryError) or "can't allocate memory" in str(error)
 
 
 def default_device() -> str:

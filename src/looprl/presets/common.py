@@ -8,6 +8,7 @@ import logging
 import math
 import os
 from abc import abstractmethod
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -154,16 +155,48 @@ def require_flat_observations(env: Any, algorithm: str, family: str = "classic-c
                      f"{env.name} has {space}; {advice}")
 
 
-def check_memory(name: str, rows: int, what: str, env: Any, remedy: str) -> None:
-    """A one-line ``ValueError`` when ``rows`` float32 observations of ``env`` (``None``: one
-    float a row) would not fit in memory; ``what`` names the rows, ``remedy`` what to lower."""
+def memory_limit() -> int:
+    """The bytes of memory this process can have: the machine's, or less under ``ulimit -v``
+    or a container's (cgroup) limit."""
+    import resource  # (Unix only, as os.sysconf)
+
+    limits = [os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
+              resource.getrlimit(resource.RLIMIT_AS)[0]]
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            limits.append(int(Path(path).read_text()))
+        except (OSError, ValueError):  # (none, or "max")
+            pass
+    return min(limit for limit in limits if limit > 0)  # (RLIM_INFINITY: -1)
+
+
+def check_memory(name: str, rows: int, what: str, env: Any, remedy: str,
+                 row_bytes: int | None = None) -> None:
+    """A one-line ``ValueError`` when ``rows`` rows of ``row_bytes`` bytes (default: a float32
+    observation of ``env``; ``None``: one float) would not fit in memory (``memory_limit``);
+    ``what`` names the rows, ``remedy`` what to lower."""
     shape = getattr(getattr(env, "observation_space", None), "shape", None) or (1,)
-    needed = rows * max(1, math.prod(shape)) * 4
-    limit = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")  # physical memory
     size = "rows need at least" if env is None else f"rows of {math.prod(shape):,} floats need"
+    if row_bytes is not None:
+        size = f"rows of {row_bytes:,} bytes need"
+    needed = rows * (row_bytes or max(1, math.prod(shape)) * 4)
+    limit = memory_limit()
     if needed > limit:
-        raise ValueError(f"{name}: {what} = {rows:,} {size} {needed / 2**30:,.0f} GiB, more "
-                         f"than this machine's {limit / 2**30:,.0f} GiB of memory; {remedy}")
+        raise ValueError(f"{name}: {what} = {rows:,} {size} {needed / 2**30:,.1f} GiB, more "
+                         f"than the {limit / 2**30:,.1f} GiB of memory this process can have; "
+                         f"{remedy}")
+
+
+def value_bytes(space: Any) -> int:
+    """The least bytes a value of ``space`` takes in a buffer: a float32 a number, a byte a
+    pixel of ``uint8`` images (``as_observation``); a ``Dict``'s or ``Tuple``'s, its parts'."""
+    parts = getattr(space, "spaces", None)
+    if isinstance(parts, dict | tuple):
+        return sum(value_bytes(part) for part in (parts.values() if isinstance(parts, dict)
+                                                  else parts))
+    shape = tuple(getattr(space, "shape", None) or ())
+    image = getattr(space, "dtype", None) == np.uint8 and len(shape) >= 2
+    return math.prod(shape) * (1 if image else 4)
 
 
 def cap_minibatch(name: str, hyperparameters: dict[str, Any], limit: int, what: str,

@@ -26,6 +26,7 @@ from looprl.presets.common import (
     check_memory,
     policy_network,
     require_discrete_actions,
+    value_bytes,
 )
 from looprl.presets.parts import beta_schedule, epsilon_schedule
 
@@ -51,6 +52,25 @@ class ReplayPreset(FamilyPreset):
         self.hyperparameters = cap_minibatch(name, hyperparameters, size, "the replay it is "
                                              f"sampled from (replay_buffer_size={size})",
                                              "raise replay_buffer_size")
+
+    def window_bytes(self, env: Any) -> int:
+        """The least bytes one sampled transition of ``env`` takes: its window's
+        ``n_step + 1`` rows of observation, action, float32 reward, done and truncated."""
+        return (self.n_step + 1) * (value_bytes(env.observation_space)
+                                    + value_bytes(env.action_space) + 6)
+
+    def replay_bytes(self, env: Any) -> int:
+        """The least bytes one transition of ``env`` takes in the replay (a window)."""
+        return self.window_bytes(env)
+
+    def check_replay_memory(self, env: Any) -> None:
+        """A one-line ``ValueError`` when ``replay_buffer_size`` transitions of ``env`` (the
+        replay allocates them at its first write, steps into a run) or a minibatch of
+        ``minibatch_size`` would not fit in memory."""
+        hp = self.hyperparameters
+        for key, row_bytes in (("replay_buffer_size", self.replay_bytes(env)),
+                               ("minibatch_size", self.window_bytes(env))):
+            check_memory(self.name, int(hp[key]), key, env, f"lower {key}", row_bytes)
 
     @property
     def apex(self) -> bool:
@@ -169,6 +189,10 @@ class QPreset(QNetworkPreset, ReplayPreset):
 
     #: the choice that turns prioritized replay on (``idle``)
     prioritized_part = "prioritized=True"
+
+    def __init__(self, env: Any, name: str, device: Any, hp: dict[str, Any]):
+        super().__init__(env, name, device, hp)
+        self.check_replay_memory(env)
 
     def idle(self) -> dict[str, str]:
         """The hyperparameters the chosen parts leave unused -> the part they need (Rainbow's

@@ -4,6 +4,7 @@ network and the base of the replay presets."""
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -81,3 +82,9 @@ class AtariReplayPreset(DeepMindBody, QPreset):
 
     replays = (AtariReplayBuffer, PrioritizedAtariReplayBuffer)
     remote_prefix = "atari_"
+
+    def replay_bytes(self, env: Any) -> int:
+        """The bytes of a slot of the frame ring: its newest frame, the links to its stack's
+        frames and its transition (``AtariReplayBuffer._allocate``)."""
+        frames, *screen = env.observation_space.shape
+        return math.prod(screen) + 4 * frames + 23

@@ -43,6 +43,7 @@ class OffPolicyContinuousPreset(ReplayPreset):
         super().__init__(name, device, hyperparameters)
         self.action_space = require_box_actions(env, self.algorithm)
         self.obs_dim = require_flat_observations(env, self.algorithm, "continuous")
+        self.check_replay_memory(env)
         self.action_dim = int(self.action_space.shape[0])
         self.actor = self._actor().to(device)
         in_dim, hidden = self.obs_dim + self.action_dim, hyperparameters["hidden"]
