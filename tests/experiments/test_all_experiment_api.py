@@ -110,6 +110,19 @@ def test_a_preset_in_an_environment_of_other_spaces_is_one_line(tmp_path) -> Non
     experiment.close()
 
 
+def test_a_single_env_preset_in_a_parallel_experiment_is_one_line(tmp_path) -> None:
+    """DQN's (single-environment) preset in a ``ParallelEnvExperiment`` was "has no attribute
+    'n_envs'" (an ``Environment``), or trained then failed at ``test`` ("no attribute
+    'parallel_test_agent'", a ``VectorEnvironment``)."""
+    from looprl.environments import GymVectorEnvironment
+    from looprl.experiments import ParallelEnvExperiment
+
+    env = GymEnvironment("CartPole-v1")
+    for given in (env, GymVectorEnvironment("CartPole-v1", 2)):
+        with pytest.raises(TypeError, match="got the single-environment DQN.*SingleEnvExp"):
+            ParallelEnvExperiment(_preset(env), given, logdir=str(tmp_path), quiet=True)
+
+
 def test_alls_script_options_given_as_text_say_so(tmp_path) -> None:
     """ALL's scripts pass ``--save_freq`` and ``--fps`` as argparse gives them, text: one line
     that says to convert it (was: "fps must be positive, got '30'", which it is)."""

@@ -132,6 +132,19 @@ def test_builder_errors_name_the_problem():
             dqn.env(game)
 
 
+def test_a_single_agent_preset_in_a_multiagent_env_is_one_line(tmp_path):
+    """``classic_control.dqn.env(game)`` said the game "has method actions (<bound method
+    ...>)"; a single-agent preset in ``MultiagentEnvExperiment`` that it "has method(),
+    method()"."""
+    env = MultiagentPettingZooEnv(tictactoe_v3.env())
+    with pytest.raises(ValueError, match=r"multi-agent environment: .*multiagent.independent"
+                       r"\(classic_control.dqn\)\)$"):
+        cc.dqn.env(env)
+    preset = cc.dqn.env("CartPole-v1").device("cpu").build()
+    with pytest.raises(ValueError, match="single-agent CartPole-v1; .* is a multi-agent env"):
+        MultiagentEnvExperiment(preset, env, logdir=str(tmp_path), quiet=True)
+
+
 def test_n_envs_other_than_one_is_refused_not_ignored():
     """``n_envs=4`` was accepted, ignored (each agent's preset steps one view) and recorded in
     the run's hyperparameters; ``looprl run``'s config showed the single-agent preset's 8."""

@@ -16,8 +16,8 @@ from looprl.core import RolloutRequest, RolloutResult, StateArray
 from looprl.core.suggest import check_count, is_whole
 from looprl.environments import Environment, MultiagentEnvironment
 
-__all__ = ["check_episodes", "check_spaces", "check_test", "dashboard", "play_episodes",
-           "seed_everything", "single_action"]
+__all__ = ["check_episodes", "check_parallel_preset", "check_spaces", "check_test", "dashboard",
+           "play_episodes", "seed_everything", "single_action"]
 
 
 def seed_everything(seed: int) -> None:
@@ -115,15 +115,28 @@ def check_test(episodes: Any, env: Any, caller: str,
                         "GymEnvironment(id), or MultiagentPettingZooEnv for several agents")
 
 
+def check_parallel_preset(preset: Any, experiment: str) -> None:
+    """A one-line ``TypeError`` unless ``preset`` trains in copies (a ``ParallelPreset``: its
+    ``n_envs`` and ``parallel_test_agent``), as ``experiment`` needs."""
+    if not callable(getattr(preset, "parallel_test_agent", None)):
+        raise TypeError(f"{experiment} trains a ParallelPreset (its n_envs copies), got the "
+                        f"single-environment {type(preset).__name__}: train it with "
+                        "SingleEnvExperiment (run_experiment picks the experiment)")
+
+
 def check_spaces(preset: Any, env: Any) -> Any:
     """``env``; a one-line ``ValueError`` if its observations or actions are not of the kind and
     shape of those ``preset`` was built for (``preset.env_spaces``; unknown: no check)."""
     spaces = getattr(preset, "env_spaces", None)
     if spaces is None or not hasattr(env, "observation_space"):
         return env
+    name = getattr(env, "name", type(env).__name__)
+    if isinstance(env, MultiagentEnvironment):  # (its spaces: one per agent)
+        raise ValueError(f"The preset was built for the single-agent {preset.env_name}; {name} "
+                         "is a multi-agent environment: train a multi-agent preset in it "
+                         "(multiagent.ppo, multiagent.dqn, multiagent.independent(...))")
     trained, given = map(_shapes, (spaces, (env.observation_space, env.action_space)))
     if trained != given:
-        name = getattr(env, "name", type(env).__name__)
         raise ValueError(f"The preset was built for {preset.env_name} (observations, actions: "
                          f"{', '.join(trained)}), {name} has {', '.join(given)}: use it "
                          "in an environment of the same spaces (for looprl watch: its own, "

@@ -23,6 +23,7 @@ from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.experiments.checkpoint import check_checkpointing, save_checkpoint
 from looprl.experiments.diagnose import diverged, explain_divergence
 from looprl.experiments.episodes import (
+    check_parallel_preset,
     check_spaces,
     check_test,
     dashboard,
@@ -215,8 +216,8 @@ class Experiment:
     def _make_agent(self) -> Any:
         return self.preset.agent(logger=self.logger, train_steps=self.train_steps)
 
-    def _vector_env(self, preset: Any, env: Any) -> VectorEnvironment:
-        """The environment copies the agent trains in."""
+    def _vector_env(self, preset: Any, env: Any) -> VectorEnvironment:  # (the copies trained in)
+        check_parallel_preset(preset, type(self).__name__)
         if isinstance(env, VectorEnvironment):
             return env
         if isinstance(env, Environment):
