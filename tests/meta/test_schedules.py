@@ -180,3 +180,11 @@ def test_schedules_log_the_value_they_set(schedule):
         name = "log/schedule/" + schedule.key[3:]  # hp/lr/actor -> log/schedule/lr/actor
         assert metrics[name] == metrics[schedule.key]
     assert metrics[name] == pytest.approx(0.5)
+
+
+def test_cosine_lr_value_before_it_knows_its_initial_lr_is_one_line():
+    """``value(t)`` without ``initial_lr``, before the first update read the agent's, was
+    ``TypeError: unsupported operand type(s) for -: 'NoneType' and 'float'``."""
+    with pytest.raises(ValueError, match="initial_lr is read from the agent at the first update"):
+        CosineLRSchedule(period=10).value(3)
+    assert CosineLRSchedule(initial_lr=1.0, period=10).value(0) == pytest.approx(1.0)

@@ -79,7 +79,11 @@ class CosineLRSchedule(MetaComponent):
         return float(initial_lr)
 
     def value(self, t: int) -> float:
-        """The learning rate at update ``t``."""
+        """The learning rate at update ``t`` (known once ``initial_lr`` is: given, or read from
+        the agent at the first update)."""
+        if self.initial_lr is None:
+            raise ValueError("CosineLRSchedule.value: initial_lr is read from the agent at the "
+                             "first update; give initial_lr=... to ask before it")
         return cosine_restarts(t, self.initial_lr, self.min_lr, self.period, self.period_mult)
 
     def adapt_lr(self, metrics: dict[str, Any]) -> dict[str, Any]:
