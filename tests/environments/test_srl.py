@@ -589,6 +589,23 @@ def test_what_a_single_agent_view_cannot_show_is_one_line(env, message) -> None:
         SRLAgentEnvironment(env, ("mine", {}))
 
 
+class _WrongField(_OneAgent):
+    def step(self, actions: list) -> list[StepResult]:
+        return [step_result({"observation": np.ones(2, np.float32)}, 0.0, False)]
+
+
+def test_an_observation_without_its_obs_field_is_one_line() -> None:
+    """A one-agent SRL environment declaring ``obs`` but returning another field was a bare
+    ``KeyError: 'obs'``."""
+    from looprl.environments.srl_adapters import SRLGymEnv
+
+    env = SRLGymEnv(_WrongField(), "mine")
+    env.reset()
+    with pytest.raises(ValueError, match=r"^mine.step\(\) returned an observation of the fields "
+                                         r"\['observation'\], without 'obs'"):
+        env.step(0)
+
+
 def test_a_pettingzoo_games_errors_name_the_game_not_its_wrapper():
     """The collector's and Ray's messages named every AEC game 'OrderEnforcingWrapper'."""
     env = PettingZooEnvironment("tictactoe_v3")

@@ -265,7 +265,7 @@ class SRLGymEnv(gym.Env):
             with suppress(NotImplementedError):  # (an environment without seed(): unseeded)
                 self.env.seed(seed)
         result = checked_results(self.env.reset(), self.env, "reset")[0]
-        return result.obs["obs"], dict(result.info)
+        return self._obs(result, "reset"), dict(result.info)
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
         result = checked_results(self.env.step([action]), self.env, "step")[0]
@@ -273,7 +273,15 @@ class SRLGymEnv(gym.Env):
             raise ValueError(f"{self.name}.step() returned None for its only agent; return its "
                              "StepResult at every step")
         reward, done, truncated = result_scalars(result)
-        return result.obs["obs"], reward, done, truncated, dict(result.info)
+        return self._obs(result, "step"), reward, done, truncated, dict(result.info)
+
+    def _obs(self, result: Any, call: str) -> Any:
+        """The ``"obs"`` field of ``result``'s observation (one line if it has none)."""
+        if "obs" not in result.obs:
+            raise ValueError(f"{self.name}.{call}() returned an observation of the fields "
+                             f"{sorted(result.obs)}, without 'obs', the field its observation "
+                             "space declares: return StepResult(obs={'obs': array}, ...)")
+        return result.obs["obs"]
 
     def render(self) -> Any:
         return self.env.render()
