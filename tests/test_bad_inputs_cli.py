@@ -205,7 +205,7 @@ def test_a_minibatch_of_frames_that_cannot_fit_is_one_line_at_build(
 
     from looprl.presets import atari
 
-    monkeypatch.setattr("looprl.presets.common.memory_limit", lambda: 2**30)
+    monkeypatch.setattr("looprl.presets.common.memory_limit", lambda device="cpu": 2**30)
     env = GymEnvironment(gym.make("CartPole-v1"))
     env.env.observation_space = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
     builder = atari.dqn.hyperparameters(replay_buffer_size=10**5, minibatch_size=10**5)

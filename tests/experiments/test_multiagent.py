@@ -107,7 +107,7 @@ def test_a_test_in_an_id_is_one_line(tmp_path):
                                          quiet=True, seed=0)
     with pytest.raises(TypeError, match=r"^MultiagentEnvExperiment.test's env is one looprl "
                                         r"environment \(MultiagentEnvironment.*got str.*"
-                                        r"MultiagentPettingZooEnv for several agents$"):
+                                        r"e.g. MultiagentPettingZooEnv\(game\)$"):
         experiment.test(episodes=1, env="tictactoe_v3")
     experiment.close()
 

@@ -56,7 +56,7 @@ def row_actions(agent: Any, states: StateArray, names: Sequence[str] | None = No
         row = dict(states[i])
         if names is not None and not isinstance(row["agent"], str):
             row["agent"] = names[int(row["agent"])]
-        actions.append(np.asarray(agent.act(MultiagentState(row))))
+        actions.append(as_numpy(agent.act(MultiagentState(row))))
     return np.stack(actions)
 
 

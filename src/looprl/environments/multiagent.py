@@ -317,8 +317,8 @@ def check_shared_shapes(env: MultiagentEnvironment, use: str) -> None:
             listed = ", ".join(f"{agent} {shape}" for agent, shape in shapes.items())
             raise ValueError(f"{use} keeps one {kind} shape for all agents, but {env.name}'s "
                              f"agents have {kind}s of different shapes ({listed}): pad them to "
-                             "one size (a PettingZoo wrapper), or act in a loop of your own "
-                             "(agent.act(env.last()))")
+                             "one size (SuperSuit's pad_observations_v0, pad_action_space_v0), "
+                             "or act in a loop of your own (agent.act(env.last()))")
 
 
 def _aec_adapter(zoo_env: Any, flatten: bool) -> PettingZooEnvironment:

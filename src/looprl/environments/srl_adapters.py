@@ -58,7 +58,7 @@ def make_zoo_env(name: str, parallel: bool = False, **kwargs: Any) -> Any:
         tried = ", ".join(repr(c) for c in [module_name, *derived])
         raise ValueError(f"Unknown PettingZoo environment {name!r} (tried {tried}; the "
                          "'multiagent' extra installs pettingzoo; its MPE games, such as "
-                         "simple_spread_v3, need pip install mpe2)")
+                         "simple_spread_v3, need pip install mpe2 and their bare name)")
     if not callable(getattr(module, factory, None)):
         raise ValueError(f"PettingZoo module {module.__name__!r} has no {factory}() to call")
     return getattr(module, factory)(**kwargs)

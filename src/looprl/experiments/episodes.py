@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from looprl.collector import EnvRunner, Episode
-from looprl.core import RolloutRequest, RolloutResult, StateArray
+from looprl.core import ParallelPreset, RolloutRequest, RolloutResult, StateArray
 from looprl.core.suggest import check_count, is_whole
 from looprl.environments import Environment, MultiagentEnvironment
 
@@ -112,13 +112,16 @@ def check_test(episodes: Any, env: Any, caller: str,
         raise TypeError(f"{caller}'s env is one looprl environment ("
                         f"{' or '.join(kind.__name__ for kind in kinds)}), whose copies it "
                         f"plays, got {type(env).__name__} {env!r:.40}: build one, e.g. "
-                        "GymEnvironment(id), or MultiagentPettingZooEnv for several agents")
+                        + ("GymEnvironment(id)" if Environment in kinds else "")
+                        + (" or " if len(kinds) > 1 else "")
+                        + ("MultiagentPettingZooEnv(game)" if MultiagentEnvironment in kinds
+                           else ""))
 
 
 def check_parallel_preset(preset: Any, experiment: str) -> None:
     """A one-line ``TypeError`` unless ``preset`` trains in copies (a ``ParallelPreset``: its
     ``n_envs`` and ``parallel_test_agent``), as ``experiment`` needs."""
-    if not callable(getattr(preset, "parallel_test_agent", None)):
+    if not isinstance(preset, ParallelPreset):
         raise TypeError(f"{experiment} trains a ParallelPreset (its n_envs copies), got the "
                         f"single-environment {type(preset).__name__}: train it with "
                         "SingleEnvExperiment (run_experiment picks the experiment)")

@@ -62,7 +62,6 @@ def training_copy(env: MultiagentPettingZooEnv) -> Environment:
     return made(*env.remote_env())
 
 
-
 class MultiagentEnvExperiment(Experiment):
     """Trains a multi-agent preset in a ``MultiagentPettingZooEnv`` and evaluates it; the
     preset's ``agent(logger=...)`` receives one ``ExperimentLogger`` per agent

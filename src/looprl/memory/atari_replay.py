@@ -30,7 +30,7 @@ from looprl.memory.prioritized import Prioritized
 from looprl.memory.replay import STORE_CHUNK, ReplayBuffer
 from looprl.memory.windows import n_step_windows, segment_rows, stream_numbers
 
-__all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer"]
+__all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer", "slot_bytes"]
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,12 @@ _ARRAYS = ("frames", "action", "reward", "mask", "done", "steps", "links", "next
 
 #: Pending priority changes kept before ``PrioritizedAtariReplayBuffer`` applies them anyway.
 _MAX_PENDING_UPDATES = 4096
+
+
+def slot_bytes(frame_bytes: int, action_bytes: int, stack: int) -> int:
+    """The bytes of one slot of the frame ring: its frame, its action, the links to its stack's
+    frames, and its reward, mask, done, window steps and next slot (4 + 4 + 1 + 2 + 4)."""
+    return frame_bytes + action_bytes + 4 * stack + 15
 
 
 class AtariReplayBuffer(ReplayBuffer):
@@ -87,7 +93,7 @@ class AtariReplayBuffer(ReplayBuffer):
             raise ValueError(f"Replay size {self.size} is too small for stacks of {self.stack} and "
                              f"{self.n_step}-step returns: give it at least "
                              f"{self.stack + self.n_step + 1} (a preset's replay_buffer_size)")
-        with self._allocating(observation[0].nbytes + action.nbytes + 4 * self.stack + 15):
+        with self._allocating(slot_bytes(observation[0].nbytes, action.nbytes, self.stack), "cpu"):
             self.frames = torch.empty((self.size, *observation.shape[1:]), dtype=observation.dtype)
             self.action = torch.zeros((self.size, *action.shape), dtype=action.dtype)
             self.reward, self.mask = (torch.zeros(self.size, dtype=torch.float32) for _ in range(2))

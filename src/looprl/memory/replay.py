@@ -98,9 +98,10 @@ class ReplayBuffer:
         return transitions(self.sample_batch(batch_size))
 
     @contextmanager
-    def _allocating(self, item_bytes: int) -> Iterator[None]:
-        """Allocate the storage of ``size`` items of ``item_bytes`` bytes: torch's failure is
-        one line (``ValueError``) naming the size to lower, the buffer left empty."""
+    def _allocating(self, item_bytes: int, device: Any = None) -> Iterator[None]:
+        """Allocate the storage of ``size`` items of ``item_bytes`` bytes on ``device`` (default:
+        the buffer's): torch's failure is one line (``ValueError``) naming the size to lower,
+        the buffer left empty."""
         try:
             yield
         except RuntimeError as error:
@@ -108,7 +109,8 @@ class ReplayBuffer:
                 raise
             self.__dict__.update(self._empty_contents())
             raise ValueError(f"{type(self).__name__}: {self.size:,} items of {item_bytes:,} bytes "
-                             f"need {self.size * item_bytes / 2**30:,.1f} GiB on {self.device}, "
+                             f"need {self.size * item_bytes / 2**30:,.1f} GiB on "
+                             f"{device or self.device}, "
                              f"which could not be allocated ({one_line(error)}); lower its size "
                              "(a preset's replay_buffer_size)") from None
 

@@ -155,10 +155,14 @@ def require_flat_observations(env: Any, algorithm: str, family: str = "classic-c
                      f"{env.name} has {space}; {advice}")
 
 
-def memory_limit() -> int:
-    """The bytes of memory this process can have: the machine's, or less under ``ulimit -v``
-    or a container's (cgroup) limit."""
+def memory_limit(device: Any = "cpu") -> int:
+    """The bytes of memory this process can have on ``device``: a CUDA GPU's, or the
+    machine's, less under ``ulimit -v`` or a container's (cgroup) limit."""
     import resource  # (Unix only, as os.sysconf)
+
+    import torch
+    if torch.device(device).type == "cuda":
+        return int(torch.cuda.get_device_properties(torch.device(device)).total_memory)
 
     limits = [os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
               resource.getrlimit(resource.RLIMIT_AS)[0]]
@@ -171,20 +175,20 @@ def memory_limit() -> int:
 
 
 def check_memory(name: str, rows: int, what: str, env: Any, remedy: str,
-                 row_bytes: int | None = None) -> None:
+                 row_bytes: int | None = None, device: Any = "cpu") -> None:
     """A one-line ``ValueError`` when ``rows`` rows of ``row_bytes`` bytes (default: a float32
-    observation of ``env``; ``None``: one float) would not fit in memory (``memory_limit``);
-    ``what`` names the rows, ``remedy`` what to lower."""
+    observation of ``env``; ``None``: one float) would not fit in ``device``'s memory
+    (``memory_limit``); ``what`` names the rows, ``remedy`` what to lower."""
     shape = getattr(getattr(env, "observation_space", None), "shape", None) or (1,)
     size = "rows need at least" if env is None else f"rows of {math.prod(shape):,} floats need"
     if row_bytes is not None:
         size = f"rows of {row_bytes:,} bytes need"
     needed = rows * (row_bytes or max(1, math.prod(shape)) * 4)
-    limit = memory_limit()
+    limit = memory_limit(device)
     if needed > limit:
         raise ValueError(f"{name}: {what} = {rows:,} {size} {needed / 2**30:,.1f} GiB, more "
-                         f"than the {limit / 2**30:,.1f} GiB of memory this process can have; "
-                         f"{remedy}")
+                         f"than the {limit / 2**30:,.1f} GiB of memory this process can have "
+                         f"on {device}; {remedy}")
 
 
 def value_bytes(space: Any) -> int:

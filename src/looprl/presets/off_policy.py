@@ -47,11 +47,14 @@ class ReplayPreset(FamilyPreset):
     def __init__(self, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)  # (checks the values as given)
         size = hyperparameters["replay_buffer_size"]
-        check_memory(name, int(size), "replay_buffer_size", None,  # (at least a float a row)
-                     "lower replay_buffer_size")
         self.hyperparameters = cap_minibatch(name, hyperparameters, size, "the replay it is "
                                              f"sampled from (replay_buffer_size={size})",
                                              "raise replay_buffer_size")
+
+    @property
+    def replay_device(self) -> Any:
+        """Where the replay stores its transitions: the preset's device."""
+        return self.device
 
     def window_bytes(self, env: Any) -> int:
         """The least bytes one sampled transition of ``env`` takes: its window's
@@ -70,7 +73,8 @@ class ReplayPreset(FamilyPreset):
         hp = self.hyperparameters
         for key, row_bytes in (("replay_buffer_size", self.replay_bytes(env)),
                                ("minibatch_size", self.window_bytes(env))):
-            check_memory(self.name, int(hp[key]), key, env, f"lower {key}", row_bytes)
+            check_memory(self.name, int(hp[key]), key, env, f"lower {key}", row_bytes,
+                         self.replay_device)
 
     @property
     def apex(self) -> bool:

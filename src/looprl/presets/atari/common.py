@@ -12,7 +12,7 @@ import gymnasium as gym
 from torch import nn
 
 from looprl.environments.bodies import BodyStates, deepmind_atari_body, deepmind_atari_states
-from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
+from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer, slot_bytes
 from looprl.nn.cnn import nature_actor_critic
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.common import require_discrete_actions
@@ -83,8 +83,10 @@ class AtariReplayPreset(DeepMindBody, QPreset):
     replays = (AtariReplayBuffer, PrioritizedAtariReplayBuffer)
     remote_prefix = "atari_"
 
+    replay_device = "cpu"  # (the frame ring, on the host; its batches go to the device)
+
     def replay_bytes(self, env: Any) -> int:
         """The bytes of a slot of the frame ring: its newest frame, the links to its stack's
         frames and its transition (``AtariReplayBuffer._allocate``)."""
         frames, *screen = env.observation_space.shape
-        return math.prod(screen) + 4 * frames + 23
+        return slot_bytes(math.prod(screen), 8, frames)  # (an int64 action)
