@@ -345,10 +345,14 @@ def test_ctrl_c_during_looprl_run_is_one_line(signum: int, tmp_path: Path) -> No
     # training runs once results.csv has rows (appended every 100 episodes): the run's
     # directory exists earlier, while torch still imports (a Ctrl-C there may be lost to
     # CPython's import machinery, or end in a SIGINT exit rather than 130)
+    # the first checkpoint flushes results.csv before it is written: with
+    # checkpoints, wait for the file too (a Ctrl-C during its save leaves none to resume)
     results = run_dir / "ppo" / "CartPole-v1" / "results.csv"
+    saved = results.with_name("checkpoint.pt")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and process.poll() is None and not (
-            results.exists() and len(results.read_text().splitlines()) > 1):
+            results.exists() and len(results.read_text().splitlines()) > 1
+            and (saved.exists() or not checkpoints)):
         time.sleep(0.2)
     process.send_signal(signum)
     try:
