@@ -306,13 +306,15 @@ def _check_run_values(cfg: Any) -> None:
         cfg[key] = check_run_value(key, cfg[key])
 
 
-#: the run's counts -> their least value
-RUN_MINIMUMS = {"frames": 1, "seed": 0, "test_episodes": 0}
+#: the run's counts -> their least value (``threads`` may be null: the preset's default)
+RUN_MINIMUMS = {"frames": 1, "seed": 0, "test_episodes": 0, "threads": 0}
 
 
-def check_run_value(key: str, value: Any) -> int:
+def check_run_value(key: str, value: Any) -> int | None:
     """``value`` of ``key`` (one of ``RUN_MINIMUMS``) as an int (``frames=1e6``, as --frames
     takes it), or a one-line ``TypeError`` unless it is a whole number in range."""
+    if value is None and key == "threads":
+        return None
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or value < RUN_MINIMUMS[key]:

@@ -28,6 +28,7 @@ from looprl.configs import (
     _override_pairs,
     _split_flags,
     build,
+    check_run_value,
     expand_shorthands,
     find_checkpoint,
     group_options,
@@ -45,7 +46,7 @@ from looprl.configs.sources import (
     saved_sources,
     user_groups,
 )
-from looprl.core.suggest import is_bad_input, is_whole, one_line
+from looprl.core.suggest import is_bad_input, one_line
 from looprl.experiments.run_files import json_text
 from looprl.presets.catalog import default_threads
 
@@ -58,9 +59,7 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
     """Build the config ``cfg``, run its runner in ``output_dir`` and return the results."""
     import torch
     check_config_keys(cfg)  # (before its groups are read)
-    threads = cfg.get("threads")
-    if threads is not None and not (is_whole(threads) and threads >= 0):
-        raise ValueError(f"threads is a whole number >= 0 (0: torch's default), got {threads!r}")
+    threads = check_run_value("threads", cfg.get("threads"))
     threads = default_threads(str(cfg.algorithm.preset)) if threads is None else threads
     if threads:
         torch.set_num_threads(int(threads))
