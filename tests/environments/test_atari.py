@@ -229,6 +229,13 @@ def test_a_seed_ale_py_cannot_take_is_one_line() -> None:
                 call(seed)
         assert env.reset(seed=2**31 - 1 - n).observation.shape == (n, 4, 84, 84)
         env.close()
+    # a run's evaluation resets from seed + 10,000, wrapped to what ale-py takes (a run seeded
+    # near 2**31 failed at its evaluation, after training)
+    from looprl.experiments.experiment import evaluation_seed
+    assert evaluation_seed(3) == 10_003
+    env = AtariVectorEnvironment("Breakout", 8, num_threads=1)
+    assert env.reset(seed=evaluation_seed(2**31 - 9)).observation.shape == (8, 4, 84, 84)
+    env.close()
 
 
 @pytest.mark.parametrize("vector", [False, True])

@@ -33,7 +33,7 @@ from looprl.environments.base import VectorEnvironment
 from looprl.environments.contextual import contextual_envs
 from looprl.experiments.diagnose import diverged
 from looprl.experiments.episodes import check_test
-from looprl.experiments.experiment import TEST_SEED_OFFSET, warn_never_trained
+from looprl.experiments.experiment import evaluation_seed, warn_never_trained
 from looprl.experiments.run import TrainingInterrupted, check_frames, warn_budget_extended
 from looprl.experiments.run_files import json_text
 from looprl.meta.component import MetaComponent
@@ -87,7 +87,7 @@ class DistributedRun:
         self.spec = replace(spec, verbose=verbose).portable()
         self.frames = int(frames)
         self.seed = seed
-        self.test_seed = seed + TEST_SEED_OFFSET  # (the evaluation's, as a local run's)
+        self.test_seed = evaluation_seed(seed)  # (the evaluation's, as a local run's)
         self.quiet, self.verbose = quiet, verbose
         self.name = name or f"{spec.algorithm}-ray"
         self.logdir = logdir

@@ -37,13 +37,20 @@ from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, agent_hub
 from looprl.meta.hyperparameters import agent_hyperparameters
 
-__all__ = ["Experiment", "ParallelEnvExperiment", "SingleEnvExperiment", "log_scalars",
-           "logger_object", "seed_everything"]
+__all__ = ["Experiment", "ParallelEnvExperiment", "SingleEnvExperiment", "evaluation_seed",
+           "log_scalars", "logger_object", "seed_everything"]
 
 log = logging.getLogger(__name__)
 
-#: A run's evaluation episodes reset with ``seed + TEST_SEED_OFFSET`` (on every runtime).
+#: A run's evaluation episodes reset with ``seed + TEST_SEED_OFFSET`` (on every runtime:
+#: ``evaluation_seed``).
 TEST_SEED_OFFSET = 10_000
+
+
+def evaluation_seed(seed: int) -> int:
+    """The seed of a run's evaluation (every runtime's): ``seed + TEST_SEED_OFFSET``, wrapped
+    below ``2**31 - 2**16``, which every environment takes (ale-py's copies' are 32-bit)."""
+    return (seed + TEST_SEED_OFFSET) % (2**31 - 2**16)
 
 
 def logger_object(logger: Any) -> Any:
@@ -341,7 +348,7 @@ class Experiment:
         if env is self.vector_env and self.runner is not None:
             self.runner.truncate()  # training resumes with new episodes
         seeded = self.seed is not None and (given or self.seeded_test)
-        seed = self.seed + TEST_SEED_OFFSET if seeded else None
+        seed = evaluation_seed(self.seed) if seeded else None
         if seed is not None and callable(getattr(agent, "seed", None)):
             agent.seed(seed)  # (its random numbers: those of a Ray run's evaluation)
         runner = EnvRunner(env, segment_length=None, seed=seed, is_evaluation=True)

@@ -23,7 +23,7 @@ from looprl.environments.multiagent import (
 from looprl.environments.srl import Environment
 from looprl.experiments.agent_loggers import AgentLoggers
 from looprl.experiments.episodes import check_test, play_episodes
-from looprl.experiments.experiment import TEST_SEED_OFFSET, Experiment, flush_logger, log_scalars
+from looprl.experiments.experiment import Experiment, evaluation_seed, flush_logger, log_scalars
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks, agent_hub
 
@@ -152,7 +152,7 @@ class MultiagentEnvExperiment(Experiment):
         with ``seed + TEST_SEED_OFFSET`` (a preset without ``policy()``: its ``test_agent()``)."""
         check_test(episodes, env, f"{type(self).__name__}.test", (MultiagentEnvironment,))
         played = env or self.env
-        seed = None if self.seed is None else self.seed + TEST_SEED_OFFSET
+        seed = None if self.seed is None else evaluation_seed(self.seed)
         make_policy = getattr(self.preset, "policy", None)  # (what Ray's evaluation acts with)
         policy = make_policy(copy_model=True) if callable(make_policy) else None
         runner = EnvRunner(functools.partial(training_copy, played), segment_length=None,
