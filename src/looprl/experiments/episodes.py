@@ -15,6 +15,7 @@ from looprl.collector import EnvRunner, Episode
 from looprl.core import ParallelPreset, RolloutRequest, RolloutResult, StateArray
 from looprl.core.suggest import check_count, is_whole
 from looprl.environments import Environment, MultiagentEnvironment
+from looprl.presets.common import multiagent_advice
 
 __all__ = ["check_episodes", "check_parallel_preset", "check_spaces", "check_test", "dashboard",
            "play_episodes", "seed_everything", "single_action"]
@@ -136,8 +137,7 @@ def check_spaces(preset: Any, env: Any) -> Any:
     name = getattr(env, "name", type(env).__name__)
     if isinstance(env, MultiagentEnvironment):  # (its spaces: one per agent)
         raise ValueError(f"The preset was built for the single-agent {preset.env_name}; {name} "
-                         "is a multi-agent environment: train a multi-agent preset in it "
-                         "(multiagent.ppo, multiagent.dqn, multiagent.independent(...))")
+                         f"is a multi-agent environment: {multiagent_advice()}")
     trained, given = map(_shapes, (spaces, (env.observation_space, env.action_space)))
     if trained != given:
         raise ValueError(f"The preset was built for {preset.env_name} (observations, actions: "

@@ -24,6 +24,7 @@ from looprl.presets.all_names import (
     UnknownHyperparameterError,
     no_such_hyperparameter,
 )
+from looprl.presets.common import multiagent_advice
 
 log = logging.getLogger(__name__)
 
@@ -122,9 +123,8 @@ class PresetBuilder:
                             f"GymEnvironment('CartPole-v1')) or a Gymnasium id, got "
                             f"{type(env).__name__} {env!r:.40}")
         if family not in (None, "multiagent") and isinstance(env, MultiagentEnvironment):
-            raise ValueError(f"{env.name} is a multi-agent environment: train it with a "
-                             f"multi-agent preset (multiagent.ppo, multiagent.dqn, or "
-                             f"multiagent.independent({family}.{self.default_name}))")
+            raise ValueError(f"{env.name} is a multi-agent environment: "
+                             f"{multiagent_advice(f'{family}.{self.default_name}')}")
         return self._preset_builder(env=env)
 
     def _family(self) -> str | None:

@@ -82,6 +82,12 @@ DISCRETE_PRESETS = "ppo, dqn, a2c, c51, rainbow, ..."
 CONTINUOUS_PRESETS = ("continuous.ppo, continuous.sac, continuous.td3, continuous.ddpg; "
                       "looprl run algorithm=continuous/sac")
 #: what trains several agents of continuous actions (no multi-agent preset has them)
+def multiagent_advice(preset: str = "...") -> str:
+    """What trains a multi-agent environment instead of the single-agent ``preset``."""
+    return ("train it with a multi-agent preset (multiagent.ppo, multiagent.dqn, or "
+            f"multiagent.independent({preset}))")
+
+
 MULTIAGENT_CONTINUOUS = ("looprl has no multi-agent preset for continuous actions; from Python, "
                          "multiagent.independent(continuous.ppo) (or continuous.sac) trains one "
                          "continuous preset per agent")
