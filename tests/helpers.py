@@ -139,3 +139,16 @@ def kill_worker_when(worker: str, counter: str, at: int) -> tuple[Any, list[int]
 
     return kill, killed
 
+
+
+def fail_allocations(monkeypatch: Any, name: str, rows: int) -> None:
+    """``torch.<name>`` (``"zeros"``, ``"empty"``) fails as torch's CPU allocator does for
+    storage of ``rows`` leading rows; other calls allocate as before."""
+    allocate = getattr(torch, name)
+
+    def failing(*shape: Any, **kwargs: Any) -> torch.Tensor:
+        if isinstance(shape[0], tuple) and shape[0][0] == rows:
+            raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate")
+        return allocate(*shape, **kwargs)
+
+    monkeypatch.setattr(torch, name, failing)

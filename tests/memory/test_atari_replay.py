@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from tests.helpers import fail_allocations
 
 from looprl.approximation import LinearScheduler
 from looprl.core import SampleBatch, State, StateArray
@@ -621,14 +622,7 @@ def test_prioritized_put_draws_joined_windows_and_never_a_dead_copy() -> None:
 def test_a_ring_that_cannot_be_allocated_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """Was torch's allocator traceback at the first transition (1e6 slots of 84x84 frames:
     6.6 GiB), the ring left half made; now one line, and the ring stays empty."""
-    empty = torch.empty
-
-    def allocate(*shape: Any, **kwargs: Any) -> torch.Tensor:
-        if isinstance(shape[0], tuple) and shape[0][0] == 10**6:
-            raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate")
-        return empty(*shape, **kwargs)
-
-    monkeypatch.setattr(torch, "empty", allocate)
+    fail_allocations(monkeypatch, "empty", 10**6)
     for kind in (AtariReplayBuffer, PrioritizedAtariReplayBuffer):
         buffer = kind(10**6)
         first, second = (State({"observation": torch.zeros(4, 84, 84, dtype=torch.uint8),
@@ -639,3 +633,12 @@ def test_a_ring_that_cannot_be_allocated_is_one_line(monkeypatch: pytest.MonkeyP
                                              r"replay_buffer_size\)$"):
             buffer.store(first, torch.tensor(1), second)
         assert buffer.frames is None and buffer.action is None and len(buffer) == 0
+    # its last array failing (the frames and the others made): none of them is kept
+    monkeypatch.undo()
+    fail_allocations(monkeypatch, "full", 10**5)
+    buffer = AtariReplayBuffer(10**5)
+    small = State({"observation": torch.zeros(4, 8, 8, dtype=torch.uint8), "reward": 0.0,
+                   "done": False})
+    with pytest.raises(ValueError, match=r"^AtariReplayBuffer: 100,000 items of"):
+        buffer.store(small, torch.tensor(1), small)
+    assert buffer.frames is None and buffer.links is None and len(buffer) == 0

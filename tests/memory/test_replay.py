@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 import torch
+from tests.helpers import fail_allocations
 
 from looprl.core import SampleBatch, State, StateArray
 from looprl.memory import ExperienceReplayBuffer
@@ -247,14 +246,7 @@ def test_put_of_numpy_one_step_segments_writes_what_the_windowing_path_writes() 
 def test_a_storage_that_cannot_be_allocated_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """Was torch's allocator traceback (or the kernel's OOM killer) at the first write, steps
     into a run; now one line with the bytes and what to lower, and the buffer stays empty."""
-    zeros = torch.zeros
-
-    def allocate(*shape: Any, **kwargs: Any) -> torch.Tensor:
-        if isinstance(shape[0], tuple) and shape[0][0] == 10**9:
-            raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate")
-        return zeros(*shape, **kwargs)
-
-    monkeypatch.setattr(torch, "zeros", allocate)
+    fail_allocations(monkeypatch, "zeros", 10**9)
     buffer = ExperienceReplayBuffer(10**9)
     state = State({"observation": torch.zeros(4), "reward": 0.0, "done": False})
     with pytest.raises(ValueError, match=r"^ExperienceReplayBuffer: 1,000,000,000 items of 60 "
