@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from looprl.core.suggest import moved
+from looprl.core.suggest import check_device, moved
 
 
 def _to_tensor(value: np.ndarray, device: str | torch.device,
@@ -25,7 +25,11 @@ def _to_tensor(value: np.ndarray, device: str | torch.device,
     tensor = torch.from_numpy(value)
     if tensor.dtype == torch.float64:
         tensor = tensor.float()
-    return moved(lambda: tensor.to(device, dtype), device)
+    try:  # (``moved``'s check, without its closure: a state of every env step comes here)
+        return tensor.to(device, dtype)
+    except (RuntimeError, AssertionError):
+        check_device(device)
+        raise
 
 
 def _entries(x: Any, kwargs: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -232,10 +236,7 @@ class State(dict):
     done = property(itemgetter("done"), doc="The episode ended here (terminated or truncated).")
     mask = property(itemgetter("mask"), doc="``0.`` where the episode terminated, else ``1.``")
 
-    @property
-    def terminated(self) -> Any:
-        """The episode ended in a terminal state."""
-        return self.mask == 0
+    terminated = property(lambda self: self.mask == 0, doc="The episode ended in a terminal state.")
 
     @property
     def truncated(self) -> Any:
@@ -244,9 +245,7 @@ class State(dict):
             return self.done & (self.mask != 0)
         return bool(self.done) and self.mask != 0.0
 
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return ()
+    shape = property(lambda self: (), doc="A single state's batch shape: ``()``.")
 
     def __len__(self) -> int:  # a single state counts as one
         return 1
@@ -285,8 +284,7 @@ class State(dict):
         return self._new(x)
 
     def to(self, device: str | torch.device) -> State:
-        """A copy with every tensor entry on ``device`` (one ``ValueError`` line for a device
-        torch cannot use here)."""
+        """A copy with every tensor entry on ``device`` (one line if torch cannot use it here)."""
         if str(device) == str(self.device):
             return self
         x = moved(lambda: {k: v.to(device) if isinstance(v, torch.Tensor) else v
