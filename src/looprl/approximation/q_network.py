@@ -12,7 +12,6 @@ import torch
 from torch import nn
 
 from looprl.approximation.approximation import Approximation
-from looprl.core.state import State
 from looprl.nn import RLNetwork
 
 __all__ = ["QModule", "QNetwork", "action_index", "gather_actions"]
@@ -22,13 +21,8 @@ class QModule(RLNetwork):
     """Maps a ``State``/``StateArray`` (or observations) and optionally actions to values."""
 
     def forward(self, state: Any, actions: Any = None) -> torch.Tensor:
-        if isinstance(state, State):
-            values = state.apply(self.model, "observation")
-        else:
-            values = self.model(state)
-        if actions is None:
-            return values
-        return gather_actions(values, actions)
+        values = super().forward(state)
+        return values if actions is None else gather_actions(values, actions)
 
 
 def gather_actions(values: torch.Tensor, actions: Any) -> torch.Tensor:

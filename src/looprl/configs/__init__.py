@@ -106,13 +106,6 @@ RUN_ARGUMENTS = ("agent", "env", "seed", "logdir", "meta", "device", "quiet", "e
                  "verbose", "wandb", "test_env", "trials", "run_info")
 
 
-def _runner_node(name: str, cls: type) -> dict[str, Any]:
-    node = {k: v for k, v in _component_node(cls).items() if k not in RUN_ARGUMENTS}
-    if "num_steps" in node:  # the run's budget unless the runner node says otherwise
-        node["num_steps"] = "${frames}"
-    return {"name": name, **node}
-
-
 def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
     """Store the ``looprl`` config and its groups in Hydra's ``ConfigStore`` (and the import
     paths ``overrides`` attach, ``register_imports``)."""
@@ -130,7 +123,10 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
         store.store(group="meta", name=name, node=_component_node(cls), package=f"meta.{name}")
     register_imports(overrides)
     for name, cls in runners().items():
-        store.store(group="runner", name=name, node=_runner_node(name, cls), package="runner")
+        node = {k: v for k, v in _component_node(cls).items() if k not in RUN_ARGUMENTS}
+        if "num_steps" in node:  # the run's budget unless the runner node says otherwise
+            node["num_steps"] = "${frames}"
+        store.store(group="runner", name=name, node={"name": name, **node}, package="runner")
     for name, node in runtimes().items():
         store.store(group="runtime", name=name, node=node, package="runtime")
     store.store(name="looprl", node={

@@ -313,12 +313,6 @@ def probe(module: nn.Module, shape: tuple[int, ...], network: Any) -> nn.Module:
     return module
 
 
-def cell_key(row: np.ndarray) -> bytes:
-    """A short key of one cell, the same in every process (``hash`` of bytes is not: a
-    checkpoint's visits would not match after a resume)."""
-    return hashlib.blake2b(row.tobytes(), digest_size=8).digest()
-
-
 class NovelD(RND):
     """NovelD (Zhang et al., NeurIPS 2021, https://arxiv.org/abs/2012.08621): the bonus
     ``max(N(s') - alpha * N(s), 0)`` with ``N`` the RND error, times ``1[first visit of s'
@@ -354,7 +348,10 @@ class NovelD(RND):
         if observations.is_floating_point() or self.resolution != 1.0:
             cells = torch.floor(observations.double() / self.resolution).to(torch.int64)
         rows = cells.cpu().numpy()
-        keys = [cell_key(row) for row in rows.reshape(len(rows), -1)]
+        # (a key the same in every process: ``hash`` of bytes is not, and a checkpoint's
+        # visits would not match after a resume)
+        keys = [hashlib.blake2b(row.tobytes(), digest_size=8).digest()
+                for row in rows.reshape(len(rows), -1)]
         copies = range(len(keys)) if copies is None else [int(i) for i in copies]
         self.visited += [set() for _ in range(max(copies, default=-1) + 1 - len(self.visited))]
         seen = [self.visited[i] for i in copies]
