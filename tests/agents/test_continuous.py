@@ -420,3 +420,16 @@ def test_missing_mujoco_names_the_extra(monkeypatch) -> None:
     )
     with pytest.raises(ImportError, match=r"looprl\[mujoco\]"):
         module.MujocoEnvironment("HalfCheetah-v5")
+
+
+@pytest.mark.parametrize("builder", [ddpg, td3, sac], ids=["ddpg", "td3", "sac"])
+def test_presets_refusing_unbounded_actions_say_how_to_bound_them(builder) -> None:
+    """Was the space alone: Pendulum in Gymnasium's ClipAction has Box(-inf, inf) actions."""
+    import gymnasium
+
+    env = GymEnvironment(gymnasium.wrappers.ClipAction(gymnasium.make("Pendulum-v1")))
+    with pytest.raises(ValueError, match=r"needs finite action bounds, but Pendulum-v1 has "
+                                         r"Box\(-inf, inf, \(1,\), float32\): declare finite low "
+                                         r"and high .*ClipAction.*continuous.ppo"):
+        builder.env(env).device("cpu").build()
+    ppo.env(env).device("cpu").build()  # (acts in unbounded spaces)

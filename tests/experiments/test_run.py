@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -546,3 +547,32 @@ def test_test_in_an_id_or_a_vector_environment_is_one_line(tmp_path: Path, env: 
     with pytest.raises(TypeError, match=r"^SingleEnvExperiment.test's env is one looprl "
                                         r"environment \(Environment\).*e.g. GymEnvironment"):
         experiment.test(episodes=1, env=env)
+
+
+@pytest.mark.parametrize("vector", [False, True])
+def test_a_bare_gymnasium_env_is_one_line_naming_the_looprl_wrapper(tmp_path: Path,
+                                                                    vector: bool) -> None:
+    """A ``gymnasium.Env`` (or a vector env) where a looprl one goes was an AttributeError
+    ('name') or a line offering ParallelEnvExperiment; it names the wrapper to use."""
+    env = (gymnasium.vector.SyncVectorEnv([lambda: gymnasium.make("CartPole-v1")] * 2)
+           if vector else gymnasium.make("CartPole-v1"))
+    wrapper = r"GymVectorEnvironment\(vec_env, name\)$" if vector else r"GymEnvironment\(env\)$"
+    built = SMALL_DQN.env(GymEnvironment("CartPole-v1")).build()
+    calls = {"run_experiment": lambda: run_experiment(SMALL_DQN, env, 10, logdir=str(tmp_path)),
+             "SingleEnvExperiment": lambda: SingleEnvExperiment(built, env, quiet=True),
+             "ppo.env()": lambda: ppo.env(env).build()}
+    for where, call in calls.items():
+        with pytest.raises(TypeError, match=rf"^{re.escape(where)} takes a looprl "
+                                            rf"environment, .*{wrapper}"):
+            call()
+
+
+def test_a_single_environment_preset_given_a_vector_env_is_told_to_give_one_env(
+        tmp_path: Path) -> None:
+    """Was "give a VectorEnvironment to ParallelEnvExperiment", which refuses DQN in turn."""
+    vector_env = GymVectorEnvironment("CartPole-v1", 2)
+    with pytest.raises(TypeError, match=r"^SingleEnvExperiment trains in one Environment, got "
+                                        r"the vector environment CartPole-v1: give it one "
+                                        r"\(e.g. GymEnvironment\(id\)\); a VectorEnvironment "
+                                        r"trains a parallel preset"):
+        run_experiment(SMALL_DQN, vector_env, 10, logdir=str(tmp_path))

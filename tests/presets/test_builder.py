@@ -280,3 +280,23 @@ def test_a_ddqn_refusal_names_ddqn() -> None:
         dqn.env(lake).build()
     with pytest.raises(ValueError, match="looprl run algorithm=continuous/sac"):
         ppo.env(GymEnvironment(gym.make("Pendulum-v1"))).build()
+
+
+def test_a_two_dimensional_observation_space_is_advised_flattening_not_a_cnn() -> None:
+    """Was "features='cnn' for other channels-first images", which refuses (2, 3) in turn."""
+    import gymnasium as gym
+    from gymnasium.wrappers import FlattenObservation
+
+    from looprl.environments import GymEnvironment
+    from looprl.presets.classic_control import dqn
+
+    def grid() -> gym.Env:
+        env = gym.make("CartPole-v1")
+        env.observation_space = gym.spaces.Box(-1, 1, (2, 2))
+        return env
+
+    with pytest.raises(ValueError, match=r"needs flat Box observations, but Grid has "
+                                         r"Box\(-1.0, 1.0, \(2, 2\), float32\); wrap the "
+                                         r"environment in gymnasium.wrappers.FlattenObservation"):
+        dqn.env(GymEnvironment(grid(), name="Grid")).build()
+    dqn.env(GymEnvironment(FlattenObservation(grid()))).build()  # (as advised)

@@ -47,6 +47,19 @@ def _not_an_env(env: Any) -> str:
             f"a gymnasium.Env, got {what}")
 
 
+def refuse_gymnasium(env: Any, where: str) -> Any:
+    """``env``; a one-line ``TypeError`` if it is a bare Gymnasium environment (or vector
+    environment), which ``where`` takes wrapped in looprl's."""
+    if isinstance(env, gym.vector.VectorEnv):
+        raise TypeError(f"{where} takes a looprl environment, got the Gymnasium vector "
+                        f"environment {type(env).__name__}: wrap it in "
+                        "GymVectorEnvironment(vec_env, name)")
+    if isinstance(env, gym.Env):
+        raise TypeError(f"{where} takes a looprl environment, got the gymnasium.Env "
+                        f"{env_name(env)}: wrap it in GymEnvironment(env)")
+    return env
+
+
 class GymEnvironment(Environment):
     """A Gymnasium environment ``env`` (an id or an import path ``package.module:EnvClass``,
     made with ``make_kwargs``, or a ``gym.Env``) producing ``State`` objects; ``wrap_env`` wraps

@@ -15,6 +15,7 @@ from looprl.collector import EnvRunner, Episode
 from looprl.core import ParallelPreset, RolloutRequest, RolloutResult, StateArray
 from looprl.core.suggest import check_count, is_whole
 from looprl.environments import Environment, MultiagentEnvironment
+from looprl.environments.gym import refuse_gymnasium
 from looprl.presets.common import multiagent_advice
 
 __all__ = ["check_episodes", "check_parallel_preset", "check_spaces", "check_test", "dashboard",
@@ -128,9 +129,11 @@ def check_parallel_preset(preset: Any, experiment: str) -> None:
                         "SingleEnvExperiment (run_experiment picks the experiment)")
 
 
-def check_spaces(preset: Any, env: Any) -> Any:
+def check_spaces(preset: Any, env: Any, where: str = "looprl") -> Any:
     """``env``; a one-line ``ValueError`` if its observations or actions are not of the kind and
-    shape of those ``preset`` was built for (``preset.env_spaces``; unknown: no check)."""
+    shape of those ``preset`` was built for (``preset.env_spaces``; unknown: no check), a
+    ``TypeError`` if it is a Gymnasium environment that ``where`` takes wrapped in looprl's."""
+    refuse_gymnasium(env, where)
     spaces = getattr(preset, "env_spaces", None)
     if spaces is None or not hasattr(env, "observation_space"):
         return env

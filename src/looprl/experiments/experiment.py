@@ -169,7 +169,7 @@ class Experiment:
                  checkpoint_every: int | None = None, checkpoint_replay: bool = True,
                  keep_checkpoints: int | None = None):
         check_built(preset, type(self).__name__)
-        self.vector_env = self._vector_env(preset, check_spaces(preset, env))
+        self.vector_env = self._vector_env(preset, check_spaces(preset, env, type(self).__name__))
         self.runner: EnvRunner | None = None  # made by the first train()
         components = [*preset.meta, *meta]
         self.keep_checkpoints = check_checkpointing(checkpoint_every, keep_checkpoints,
@@ -411,8 +411,12 @@ class SingleEnvExperiment(Experiment):
 
     def _vector_env(self, preset: Any, env: Any) -> VectorEnvironment:
         if not isinstance(env, Environment):
-            raise TypeError(f"SingleEnvExperiment trains in one Environment, got {type(env)}: "
-                            "give a VectorEnvironment to ParallelEnvExperiment")
+            what = (f"the vector environment {env.name}" if isinstance(env, VectorEnvironment)
+                    else f"{type(env).__name__} {env!r:.40}")
+            raise TypeError(f"SingleEnvExperiment trains in one Environment, got {what}: give "
+                            "it one (e.g. GymEnvironment(id)); a VectorEnvironment trains a "
+                            "parallel preset (ppo, a2c, ...) in ParallelEnvExperiment "
+                            "(run_experiment picks the experiment)")
         return DuplicateEnvironment([env])
 
     def _acts(self, agent: Any, states: StateArray) -> Any:

@@ -16,6 +16,7 @@ import numpy as np
 from looprl.core import ParallelPreset, Preset
 from looprl.core.suggest import check_seed, is_number, is_whole
 from looprl.environments import SRLEnvironment
+from looprl.environments.gym import refuse_gymnasium
 from looprl.environments.multiagent import MultiagentEnvironment
 from looprl.experiments.experiment import (
     Experiment,
@@ -189,6 +190,7 @@ def _check_arguments(logdir: Any, test_episodes: Any, seed: Any, **flags: Any) -
 
 def _env(env: Any) -> Any:
     """``env`` if it is an environment (it has action spaces), else a one-line ``TypeError``."""
+    refuse_gymnasium(env, "run_experiment")
     if not (hasattr(env, "action_space") or hasattr(env, "action_spaces")):
         raise TypeError(f"run_experiment's envs are environments or Gymnasium ids "
                         f"('CartPole-v1'), got {type(env).__name__} {env!r:.40}")

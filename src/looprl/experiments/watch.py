@@ -29,6 +29,7 @@ from looprl.environments.ale import atari_game
 from looprl.environments.contextual import ContextualEnvironment
 from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.environments.faults import EnvironmentFailure, failure
+from looprl.environments.gym import refuse_gymnasium
 from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.experiments.episodes import (
     check_episodes,
@@ -150,6 +151,7 @@ def watch(agent: Any, env: Any, episodes: int = 1, fps: float | None = None,
     """
     episodes = episodes if n_episodes is None else n_episodes
     check_episodes(episodes, "watch", least=1)
+    refuse_gymnasium(env, "watch")
     if not isinstance(env, Environment | MultiagentPettingZooEnv):
         raise TypeError("watch plays in a looprl Environment (GymEnvironment, "
                         "AtariEnvironment, ...) or a MultiagentPettingZooEnv, got "

@@ -17,6 +17,7 @@ from looprl.core import Preset
 from looprl.core.ranges import check_ranges, range_of
 from looprl.core.suggest import check_device, is_out_of_memory, one_line, warn_once
 from looprl.environments.base import Environment
+from looprl.environments.gym import refuse_gymnasium
 from looprl.environments.multiagent import MultiagentEnvironment, MultiagentPettingZooEnv
 from looprl.presets.all_names import (
     ALL_NAMES,
@@ -122,6 +123,8 @@ class PresetBuilder:
             raise TypeError(f"{self.default_name}.env() takes an environment (e.g. "
                             f"GymEnvironment('CartPole-v1')) or a Gymnasium id, got "
                             f"{type(env).__name__} {env!r:.40}")
+        if family is not None:
+            refuse_gymnasium(env, f"{self.default_name}.env()")
         if family not in (None, "multiagent") and isinstance(env, MultiagentEnvironment):
             raise ValueError(f"{env.name} is a multi-agent environment: "
                              f"{multiagent_advice(f'{family}.{self.default_name}')}")

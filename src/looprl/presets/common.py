@@ -118,7 +118,10 @@ def require_box_actions(env: Any, algorithm: str, bounded: bool = True) -> gym.s
     if isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
         if bounded and not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
             raise ValueError(f"{algorithm} needs finite action bounds, but {env.name} has "
-                             f"{space}")
+                             f"{space}: declare finite low and high in its action_space (a "
+                             "gymnasium.wrappers.ClipAction makes them infinite: drop it, looprl "
+                             "clips actions to the bounds), or use continuous.ppo, which acts in "
+                             "unbounded spaces")
         return space
     if isinstance(space, gym.spaces.Discrete):
         advice = f"choose a preset for discrete actions ({DISCRETE_PRESETS})"
@@ -150,7 +153,7 @@ def require_flat_observations(env: Any, algorithm: str, family: str = "classic-c
     space = env.observation_space
     if isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
         return int(space.shape[0])
-    images = isinstance(space, gym.spaces.Box) and len(space.shape) in (2, 3)
+    images = isinstance(space, gym.spaces.Box) and len(space.shape) == 3  # (C, H, W)
     discrete = isinstance(env.action_space, gym.spaces.Discrete)  # (what Atari presets act in)
     advice = ("use an Atari preset for stacked 84x84 frames, or classic-control dqn, ddqn or ppo "
               "with features='cnn' for other channels-first images") if images and discrete else (
