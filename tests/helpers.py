@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -141,14 +142,17 @@ def kill_worker_when(worker: str, counter: str, at: int) -> tuple[Any, list[int]
 
 
 
-def fail_allocations(monkeypatch: Any, name: str, rows: int) -> None:
-    """``torch.<name>`` (``"zeros"``, ``"empty"``) fails as torch's CPU allocator does for
-    storage of ``rows`` leading rows; other calls allocate as before."""
-    allocate = getattr(torch, name)
+def fail_allocations(monkeypatch: Any, name: str, rows: int, module: Any = torch) -> None:
+    """``torch.<name>`` (``"zeros"``, ``"empty"``; ``module=np``: NumPy's) fails as torch's
+    (NumPy's) CPU allocator does for storage of ``rows`` leading rows; other calls allocate as
+    before."""
+    allocate = getattr(module, name)
 
-    def failing(*shape: Any, **kwargs: Any) -> torch.Tensor:
+    def failing(*shape: Any, **kwargs: Any) -> Any:
+        if shape[0] == rows and module is np:
+            raise MemoryError(f"Unable to allocate {rows} rows for an array")
         if isinstance(shape[0], tuple) and shape[0][0] == rows:
             raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate")
         return allocate(*shape, **kwargs)
 
-    monkeypatch.setattr(torch, name, failing)
+    monkeypatch.setattr(module, name, failing)

@@ -216,6 +216,24 @@ def test_a_minibatch_of_frames_that_cannot_fit_is_one_line_at_build(
     builder.hyperparameters(minibatch_size=32).device("cpu").env(env).build()  # (the ring fits)
 
 
+def test_on_policy_segments_of_frames_are_counted_at_a_byte_a_pixel(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The segment buffer keeps uint8 frames as they come; the check counted 4 bytes a pixel
+    and refused segments of 0.4 GiB of frames as 1.7 GiB."""
+    import gymnasium as gym
+    import numpy as np
+
+    from looprl.presets import atari
+
+    monkeypatch.setattr("looprl.presets.common.memory_limit", lambda device="cpu": 2**30)
+    env = GymEnvironment(gym.make("CartPole-v1"))
+    env.env.observation_space = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
+    atari.ppo.hyperparameters(n_envs=16, n_steps=1000).device("cpu").env(env).build()
+    with pytest.raises(ValueError, match=r"^ppo: n_envs x \(n_steps \+ 1\) = 48,016 rows of "
+                                         r"28,224 bytes need 1.3 GiB, more than the 1.0 GiB"):
+        atari.ppo.hyperparameters(n_envs=16, n_steps=3000).device("cpu").env(env).build()
+
+
 def test_the_memory_checks_take_a_ulimit_as_the_machines_memory(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Under ``ulimit -v`` (1 GiB here) the checks compared with the machine's memory, and a

@@ -192,6 +192,23 @@ def test_trainer_regresses_onto_the_target_networks_max_by_hand() -> None:
     assert torch.equal(q.target(batch[3]), torch.tensor([[2.0, 5.0], [3.0, 1.0], [0.0, 0.0]]))
 
 
+def test_the_loss_is_the_mean_over_the_columns_that_hold_a_transition() -> None:
+    """VQN's ``[2, n_envs]`` segments: a column starting at an episode's end holds no
+    transition (weight 0). Was: it still counted in the mean's denominator, so the loss (and
+    its gradient) shrank with the episodes that ended, unlike the on-policy losses' means."""
+    g = torch.Generator().manual_seed(0)
+    obs, action = torch.randn(2, 4, 2, generator=g), torch.randint(2, (2, 4), generator=g)
+    reward = torch.randn(2, 4, generator=g)
+    ended = torch.tensor([[True, False, False, False], [False] * 4])
+    whole = SampleBatch(obs=obs, action=action, reward=reward, done=ended,
+                        truncated=torch.zeros_like(ended))
+    kept = SampleBatch(obs=obs[:, 1:], action=action[:, 1:], reward=reward[:, 1:],
+                       done=ended[:, 1:], truncated=ended[:, 1:])
+    losses = [DQNTrainer(DQNPolicy(_linear_q(0.1)[0], 2), huber=False).step(batch).stats["loss"]
+              for batch in (whole, kept)]
+    assert torch.isclose(losses[0], losses[1])
+
+
 def test_policy_rollout_and_analyze() -> None:
     q = _q()
     policy = DQNPolicy(q, 2, epsilon=0.0)

@@ -442,8 +442,8 @@ def test_resume_continues_a_run_and_refuses_another_config(tmp_path: Path, capsy
     finished = (tmp_path / "results.json").read_bytes()
     assert cli(["run", "--resume", str(tmp_path), "frames=300"]) == 2
     error = capsys.readouterr().err.strip().splitlines()
-    assert len(error) == 1 and f"{tmp_path} is a finished run ({results['step']} frames, " \
-        "results.json): nothing to resume; give a larger budget" in error[0], error
+    assert len(error) == 1 and f"{tmp_path} is a finished run ({results['step']} frames): " \
+        "nothing to resume; give a larger budget" in error[0], error
     assert (tmp_path / "results.json").read_bytes() == finished
     assert cli(["run", "--resume", str(tmp_path / "ppo")]) == 2
     assert "is no looprl run directory" in capsys.readouterr().err

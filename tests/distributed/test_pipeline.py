@@ -338,7 +338,7 @@ def test_a_ray_resume_past_the_planned_budget_says_its_schedules_stay_at_their_e
     run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=1_000,
                          logdir=str(tmp_path), quiet=True)
     counts = run._open_logs()
-    run.result.frames = 1_000
+    run.result.frames = 500
     ControllerCheckpoint(2, run._log, run.result, counts, budget=1_000).save(final=True)
     run.close()
     caplog.set_level(logging.WARNING, "looprl")
@@ -350,6 +350,24 @@ def test_a_ray_resume_past_the_planned_budget_says_its_schedules_stay_at_their_e
     assert caplog.text.count("past the") == 1 and (
         "resumed with a budget of 1500 frames, past the 1000 it was planned for" in
         caplog.text and "start a new run with frames=1500" in caplog.text), caplog.text
+
+
+def test_resuming_a_finished_run_is_the_clis_one_line(tmp_path) -> None:
+    """``looprl run --resume`` of a finished run was refused; ``DistributedRun(...,
+    resume_from=...)`` of one went on to evaluate it again. Both share ``check_unfinished``."""
+    from looprl.distributed.run_state import ControllerCheckpoint
+
+    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=1_000,
+                         logdir=str(tmp_path), quiet=True)
+    counts = run._open_logs()
+    run.result.frames = 1_004
+    ControllerCheckpoint(2, run._log, run.result, counts).save(final=True)
+    run.close()
+    resumed = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=1_000,
+                             logdir=str(tmp_path), quiet=True, resume_from=str(tmp_path))
+    with pytest.raises(ValueError, match=rf"^{tmp_path} is a finished run \(1004 frames\): "
+                                         r"nothing to resume; give a larger budget"):
+        resumed._open_logs()
 
 
 def test_resuming_another_algorithms_run_is_one_line(tmp_path) -> None:

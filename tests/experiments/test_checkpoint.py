@@ -377,6 +377,29 @@ def test_a_multiagent_run_resumes_with_new_games(tmp_path) -> None:
     assert first == second and len(first.splitlines()) > 1
 
 
+def test_a_checkpoint_of_a_large_replay_says_so_once(tmp_path, caplog, monkeypatch) -> None:
+    """A run's checkpoints wrote GiBs of replay at each save without a word; now its first
+    checkpoint warns, with the size and ``checkpoint_replay=False`` (which leaves it out)."""
+    import logging
+
+    from looprl.memory import ExperienceReplayBuffer
+    from looprl.presets.classic_control import dqn
+
+    monkeypatch.setattr(ExperienceReplayBuffer, "nbytes", property(lambda self: 3 * 2**30))
+    caplog.set_level(logging.WARNING, "looprl")
+    env = GymEnvironment("CartPole-v1")
+    for replay in (True, False):
+        preset = dqn.env(env).hyperparameters(hidden=8, replay_start_size=50).device("cpu").build()
+        experiment = make_experiment(preset, env, logdir=str(tmp_path / str(replay)), quiet=True,
+                                     seed=0, checkpoint_every=100, checkpoint_replay=replay)
+        experiment.train(frames=300)
+        experiment.close()
+    assert caplog.text.count("GiB of replay buffer") == 1, caplog.text
+    assert f"The checkpoint {tmp_path / 'True'}" in caplog.text and ("holds 3.0 GiB of replay "
+        "buffer, written at each checkpoint; checkpoint_replay=False saves the replay empty"
+        in caplog.text)
+
+
 def test_checkpoint_replay_is_a_flag(tmp_path) -> None:
     # was: any value, "no" (true in Python) saving the replay
     from looprl.presets.classic_control import dqn

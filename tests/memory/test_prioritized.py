@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from tests.helpers import fail_allocations
 
 from looprl.approximation import LinearScheduler
 from looprl.core import State, StateArray
@@ -114,3 +115,14 @@ def test_negative_alpha_beta_or_epsilon_is_one_line(args: tuple[float, float, fl
 def test_update_priorities_needs_a_sample() -> None:
     with pytest.raises(RuntimeError, match="sample"):
         _buffer().update_priorities(torch.ones(2))
+
+
+def test_a_sum_tree_that_cannot_be_allocated_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``PrioritizedReplayBuffer(10**11)`` built by hand (no preset's memory check) ended in
+    NumPy's bare ``MemoryError`` allocating its 2 TiB sum tree; now the replay's one line."""
+    fail_allocations(monkeypatch, "zeros", 2 * 2**37, module=np)
+    with pytest.raises(ValueError, match=r"^PrioritizedReplayBuffer: 100,000,000,000 items of 22 "
+                                         r"bytes need 2,048.9 GiB on cpu, which could not be "
+                                         r"allocated \(.*\); lower its size"):
+        PrioritizedReplayBuffer(10**11)
+    assert len(PrioritizedReplayBuffer(1000).tree.tree) == 2048  # (other sizes allocate)

@@ -213,9 +213,11 @@ class DQNTrainer(PolicyTrainer):
 
 
 def row_weights(batch: SampleBatch) -> torch.Tensor:
-    """Row 0's importance weight per column (``True`` without), 0 where row 0 ended an episode."""
+    """Row 0's importance weight per column (1 without), 0 where row 0 ended an episode, scaled
+    by ``B / transitions``: a loss's mean over the columns is over their transitions alone."""
     transition = ~(batch.done[0] | batch.truncated[0])
-    return transition if batch.weight is None else transition * batch.weight[0]
+    weights = transition * (len(transition) / transition.sum().clamp_min(1))
+    return weights if batch.weight is None else weights * batch.weight[0]
 
 
 class DQN(ReplayAgent):

@@ -124,7 +124,7 @@ def resume_arguments(argv: list[str]) -> list[str]:
     """``--resume RUN_DIR`` (or ``resume=true hydra.run.dir=RUN_DIR``) and overrides -> the
     run's own overrides, then these, in its directory with ``resume=true``; ``ValueError``
     if they change the run's config (but ``frames`` and ``logging``)."""
-    from looprl.experiments.checkpoint import check_run_files
+    from looprl.experiments.checkpoint import check_run_files, check_unfinished
     run_dirs = [a.partition("=")[2] for a in argv if a.startswith("hydra.run.dir=")]
     if "--resume" in argv:
         at = argv.index("--resume")
@@ -160,22 +160,8 @@ def resume_arguments(argv: list[str]) -> list[str]:
     if differences:
         raise ValueError(f"{run_dir} was run with another config ({'; '.join(differences)}); "
                          "resume it with its own, or start a new run")
-    _check_unfinished(run_dir, new.runner.get("num_steps", new.frames))
+    check_unfinished(run_dir, new.runner.get("num_steps", new.frames))
     return [*kept, *extra, f"hydra.run.dir={run_dir}", "resume=true"]
-
-
-def _check_unfinished(run_dir: Path, frames: Any) -> None:
-    """A one-line ``ValueError`` if ``run_dir`` holds a run that finished (``results.json``)
-    a budget of ``frames`` or more: resumed, it would only be evaluated again."""
-    try:
-        step = json.loads((run_dir / "results.json").read_text())["train"]["step"]
-        finished = float(step) >= float(frames)
-    except (OSError, ValueError, KeyError, TypeError):  # (none, or unreadable: not finished)
-        return
-    if finished:
-        raise ValueError(f"{run_dir} is a finished run ({step} frames, results.json): nothing "
-                         "to resume; give a larger budget (frames=N) to train it on, or start "
-                         "a new run")
 
 
 def _saved_config(saved: Path) -> tuple[Any, list[str]]:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from looprl.core.observations import as_observation
 from looprl.core.suggest import check_device, moved
 
 
@@ -146,33 +147,6 @@ def _gym_fields(gym_output: Any) -> tuple[Any, Any, Any, Any, Any]:
         return gym_output
     raise ValueError(f"State.from_gym takes reset()'s (obs, info) or step()'s (obs, reward, "
                      f"terminated, truncated, info), got {len(gym_output)} items")
-
-
-def as_observation(obs: Any, source: str = "The environment", batch_dims: int = 0
-                   ) -> np.ndarray:
-    """An observation (led by ``batch_dims`` batch dimensions) as networks take it:
-    ``float32``, except ``uint8`` images (of 2 or 3 dimensions, which image models scale)."""
-    if type(obs) is not np.ndarray:
-        try:
-            obs = np.asarray(obs)
-        except (TypeError, ValueError):
-            raise not_numeric(obs, source) from None
-    if obs.dtype == np.float32 or (obs.dtype == np.uint8 and obs.ndim - batch_dims >= 2):
-        return obs
-    if obs.dtype.kind not in "USOV":  # (strings, objects such as None or dicts, records)
-        return obs.astype(np.float32)
-    raise not_numeric(obs, source)
-
-
-def not_numeric(obs: Any, source: str) -> TypeError:
-    """The one-line error of an observation that is no numeric array."""
-    text = repr(obs.item() if isinstance(obs, np.ndarray) and obs.ndim == 0 else obs)
-    text = text if len(text) <= 50 else text[:47] + "..."
-    kind = f"dtype {obs.dtype}" if isinstance(obs, np.ndarray) else type(obs).__name__
-    return TypeError(f"{source} returned an observation of {kind} ({text}): looprl expects "
-                     "numbers (an array of one shape, as a Box, Discrete or MultiBinary space "
-                     "gives): encode it as numbers in a gymnasium.ObservationWrapper (a dict: "
-                     "gymnasium.wrappers.FlattenObservation)")
 
 
 class State(dict):

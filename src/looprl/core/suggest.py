@@ -190,11 +190,13 @@ def is_bad_input(error: BaseException) -> bool:
         line.startswith("raise "))
 
 
-def is_out_of_memory(error: RuntimeError) -> bool:
-    """Whether ``error`` is torch's failure to allocate a tensor (CPU or accelerator)."""
+def is_out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` is torch's failure to allocate a tensor (CPU or accelerator), or
+    NumPy's to allocate an array."""
     import torch
 
-    return isinstance(error, torch.OutOfMemoryError) or "can't allocate memory" in str(error)
+    return isinstance(error, torch.OutOfMemoryError | MemoryError) or (
+        "can't allocate memory" in str(error))
 
 
 def one_line(error: BaseException) -> str:

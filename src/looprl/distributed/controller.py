@@ -197,8 +197,9 @@ class DistributedRun:
 
     def _resume(self) -> SampleCounts:
         """Continue the logs and counters of ``resume_from``'s controller checkpoint."""
-        from looprl.experiments.checkpoint import load_checkpoint
+        from looprl.experiments.checkpoint import check_unfinished, load_checkpoint
         state = load_checkpoint(find_controller_checkpoint(self.resume_from))
+        check_unfinished(self.resume_from, self.frames, state.result.frames)
         ran = (state.logger.agent_name, state.logger.env_name)
         if ran != (self.name, self.spec.env_label):  # (its trainer checkpoint would not load)
             raise ValueError(f"resume_from={self.resume_from} holds a run of {ran[0]} on "

@@ -12,7 +12,7 @@ import torch
 
 from looprl.core import State
 from looprl.core.imports import is_import_path
-from looprl.core.state import as_observation
+from looprl.core.observations import as_observation
 from looprl.core.suggest import check_device, check_seed
 from looprl.environments.base import Environment
 from looprl.environments.faults import failure, gym_reset_output, gym_step_output, unpack_hint

@@ -22,7 +22,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from looprl.core.state import as_observation
+from looprl.core.observations import as_observation
 from looprl.core.suggest import check_count, check_seed
 from looprl.environments.atari import AtariVectorEnvironment
 from looprl.environments.base import Restorable

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from looprl.core import StateArray
-from looprl.core.state import as_observation
+from looprl.core.observations import as_observation
 from looprl.core.suggest import check_device, check_seed, is_whole
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.faults import (

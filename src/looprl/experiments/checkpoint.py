@@ -9,6 +9,8 @@ restored NumPy generator (``environments.base.Restorable``).
 from __future__ import annotations
 
 import errno
+import json
+import logging
 import os
 import pickle
 import random
@@ -22,16 +24,19 @@ import numpy as np
 import torch
 
 from looprl.core.files import load_file, save_atomically
-from looprl.core.suggest import check_count, check_flag
+from looprl.core.suggest import check_count, check_flag, warn_once
 from looprl.experiments.logger import checkpoint_dir
 from looprl.experiments.run_files import CSV_HEADERS, check_header
 from looprl.memory.replay import replay_contents_saved
 
-__all__ = ["CHECKPOINT", "check_checkpointing", "check_run_files",
+__all__ = ["CHECKPOINT", "check_checkpointing", "check_run_files", "check_unfinished",
            "keep_checkpoints", "load_checkpoint", "load_saved", "numbered_checkpoints",
            "save_checkpoint"]
 
 CHECKPOINT = "checkpoint.pt"
+#: the bytes of replay buffer from which a checkpoint warns
+LARGE_REPLAY = 2**30
+log = logging.getLogger(__name__)
 _NUMBERED = re.compile(r"checkpoint_(\d+)\.pt")
 
 
@@ -81,7 +86,7 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
     if torch.cuda.is_available():
         rng["cuda"] = torch.cuda.get_rng_state_all()
     try:
-        with replay_contents_saved(replay), checkpoint_dir(path.parent):
+        with replay_contents_saved(replay) as kept, checkpoint_dir(path.parent):
             save_atomically({"experiment": experiment, "rng": rng}, path)
     except (OSError, TypeError, AttributeError, RuntimeError) as error:
         writing = isinstance(error, RuntimeError) and any(
@@ -91,6 +96,10 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
                           ) from None
         raise TypeError(f"This experiment cannot be checkpointed: {error} (environments and "
                         "meta components must pickle; register hooks as bound methods)") from None
+    if sum(kept) > LARGE_REPLAY:  # (its first checkpoint: a replay's size is fixed)
+        warn_once(log, "The checkpoint %s holds %.1f GiB of replay buffer, written at each "
+                  "checkpoint; checkpoint_replay=False saves the replay empty", path,
+                  sum(kept) / 2**30)
     if keep is not None:
         keep_checkpoints(path, int(experiment.logger.frame), keep)
     return path
@@ -184,6 +193,21 @@ def check_run_files(run_dir: Path) -> None:
         if (run_dir / name).is_file():
             check_header(run_dir / name, "the resumed run would append to it: restore it, or "
                          "start a new run")
+
+
+def check_unfinished(run_dir: str | Path, frames: Any, done: Any = None) -> None:
+    """A one-line ``ValueError`` if ``run_dir`` holds a run that finished a budget of
+    ``frames`` or more (``done`` frames, else its ``results.json``'s ``looprl run`` wrote):
+    resumed, it would only be evaluated again."""
+    try:
+        if done is None:
+            done = json.loads((Path(run_dir) / "results.json").read_text())["train"]["step"]
+        finished = float(done) >= float(frames)
+    except (OSError, ValueError, KeyError, TypeError):  # (none, or unreadable: not finished)
+        return
+    if finished:
+        raise ValueError(f"{run_dir} is a finished run ({done} frames): nothing to resume; give "
+                         "a larger budget (frames=N) to train it on, or start a new run")
 
 
 def load_saved(path: str | Path) -> Any:

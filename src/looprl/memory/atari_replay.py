@@ -58,7 +58,7 @@ class AtariReplayBuffer(ReplayBuffer):
     @property
     def nbytes(self) -> int:
         """Bytes allocated by the storage (0 before the first transition)."""
-        return 0 if self.frames is None else sum(getattr(self, a).nbytes for a in _ARRAYS)
+        return sum(array.nbytes for a in _ARRAYS if (array := getattr(self, a)) is not None)
 
     @property
     def ready(self) -> torch.Tensor | None:
@@ -306,11 +306,6 @@ class PrioritizedAtariReplayBuffer(Prioritized, AtariReplayBuffer):
     def _empty_contents(self) -> dict[str, Any]:
         # _updates: (slot, priority or -1 for the maximum) to apply before sampling
         return {**super()._empty_contents(), "_updates": []}
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes allocated by the storage and the sum tree."""
-        return super().nbytes + self.tree.tree.nbytes
 
     def _queue(self, k: int, priority: float) -> None:
         self._updates.append((k, priority))

@@ -7,6 +7,7 @@ priority seen so far.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -25,13 +26,18 @@ def importance_weights(probabilities: torch.Tensor, size: int, beta: float) -> t
     return weights / weights.max()
 
 
+def _tree_leaves(size: int) -> int:
+    """The leaves of a ``SumTree`` of ``size``: the power of two from ``size`` up."""
+    return 1 << max(0, (size - 1).bit_length())
+
+
 class SumTree:
     """Binary tree of priorities with subtree sums: node 1 is the root, node ``k`` has children
     ``2k`` and ``2k + 1``, leaf ``i`` is node ``capacity + i`` (a power of two)."""
 
     def __init__(self, size: int):
         self.size = int(size)
-        self.capacity = 1 << max(0, (self.size - 1).bit_length())
+        self.capacity = _tree_leaves(self.size)
         self.depth = self.capacity.bit_length() - 1
         self.tree = np.zeros(2 * self.capacity, dtype=np.float64)
 
@@ -94,8 +100,15 @@ class Prioritized:
         self.alpha, self.beta, self.epsilon = alpha, beta, epsilon
 
     def _empty_contents(self) -> dict[str, Any]:
-        fresh = {"tree": SumTree(self.size), "max_priority": 1.0, "_last_index": None}
+        tree_bytes = 16 * _tree_leaves(self.size)  # (two float64 a leaf)
+        with self._allocating(math.ceil(tree_bytes / self.size), "cpu", empty=False):
+            fresh = {"tree": SumTree(self.size), "max_priority": 1.0, "_last_index": None}
         return {**super()._empty_contents(), **fresh}
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes allocated by the storage and the sum tree."""
+        return super().nbytes + self.tree.tree.nbytes
 
     def _draw(self, batch_size: int) -> np.ndarray:
         """Leaves drawn proportionally to priority, one per equal segment of the total."""

@@ -36,19 +36,23 @@ from looprl.memory.windows import (
 __all__ = ["ExperienceReplayBuffer", "ReplayBuffer", "replay_contents_saved", "transitions"]
 
 _SAVE_CONTENTS: ContextVar[bool] = ContextVar("save_replay_contents", default=True)
+_SAVED_BYTES: ContextVar[list[int] | None] = ContextVar("saved_replay_bytes", default=None)
 
 #: The most steps ``store`` gathers before it windows them (n-step replay; the Atari ring too).
 STORE_CHUNK = 32
 
 
 @contextmanager
-def replay_contents_saved(saved: bool) -> Iterator[None]:
-    """While active, pickling a replay buffer keeps (``True``) or drops its transitions."""
-    token = _SAVE_CONTENTS.set(saved)
+def replay_contents_saved(saved: bool) -> Iterator[list[int]]:
+    """While active, pickling a replay buffer keeps (``True``) or drops its transitions;
+    yields the bytes of the transitions kept, an entry per buffer pickled."""
+    kept: list[int] = []
+    token, tally = _SAVE_CONTENTS.set(saved), _SAVED_BYTES.set(kept)
     try:
-        yield
+        yield kept
     finally:
         _SAVE_CONTENTS.reset(token)
+        _SAVED_BYTES.reset(tally)
 
 
 class ReplayBuffer:
@@ -77,6 +81,8 @@ class ReplayBuffer:
         state = dict(self.__dict__)
         if not _SAVE_CONTENTS.get():
             state.update(self._empty_contents())
+        elif (kept := _SAVED_BYTES.get()) is not None:
+            kept.append(self.nbytes)
         state["_views"] = {}
         return state
 
@@ -98,16 +104,18 @@ class ReplayBuffer:
         return transitions(self.sample_batch(batch_size))
 
     @contextmanager
-    def _allocating(self, item_bytes: int, device: Any = None) -> Iterator[None]:
+    def _allocating(self, item_bytes: int, device: Any = None, empty: bool = True
+                    ) -> Iterator[None]:
         """Allocate the storage of ``size`` items of ``item_bytes`` bytes on ``device`` (default:
-        the buffer's): torch's failure is one line (``ValueError``) naming the size to lower,
-        the buffer left empty."""
+        the buffer's): torch's or NumPy's failure is one line (``ValueError``) naming the size
+        to lower, the buffer left ``empty`` (``False``: the fresh contents failed)."""
         try:
             yield
-        except RuntimeError as error:
+        except (RuntimeError, MemoryError) as error:
             if not is_out_of_memory(error):
                 raise
-            self.__dict__.update(self._empty_contents())
+            if empty:
+                self.__dict__.update(self._empty_contents())
             raise ValueError(f"{type(self).__name__}: {self.size:,} items of {item_bytes:,} bytes "
                              f"need {self.size * item_bytes / 2**30:,.1f} GiB on "
                              f"{device or self.device}, "
@@ -155,6 +163,12 @@ def transitions(batch: SampleBatch, discount_factor: float | None = None) -> tup
 _KEPT = frozenset({"observation", "reward", "done", "mask"})
 
 
+def _nbytes(rows: dict[str, Any]) -> int:
+    """The bytes of the tensors of ``rows`` (fields of ``NamedArray`` s too)."""
+    return sum(x.nbytes for value in rows.values()
+               for x in (leaves(value) if isinstance(value, NamedArray) else [value]))
+
+
 def _entries(obs: Any, at: Any) -> dict[str, Any]:
     """A ``StateArray``'s entries from the rows ``at`` of a batch's ``obs``: its field ``obs``
     the observation, its other fields entries (``store``'s and the collectors' layout)."""
@@ -177,11 +191,14 @@ class ExperienceReplayBuffer(ReplayBuffer):
         return {"_storage": None, "_pos": 0, "_len": 0, "_carry": None, "_waiting": None,
                 "_slots": {}, "_steps": [], "_views": {}}
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes allocated by the storage (0 before the first transition)."""
+        return 0 if self._storage is None else _nbytes(self._storage)
+
     def _allocate(self, window: dict[str, Any]) -> None:
         """Zeroed storage ``[size, rows, ...]`` for items like ``window`` (``[rows, ...]``)."""
-        item = sum(x.nbytes for value in window.values()
-                   for x in (leaves(value) if isinstance(value, NamedArray) else [value]))
-        with self._allocating(item):
+        with self._allocating(_nbytes(window)):
             self._storage = fields(window, lambda leaf: torch.zeros(
                 (self.size, *leaf.shape), dtype=leaf.dtype, device=self.device))
         self._views = self._numpy_views()

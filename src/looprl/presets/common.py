@@ -16,6 +16,7 @@ import numpy as np
 from torch import nn
 
 from looprl.core import Policy, Preset, Trainer
+from looprl.core.observations import observation_dtype
 from looprl.core.ranges import check_ranges
 from looprl.core.suggest import warn_once
 from looprl.environments.multiagent import AgentView
@@ -185,31 +186,28 @@ def memory_limit(device: Any = "cpu") -> int:
 
 def check_memory(name: str, rows: int, what: str, env: Any, remedy: str,
                  row_bytes: int | None = None, device: Any = "cpu") -> None:
-    """A one-line ``ValueError`` when ``rows`` rows of ``row_bytes`` bytes (default: a float32
-    observation of ``env``; ``None``: one float) would not fit in ``device``'s memory
-    (``memory_limit``); ``what`` names the rows, ``remedy`` what to lower."""
-    shape = getattr(getattr(env, "observation_space", None), "shape", None) or (1,)
-    size = "rows need at least" if env is None else f"rows of {math.prod(shape):,} floats need"
-    if row_bytes is not None:
-        size = f"rows of {row_bytes:,} bytes need"
-    needed = rows * (row_bytes or max(1, math.prod(shape)) * 4)
+    """A one-line ``ValueError`` when ``rows`` rows of ``row_bytes`` bytes (default: an
+    observation of ``env`` as buffers store it, ``value_bytes``) would not fit in ``device``'s
+    memory (``memory_limit``); ``what`` names the rows, ``remedy`` what to lower."""
+    row_bytes = row_bytes or value_bytes(getattr(env, "observation_space", None))
+    needed = rows * row_bytes
     limit = memory_limit(device)
     if needed > limit:
-        raise ValueError(f"{name}: {what} = {rows:,} {size} {needed / 2**30:,.1f} GiB, more "
-                         f"than the {limit / 2**30:,.1f} GiB of memory this process can have "
-                         f"on {device}; {remedy}")
+        raise ValueError(f"{name}: {what} = {rows:,} rows of {row_bytes:,} bytes need "
+                         f"{needed / 2**30:,.1f} GiB, more than the {limit / 2**30:,.1f} GiB of "
+                         f"memory this process can have on {device}; {remedy}")
 
 
 def value_bytes(space: Any) -> int:
-    """The least bytes a value of ``space`` takes in a buffer: a float32 a number, a byte a
-    pixel of ``uint8`` images (``as_observation``); a ``Dict``'s or ``Tuple``'s, its parts'."""
+    """The least bytes a value of ``space`` takes in a buffer: of ``observation_dtype`` (a
+    float32 a number, a byte a pixel of ``uint8`` images); a ``Dict``'s or ``Tuple``'s, its
+    parts'."""
     parts = getattr(space, "spaces", None)
     if isinstance(parts, dict | tuple):
         return sum(value_bytes(part) for part in (parts.values() if isinstance(parts, dict)
                                                   else parts))
     shape = tuple(getattr(space, "shape", None) or ())
-    image = getattr(space, "dtype", None) == np.uint8 and len(shape) >= 2
-    return math.prod(shape) * (1 if image else 4)
+    return math.prod(shape) * observation_dtype(getattr(space, "dtype", None), len(shape)).itemsize
 
 
 def cap_minibatch(name: str, hyperparameters: dict[str, Any], limit: int, what: str,
