@@ -104,6 +104,27 @@ def test_a_vector_environment_that_raises_is_rebuilt_whole() -> None:
     assert segments[0].truncated[2].tolist() == [True, True]  # every episode cut there
 
 
+def test_a_rebuilt_atari_environment_of_a_run_seeded_near_2_31_keeps_ale_pys_seed_range() -> None:
+    pytest.importorskip("ale_py")
+    from looprl.environments.atari import AtariVectorEnvironment
+
+    class FaultyPong(AtariVectorEnvironment):
+        faulty = True  # (the first one built: its first step raises)
+
+        def step(self, action):
+            if FaultyPong.faulty:
+                FaultyPong.faulty = False
+                raise RuntimeError("step fault injected")
+            return super().step(action)
+
+    restarts = EnvRestarts(3)  # (the rebuilt copies' seed, 2**31 - 2, is past ale-py's int32)
+    runner = EnvRunner(lambda: FaultyPong("Pong", 2), n_envs=2, segment_length=4,
+                       seed=2**31 - 4, restarts=restarts)
+    collect(runner, 3)
+    assert [fault.line() for fault in restarts.pop()] == [
+        "Pong raised in step: RuntimeError: step fault injected"]
+
+
 def test_a_nan_action_is_the_policys_fault_and_no_copy_is_rebuilt() -> None:
     restarts = EnvRestarts(3)
     runner = EnvRunner("Pendulum-v1", n_envs=2, segment_length=4, seed=0, restarts=restarts)

@@ -82,6 +82,38 @@ def test_unknown_id_suggests_close_match() -> None:
     check_env_id("CartPole-v1")  # no error for a registered id
 
 
+def test_an_unknown_mujoco_id_suggests_only_ids_gymnasium_can_make() -> None:
+    """Was: 'Hopper-v9' suggested 'Hopper-v3', one of Gymnasium 1.x's placeholders for the
+    mujoco-py ids it dropped (its make raises)."""
+    pytest.importorskip("mujoco")
+    from looprl.environments import MujocoEnvironment, make
+    for build in (GymEnvironment, MujocoEnvironment, make):
+        with pytest.raises(ValueError, match="Did you mean 'Hopper-v5', 'Hopper-v4'") as info:
+            build("Hopper-v9")
+        assert "Hopper-v3" not in str(info.value) and "Hopper-v2" not in str(info.value)
+
+
+def test_an_argument_of_the_wrong_type_is_one_line_naming_it_when_the_env_is_made() -> None:
+    """Was: ``looprl run ... env=CartPole-v1 +env_kwargs.sutton_barto_reward=abc`` trained on
+    the other reward (text is true), and HalfCheetah's ``ctrl_cost_weight=abc`` failed at the
+    first step, after the preset was built (``xml_file=123``: a traceback out of gym.make)."""
+    with pytest.raises(TypeError, match=r"^CartPole-v1's argument sutton_barto_reward takes "
+                       r"true or false \(default False\), got the text 'abc' "):
+        GymEnvironment("CartPole-v1", sutton_barto_reward="abc")
+    with pytest.raises(TypeError, match="argument g takes a number .default 10.0."):
+        GymVectorEnvironment("Pendulum-v1", 2, g="abc")
+    assert GymEnvironment("CartPole-v1", sutton_barto_reward=True).reset() is not None
+    pytest.importorskip("mujoco")
+    with pytest.raises(TypeError, match="HalfCheetah-v5's argument ctrl_cost_weight takes a "
+                       "number"):
+        GymEnvironment("HalfCheetah-v5", ctrl_cost_weight="abc")
+    with pytest.raises(TypeError, match="argument contact_force_range takes a tuple"):
+        GymEnvironment("Ant-v5", contact_force_range="abc")
+    with pytest.raises(ValueError, match=r"^HalfCheetah-v5 made with \{'xml_file': 123\} raised "
+                       "AttributeError: "):
+        GymEnvironment("HalfCheetah-v5", xml_file=123)
+
+
 def test_a_pettingzoo_game_given_as_a_gymnasium_id_points_to_the_multiagent_presets() -> None:
     pytest.importorskip("pettingzoo")
     # was "Unknown environment 'tictactoe_v3'. (Atari and MuJoCo ids need the ... extras)"
@@ -502,6 +534,25 @@ def test_a_mujoco_gl_backend_that_does_not_import_is_one_line(env_class: str) ->
                           env={**os.environ, "MUJOCO_GL": "no-such-backend"}, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "does not import with MUJOCO_GL='no-such-backend'" in done.stdout
+
+
+def test_a_mujoco_render_without_a_backend_leaves_no_traceback_behind(monkeypatch) -> None:
+    """``MUJOCO_GL=`` (empty), then rendering: Gymnasium's one-line ``RuntimeError`` (which
+    ``looprl watch`` says), and nothing else (was: the half-made viewer's ``__del__`` printed
+    an ``AttributeError`` traceback when collected, at exit)."""
+    import gc
+    import sys
+
+    pytest.importorskip("mujoco")
+    env = GymEnvironment("InvertedPendulum-v5", render_mode="rgb_array")
+    env.reset(seed=0)
+    heard: list = []
+    monkeypatch.setattr(sys, "unraisablehook", heard.append)
+    monkeypatch.setenv("MUJOCO_GL", "")  # (read at the first render)
+    with pytest.raises(RuntimeError, match="MUJOCO_GL must be one of"):
+        env.render()
+    gc.collect()
+    assert heard == []
 
 
 def test_a_checkpointed_mujoco_env_keeps_its_arguments() -> None:

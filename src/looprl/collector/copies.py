@@ -18,7 +18,7 @@ import numpy as np
 from looprl.core import NamedArray, StateArray
 from looprl.core.namedarray import as_numpy
 from looprl.core.suggest import check_count
-from looprl.environments.base import VectorEnvironment
+from looprl.environments.base import VectorEnvironment, wrapped_seed
 from looprl.environments.faults import EnvironmentFailure, failure
 from looprl.environments.gym_helpers import action_to_numpy, episode_cap
 from looprl.environments.srl import checked_results, make, result_scalars
@@ -266,7 +266,7 @@ class Copies:
             runner.cut_episodes(np.flatnonzero(self.stream_copy == i))
         _close(self.envs[i])
         env = self.envs[i] = self.build()  # (in place: the meta components see the list)
-        _seed(env, runner.seed + i + len(self.envs) * restarts.count)
+        _seed(env, wrapped_seed(runner.seed + i + len(self.envs) * restarts.count))
         self._reset(runner, i)
 
 
@@ -392,7 +392,7 @@ class VectorCopies(Copies):
         if runner.hooks is not None:
             for hub in runner.hooks.hubs:
                 hub.metrics["env"] = self.env  # (what the meta components see)
-        self.reset(runner, runner.seed + self.env.n_envs * runner.restarts.count)
+        self.reset(runner, wrapped_seed(runner.seed + self.env.n_envs * runner.restarts.count))
 
     def _rows(self, state: StateArray) -> tuple[np.ndarray, ...]:
         """``(obs, reward, terminated, truncated)`` of ``state`` as the agent sees it."""

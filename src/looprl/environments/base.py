@@ -13,6 +13,15 @@ from gymnasium.utils import EzPickle
 from looprl.core import StateArray
 from looprl.core.suggest import check_seed
 
+#: Seeds looprl derives from a run's (its evaluation's, a rebuilt copy's) wrap below it, which
+#: every environment takes (ale-py seeds its copy ``i`` with ``seed + i``, an int32).
+SEED_SPAN = 2**31 - 2**16
+
+
+def wrapped_seed(seed: int) -> int:
+    """``seed`` (a run's seed plus an offset) wrapped below ``SEED_SPAN``."""
+    return seed % SEED_SPAN
+
 
 class Restorable:
     """What a checkpoint needs of an environment wrapper (``env``: Gymnasium's or PettingZoo's,
@@ -53,7 +62,7 @@ class Restorable:
         checkpoint restores: a resumed run repeats itself)."""
         seed = self._next_seed(seed)
         if seed is None and self.needs_reset:
-            seed = int(np.random.randint(2**31 - 2**16))
+            seed = int(np.random.randint(SEED_SPAN))
         self.needs_reset = False
         return seed
 

@@ -19,6 +19,7 @@ from looprl.environments.faults import failure, gym_reset_output, gym_step_outpu
 from looprl.environments.gym_helpers import (
     action_to_numpy,
     deep_copy,
+    drop_frames,
     env_name,
     make_gym_env,
     shape_changed,
@@ -192,7 +193,11 @@ class GymEnvironment(Environment):
         return self.env.action_space
 
     def render(self, **kwargs: Any) -> Any:
-        return self.env.render(**kwargs)
+        try:
+            return self.env.render(**kwargs)
+        except Exception as error:
+            drop_frames(error)
+            raise
 
     def close(self) -> None:
         try:

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import copy
+import functools
 import importlib.util
+import inspect
 import logging
 import math
 import os
 import re
-from collections.abc import Sequence
+import sys
+import traceback
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import load_env_creator
 from gymnasium.utils import EzPickle
 
 from looprl.core.imports import import_object
@@ -30,6 +35,7 @@ def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
     check_env_id(env_id)
     if "mujoco" in str(gym.registry[env_id].entry_point):
         require_mujoco()
+    check_text_arguments(env_id, kwargs)
     try:
         env = gym.make(env_id, **kwargs)
     except ModuleNotFoundError as error:  # (Gymnasium's phys2d and tabular ids need jax)
@@ -41,10 +47,37 @@ def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
                                   f"installed{install}", name=error.name) from error
     except gym.error.DependencyNotInstalled as error:  # (Box2D's: says what, not for which id)
         raise gym.error.DependencyNotInstalled(f"{env_id}: {error}") from error
+    except (AttributeError, ValueError) as error:  # (Gymnasium names the kwargs of a TypeError)
+        if not kwargs:
+            raise
+        raise ValueError(f"{env_id} made with {kwargs} raised {type(error).__name__}: "
+                         f"{one_line(error)}") from error
     made = env.unwrapped  # pickled (a checkpoint) as its constructor's keyword arguments: some
     if isinstance(made, EzPickle) and made.spec is not None:  # of Gymnasium's (v5
         EzPickle.__init__(made, **made.spec.kwargs)  # InvertedPendulum) pass them out of place
     return env
+
+
+def check_text_arguments(env_id: str, kwargs: dict[str, Any]) -> None:
+    """A one-line ``TypeError`` for an argument of ``env_id`` given as text where its
+    constructor's default is no text (a number, a bool, a list: ``looprl run
+    +env_kwargs.x=abc``), which the environment takes, to fail at a step or to read as true."""
+    if not any(isinstance(value, str) for value in kwargs.values()):
+        return
+    entry_point = gym.registry[env_id].entry_point
+    try:
+        creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
+        parameters = inspect.signature(creator).parameters
+    except Exception:  # noqa: BLE001 - gym.make says what is wrong with it
+        return
+    for key, value in kwargs.items():
+        default = parameters[key].default if key in parameters else None
+        if isinstance(value, str) and default is not inspect.Parameter.empty and not isinstance(
+                default, (str, os.PathLike, type(None))):
+            wanted = ("true or false" if isinstance(default, bool) else "a number" if
+                      isinstance(default, (int, float)) else f"a {type(default).__name__}")
+            raise TypeError(f"{env_id}'s argument {key} takes {wanted} (default {default!r}), "
+                            f"got the text {value!r} (env_kwargs.{key})")
 
 
 def require_mujoco() -> None:
@@ -66,6 +99,17 @@ def require_mujoco() -> None:
 
     if mujoco.get_mju_user_warning() is None:
         mujoco.set_mju_user_warning(_log_warning)
+
+
+def drop_frames(error: BaseException) -> None:
+    """Free the locals of the frames ``error`` left, unheard: a MuJoCo viewer Gymnasium left
+    half-made there (no OpenGL backend, a wrong ``MUJOCO_GL``) would print a traceback from its
+    ``__del__`` when collected, after looprl's one line."""
+    hook, sys.unraisablehook = sys.unraisablehook, lambda _: None
+    try:
+        traceback.clear_frames(error.__traceback__)
+    finally:
+        sys.unraisablehook = hook
 
 
 def _log_warning(message: str) -> None:
@@ -154,11 +198,30 @@ def check_env_id(env_id: str) -> None:
                          f"(looprl run algorithm=multiagent/ppo env={env_id}, or looprl train "
                          f"multiagent.ppo {env_id}) or play it in "
                          f"MultiagentPettingZooEnv({env_id!r})")
-    hint = did_you_mean(env_id, list(gym.registry), n=3) or (
+    hint = did_you_mean(env_id, makeable_ids(), n=3) or (
         " Give a Gymnasium id (gymnasium.pprint_registry() lists them), your environment "
         "class as 'package.module:ClassName', an Atari game or a PettingZoo game.")
     raise ValueError(f"Unknown environment {env_id!r}.{hint} "
                      "(Atari and MuJoCo ids need the 'atari'/'mujoco' extras installed.)")
+
+
+def makeable_ids() -> Iterator[str]:
+    """The Gymnasium ids ``gym.make`` can make here (what to suggest): not Gymnasium's
+    placeholders of the ids it dropped (MuJoCo's v2/v3 of mujoco-py, shimmy's), nor ids whose
+    module does not import (Box2D's without box2d, the jax ones without jax)."""
+    return (env_id for env_id, spec in list(gym.registry.items()) if _imports(spec.entry_point))
+
+
+@functools.cache
+def _imports(entry_point: Any) -> bool:
+    """Whether a Gymnasium spec's ``entry_point`` (``module:Class`` or a callable) makes one."""
+    if not isinstance(entry_point, str):  # (gymnasium.envs's own functions raise, placeholders)
+        return callable(entry_point) and getattr(entry_point, "__module__", "") != "gymnasium.envs"
+    module, _, attr = entry_point.partition(":")
+    try:
+        return hasattr(importlib.import_module(module), attr)
+    except Exception:  # noqa: BLE001 - whatever it raises, gym.make would raise it too
+        return False
 
 
 def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) -> Any:

@@ -21,6 +21,7 @@ import numpy as np
 from looprl.core.imports import import_module, is_import_path
 from looprl.core.namedarray import NamedArray, as_numpy
 from looprl.core.registry import Registry
+from looprl.environments.gym_helpers import makeable_ids
 
 
 @dataclasses.dataclass
@@ -198,7 +199,7 @@ def make(name: str, /, **env_args: Any) -> Environment:
         adapter = "atari" if env_args.pop("atari_wrappers", False) else "gym"
         env = environments.get(adapter)(name, **env_args)
     else:  # (``UnknownName`` if it is not registered)
-        env = environments.get(name, also=gym.registry, n=3)(**env_args)
+        env = environments.get(name, also=makeable_ids(), n=3)(**env_args)
     if not isinstance(env, Environment):
         raise TypeError(f"environment {name!r} built a {type(env).__name__}, not a looprl."
                         "environments.SRLEnvironment; wrap a Gymnasium env in GymnasiumEnvironment")

@@ -18,6 +18,7 @@ from looprl.core import Preset, RolloutResult, StateArray
 from looprl.core.preset import check_built
 from looprl.core.suggest import check_count, check_seed
 from looprl.environments import AtariEnvironment, Environment, VectorEnvironment
+from looprl.environments.base import wrapped_seed
 from looprl.environments.bodies import body_states
 from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.experiments.checkpoint import check_checkpointing, save_checkpoint
@@ -49,8 +50,8 @@ TEST_SEED_OFFSET = 10_000
 
 def evaluation_seed(seed: int) -> int:
     """The seed of a run's evaluation (every runtime's): ``seed + TEST_SEED_OFFSET``, wrapped
-    below ``2**31 - 2**16``, which every environment takes (ale-py's copies' are 32-bit)."""
-    return (seed + TEST_SEED_OFFSET) % (2**31 - 2**16)
+    by ``wrapped_seed``, which every environment takes (ale-py's copies' are 32-bit)."""
+    return wrapped_seed(seed + TEST_SEED_OFFSET)
 
 
 def logger_object(logger: Any) -> Any:
