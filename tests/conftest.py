@@ -38,6 +38,7 @@ def _warnings_heard_anew():
 #: outside these is an error at collection.
 RAY_TESTS = (
     "tests/distributed/test_ray_runtime.py",
+    "tests/distributed/test_run_dir_on_driver.py",
     "tests/distributed/test_env_faults_on_ray.py",
     "tests/distributed/test_meta_on_ray.py",
     "tests/distributed/test_ray_logs.py",

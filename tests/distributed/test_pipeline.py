@@ -777,7 +777,7 @@ def test_a_ray_run_that_never_trained_warns_as_a_local_run_does(monkeypatch, cap
         run.result.frames, run.result.trainer_steps = 100, [trained]
 
     parts = SimpleNamespace(start=lambda *args: None, trainers=["trainer"],
-                            actors_meta_state=None, schedules={})
+                            actors_meta_state=None, schedules={}, trainer_checkpoint=None)
     for name in ("WorkerPool", "Supervisor", "RunMonitor", "ControllerCheckpoint"):
         monkeypatch.setattr(controller, name, lambda *args, **kwargs: parts)
     monkeypatch.setattr(controller, "start_ray", lambda runtime: False)

@@ -97,3 +97,28 @@ def test_run_json_records_the_hyperparameters_of_a_plain_run(small_ppo, tmp_path
                                test_episodes=0)
     run = json.loads((Path(result.log_dir) / "run.json").read_text())
     assert run["hyperparameters"]["lr"] == 0.0123 and run["hyperparameters"]["hidden"] == 8
+
+
+def test_a_trials_files_from_ray_do_not_write_over_a_run_of_the_same_name(tmp_path):
+    """``unpack_runs`` (``RayTrials``: the driver writes a trial's files) claims a run
+    directory as a sequential run does: the first run of a name keeps its files."""
+    import io
+    import tarfile
+
+    from looprl.distributed.trials import unpack_runs
+
+    def archive(text: str) -> bytes:
+        data, buffer = text.encode(), io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            info = tarfile.TarInfo("dqn/CartPole-v1/gen000_ind000/results.csv")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        return buffer.getvalue()
+
+    unpack_runs(archive("first"), str(tmp_path))
+    unpack_runs(archive("second"), str(tmp_path))
+    runs = tmp_path / "dqn" / "CartPole-v1"
+    assert sorted(path.name for path in runs.iterdir()) == ["gen000_ind000", "gen000_ind000_2"]
+    assert (runs / "gen000_ind000" / "results.csv").read_text() == "first"
+    assert (runs / "gen000_ind000_2" / "results.csv").read_text() == "second"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["dqn"]  # (no temporary left)

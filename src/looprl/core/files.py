@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -31,14 +32,16 @@ def write_atomically(path: str | Path, write: Callable[[Path], Any]) -> None:
         raise
 
 
-def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None) -> Any:
-    """``torch.load`` of ``path``; ``what`` it should hold (``"looprl preset"``) and the
-    ``remedy`` are for one-line errors."""
+def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None,
+              data: bytes | None = None) -> Any:
+    """``torch.load`` of ``path`` (or of ``data``, its bytes read elsewhere); ``what`` it
+    should hold (``"looprl preset"``) and the ``remedy`` are for one-line errors."""
     path = Path(path)
-    if not path.is_file():
+    if data is None and not path.is_file():
         raise FileNotFoundError(f"No {what} at {path} ({remedy})")
     try:
-        return torch.load(path, weights_only=False, map_location=map_location)
+        return torch.load(path if data is None else io.BytesIO(data), weights_only=False,
+                          map_location=map_location)
     except ModuleNotFoundError as error:
         if (error.name or "").startswith("looprl."):  # as ``looprl.memory.nstep`` went
             raise ValueError(f"{path} holds a {what} written by another version of looprl: "

@@ -130,9 +130,10 @@ class DistributedRun:
                                        self.frames, agents, self._agent_logs)
             self._checkpoint = ControllerCheckpoint(
                 self.runtime.checkpoint_every, self._log, self.result, counts, self._agent_logs,
-                self._pool.actors_meta_state, self._planned, self._pool.schedules)
+                self._pool.actors_meta_state, self._planned, self._pool.schedules,
+                self._pool.trainer_checkpoint)
             self._started_frames = self.frames
-            self._pool.start(self.result.log_dir or str(Path.cwd()), self.seed,
+            self._pool.start(self.result.log_dir, self.seed,
                              self.frames - self.result.frames, self._actors_meta,
                              self._schedules)
             self._loop(callback)

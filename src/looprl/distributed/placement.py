@@ -10,7 +10,7 @@ from typing import Any
 
 from looprl.distributed.cluster import error_line
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
-from looprl.distributed.run_state import DistributedResult, SampleCounts
+from looprl.distributed.run_state import TRAINER_CHECKPOINT, DistributedResult, SampleCounts
 
 __all__ = ["WorkerPool"]
 
@@ -35,13 +35,14 @@ class WorkerPool:
         self._rendezvous: list[str] = []  # rendezvous files of the trainer groups
         self._prefix = f"looprl-{uuid.uuid4().hex[:12]}-"
 
-    def start(self, run_dir: str, seed: int, frames: int | None = None,
+    def start(self, run_dir: str | None, seed: int, frames: int | None = None,
               meta_state: dict[int, Any] | None = None,
               schedules: dict[str, list[int]] | None = None) -> None:
         """Create the workers (the actors share ``frames``; actor ``i`` starts its meta
         components from ``meta_state[i]``, worker ``name`` its exploration schedules from
         ``schedules[name]``), wait until they are placed, form the trainer group and start the
-        loops; ``RuntimeError`` if the cluster cannot place them within
+        loops (trainer 0 from the checkpoint in ``run_dir``, a resumed run's, read here);
+        ``RuntimeError`` if the cluster cannot place them within
         ``runtime.placement_timeout`` seconds, or one failed to start."""
         import ray
         self.meta_state = dict(meta_state or {})
@@ -53,7 +54,7 @@ class WorkerPool:
             if name != "server" and not name.startswith("policy"):
                 self.start_loop(name)
 
-    def _create(self, run_dir: str, seed: int, frames: int | None,
+    def _create(self, run_dir: str | None, seed: int, frames: int | None,
                 meta_state: dict[int, Any]) -> None:
         """Create the workers, named Ray actors that find each other by name."""
         import ray
@@ -64,8 +65,10 @@ class WorkerPool:
         restart = {"max_restarts": rt.max_restarts, "max_task_retries": 0}
         grouped = {**restart, "max_restarts": -1} if rt.trainers > 1 else restart  # we count
         # the workers fetch the spec from the server (``run_spec``)
-        server = start("server", ParameterServer, (ray.cloudpickle.dumps(self.spec),))
-        trainers = [start(name, TrainerWorker, (rt, server, run_dir, seed, rank),
+        saved = None if run_dir is None else Path(run_dir, TRAINER_CHECKPOINT)
+        saved = saved.read_bytes() if saved is not None and saved.is_file() else None
+        server = start("server", ParameterServer, (ray.cloudpickle.dumps(self.spec), saved))
+        trainers = [start(name, TrainerWorker, (rt, server, seed, rank),
                           num_cpus=rt.cpus_per_trainer, num_gpus=rt.gpus_per_trainer, **grouped)
                     for rank, name in enumerate(self.trainers)]
         policies = [start(f"policy{i}", PolicyWorker,
@@ -207,6 +210,11 @@ class WorkerPool:
         """Trainer 0's answer to ``method`` within 60 s (else ``ray.exceptions.RayError``)."""
         import ray
         return ray.get(getattr(self.workers["trainer"], method).remote(), timeout=60)
+
+    def trainer_checkpoint(self) -> bytes | None:
+        """Trainer 0's latest checkpoint, which the server holds (``None``: none yet)."""
+        import ray
+        return ray.get(self.workers["server"].trainer_checkpoint.remote(), timeout=60)
 
     def kill(self) -> None:
         """Kill every worker (no restarts) and remove the rendezvous files."""

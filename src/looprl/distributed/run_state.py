@@ -10,13 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from looprl.core.files import find_one
+from looprl.core.files import find_one, write_atomically
 from looprl.experiments.logger import mean_return
 
-__all__ = ["CONTROLLER_CHECKPOINT", "ControllerCheckpoint", "ControllerState",
-           "DistributedResult", "SampleCounts", "find_controller_checkpoint"]
+__all__ = ["CONTROLLER_CHECKPOINT", "TRAINER_CHECKPOINT", "ControllerCheckpoint",
+           "ControllerState", "DistributedResult", "SampleCounts", "find_controller_checkpoint"]
 
 CONTROLLER_CHECKPOINT = "controller_checkpoint.pt"
+TRAINER_CHECKPOINT = "trainer_checkpoint.pt"  # (trainer 0's, which the controller writes)
 
 
 @dataclass
@@ -111,13 +112,16 @@ class ControllerCheckpoint:
     the trainer has checkpointed (every ``every`` steps) since the last save, with what
     ``actors_meta()`` returns (the actors' step hooks' state; ``None``: nothing), the
     ``budget`` its schedules were planned over and the exploration ``schedules``' steps (a
-    dict the run keeps up to date)."""
+    dict the run keeps up to date); and, first, the trainer's latest checkpoint, the bytes
+    ``trainer()`` returns (``None``: none yet), beside it: the driver alone writes there."""
 
     def __init__(self, every: int | None, log: Any, result: DistributedResult,
                  counts: SampleCounts, agent_logs: dict[str, Any] | None = None,
                  actors_meta: Callable[[], dict[int, Any]] | None = None,
-                 budget: int = 0, schedules: dict[str, list[int]] | None = None) -> None:
+                 budget: int = 0, schedules: dict[str, list[int]] | None = None,
+                 trainer: Callable[[], bytes | None] = lambda: None) -> None:
         self.every, self.log, self.result, self.counts = every, log, result, counts
+        self.trainer = trainer
         self.agent_logs = {} if agent_logs is None else agent_logs
         self.actors_meta, self.budget = actors_meta, budget
         self.schedules = {} if schedules is None else schedules
@@ -132,6 +136,10 @@ class ControllerCheckpoint:
             return
         from looprl.experiments.checkpoint import save_checkpoint
         self._saved = taken
+        trainer = self.trainer()
+        if trainer is not None:
+            write_atomically(Path(self.log.log_dir) / TRAINER_CHECKPOINT,
+                             lambda temporary: temporary.write_bytes(trainer))
         save_checkpoint(ControllerState(self.log, self.result, self.counts.saved(),
                                         self.agent_logs,
                                         self.actors_meta() if self.actors_meta else {},

@@ -88,18 +88,28 @@ class Publisher:
 @ray.remote(num_cpus=0)
 class ParameterServer:
     """The latest parameters a trainer published, by serial number, not by policy version
-    (a trainer restarted from an older checkpoint publishes an older version)."""
+    (a trainer restarted from an older checkpoint publishes an older version), and trainer 0's
+    latest checkpoint (``checkpoint``: that of the run resumed, if any)."""
 
-    def __init__(self, spec: bytes | None = None) -> None:
+    def __init__(self, spec: bytes | None = None, checkpoint: bytes | None = None) -> None:
         self.serial = 0
         self.latest: tuple[int, int, bytes] | None = None
-        self._spec = spec
+        self._spec, self._checkpoint = spec, checkpoint
 
     def spec(self) -> bytes | None:
         """The run's ``AlgorithmSpec`` pickled (``workers.run_spec``): workers created without
         one fetch it here (Ray logs an error at the creation of a restartable worker whose
         arguments pass 100 KB, and could lose them; this server is not restarted)."""
         return self._spec
+
+    def keep(self, checkpoint: bytes) -> None:
+        """Keep trainer 0's latest checkpoint (``TrainerWorker.checkpoint``)."""
+        self._checkpoint = checkpoint
+
+    def trainer_checkpoint(self) -> bytes | None:
+        """Trainer 0's latest checkpoint: the controller writes it in the run directory (the
+        workers never touch it), a restarted trainer loads it."""
+        return self._checkpoint
 
     def put(self, version: int, payload: bytes) -> None:
         """Publish ``payload`` (a ``publication``) of policy ``version``."""

@@ -4,11 +4,11 @@ checkpoints. Importing this module imports Ray."""
 
 from __future__ import annotations
 
+import io
 import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,19 +32,17 @@ from looprl.distributed.workers import (
 )
 from looprl.meta.hyperparameters import agent_hyperparameters
 
-__all__ = ["TRAINER_CHECKPOINT", "TrainerWorker"]
-
-TRAINER_CHECKPOINT = "trainer_checkpoint.pt"
+__all__ = ["TrainerWorker"]
 
 
 @ray.remote(max_concurrency=64)  # actors waiting in ``put`` must not block ``stats``/``stop``
 class TrainerWorker(Worker):
     """Owns the sample buffer (a ``Learner``), trains, publishes parameters to the
-    ``ParameterServer`` named ``server`` and checkpoints in ``run_dir``, whence it continues
-    after a restart. With ``runtime.trainers > 1``, ``run`` follows ``join_group``."""
+    ``ParameterServer`` named ``server`` and hands it its checkpoints, whence it continues
+    after a restart (it never touches the run directory, which is the driver's: on a cluster,
+    on another node). With ``runtime.trainers > 1``, ``run`` follows ``join_group``."""
 
-    def __init__(self, runtime: RuntimeConfig, server: str, run_dir: str, seed: int,
-                 rank: int = 0):
+    def __init__(self, runtime: RuntimeConfig, server: str, seed: int, rank: int = 0):
         super().__init__(runtime.trainer_threads or runtime.torch_threads)
         spec = run_spec(server)
         sys.setswitchinterval(0.0005)  # ``put`` gets the GIL quickly beside the training loop
@@ -55,7 +53,6 @@ class TrainerWorker(Worker):
             rank, runtime.trainers, runtime.gpus_per_trainer > 0, runtime.trainer_timeout)
         self.runtime = runtime
         self.publisher = Publisher(named(server))
-        self.path = Path(run_dir) / TRAINER_CHECKPOINT
         if runtime.gpus_per_trainer:
             spec = spec.on_device(cuda_device("trainer", runtime.gpus_per_trainer))
         self.core = trainer_core(spec, max_lag=kept_lag(runtime), seed=seed)
@@ -64,10 +61,12 @@ class TrainerWorker(Worker):
         self.resumed_from: int | None = None
         self.frames = 0  # the env steps its actors had taken at their latest puts (rebased
         # on the run's by ``count_frames_from`` when placed)
-        if self.path.exists() and rank == 0:
-            from looprl.experiments.checkpoint import load_saved  # (not in actors)
+        saved = ray.get(self.publisher.server.trainer_checkpoint.remote()) if rank == 0 else None
+        if saved is not None:
+            from looprl.distributed.run_state import TRAINER_CHECKPOINT  # (not in actors)
+            from looprl.experiments.checkpoint import load_saved
 
-            state = load_saved(self.path)
+            state = load_saved(TRAINER_CHECKPOINT, saved)
             self.core.load_state_dict(state["core"])
             self.resumed_from = state["steps"]
         self.steps = self.resumed_from or 0
@@ -238,12 +237,12 @@ class TrainerWorker(Worker):
             self.checkpoint()
 
     def checkpoint(self) -> None:
-        """Save the trainer (policy, optimizer, counters) to ``run_dir``."""
-        temporary = self.path.with_name(self.path.name + ".tmp")
-        state = {"core": self.core.state_dict(), "steps": self.steps}
-        torch.save(state, temporary,
+        """Hand the trainer (policy, optimizer, counters) to the ``ParameterServer``: the
+        controller writes it in the run directory, a restarted trainer loads it."""
+        saved = io.BytesIO()
+        torch.save({"core": self.core.state_dict(), "steps": self.steps}, saved,
                    pickle_module=cloudpickle)  # user classes defined in scripts pickle too
-        temporary.replace(self.path)
+        ray.get(self.publisher.server.keep.remote(saved.getvalue()))  # (held when it returns)
 
     def policy_checkpoint(self) -> dict[str, Any]:
         """The policy's ``get_checkpoint()``, its tensors on the CPU."""

@@ -1,9 +1,14 @@
 """``RayTrials``: a runner's trials at once, each a Ray task on a replica of the runner
-(``looprl run runner=es|optuna|pbt runtime=ray``), with a sequential run's results."""
+(``looprl run runner=es|optuna|pbt runtime=ray``), with a sequential run's results. A trial
+logs in a temporary directory of its own process and returns its files, which the driver
+writes in the runner's ``logdir``: the nodes of a cluster share no filesystem."""
 
 from __future__ import annotations
 
+import io
 import os
+import shutil
+import tarfile
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -12,9 +17,11 @@ from typing import Any
 from looprl.core.suggest import is_whole
 from looprl.distributed.cluster import import_ray, start_ray
 from looprl.distributed.config import RuntimeConfig, starts_local
-from looprl.runners.trials import KeptAgent, Trial
+from looprl.runners.trials import KEPT, KeptAgent, Trial
 
-__all__ = ["RayTrials", "run_replica"]
+__all__ = ["RayTrials", "run_replica", "unpack_runs"]
+
+SAFE = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # (Python >= 3.10.12)
 
 
 class RayTrials:
@@ -71,11 +78,13 @@ class RayTrials:
                     index, task = queue.pop(0)
                     pending[remote.remote(arguments, trial, task, keep)] = index
                 done, _ = ray.wait(list(pending), num_returns=1)
-                results[pending.pop(done[0])] = _result(ray, done[0])
+                answer = results[pending.pop(done[0])] = _result(ray, done[0])
+                if answer[2] is not None:  # its files, here, where a sequential run writes
+                    unpack_runs(answer[2], runner.logdir)
         finally:
             for ref in pending:
                 ray.cancel(ref, force=True)
-        for result, saved in results:
+        for result, saved, _ in results:
             yield result, KeptAgent(saved=saved) if keep else None
 
     def close(self) -> None:
@@ -87,26 +96,49 @@ class RayTrials:
 
 
 def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool
-                ) -> tuple[Any, bytes | None]:
-    """In a Ray worker: ``trial``'s result on a fresh runner, and with ``keep`` its agent's
-    checkpoint (without its replay buffer)."""
+                ) -> tuple[Any, bytes | None, bytes | None]:
+    """In a Ray worker: ``trial``'s result on a fresh runner, with ``keep`` its agent's
+    checkpoint (without its replay buffer), and the files it wrote (a tar of its ``logdir``,
+    a temporary directory here; ``None``: no ``logdir``)."""
     import torch
 
     from looprl.experiments.checkpoint import save_checkpoint
     from looprl.runners.base import Runner
     torch.set_num_threads(1)
-    runner = Runner(**arguments)
-    try:
-        result = trial(runner, task)
-        saved = None
-        if keep and runner.experiment is not None:
-            with tempfile.TemporaryDirectory() as directory:
-                path = save_checkpoint(runner.experiment, Path(directory) / "checkpoint.pt",
-                                       replay=False)
-                saved = path.read_bytes()
-    finally:
-        runner.close()
-    return result, saved
+    with tempfile.TemporaryDirectory() as directory:
+        logged = arguments["logdir"] is not None
+        runner = Runner(**{**arguments, "logdir": directory if logged else None})
+        try:
+            result = trial(runner, task)
+            saved = None
+            if keep and runner.experiment is not None:  # (in the logdir: its logger's paths
+                path = Path(directory) / KEPT  # are relative to it, wherever it is loaded)
+                saved = save_checkpoint(runner.experiment, path, replay=False).read_bytes()
+                path.unlink()
+        finally:
+            runner.close()
+        files = io.BytesIO()
+        if logged:
+            with tarfile.open(fileobj=files, mode="w") as tar:
+                for name in os.listdir(directory):  # (not ".": the logdir keeps its mode)
+                    tar.add(Path(directory) / name, arcname=name)
+        return result, saved, files.getvalue() if logged else None
+
+
+def unpack_runs(archive: bytes, logdir: str) -> None:
+    """Write a trial's files (``run_replica``'s tar) in ``logdir``: each run directory
+    (``{agent}/{env}/{run}``) under its first free name, as a sequential run claims it
+    (``claim_run_dir``: a run of the same name there is not written over)."""
+    from looprl.experiments.run_files import claim_run_dir
+    os.makedirs(logdir, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=logdir) as unpacked:
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(unpacked, **SAFE)
+        for run in Path(unpacked).glob("*/*/*"):
+            if run.is_dir():
+                parent = Path(logdir, *run.relative_to(unpacked).parts[:2])
+                run.replace(claim_run_dir(parent, run.name))
+        shutil.copytree(unpacked, logdir, dirs_exist_ok=True)  # (whatever else it wrote)
 
 
 def _result(ray: Any, ref: Any) -> Any:

@@ -210,7 +210,8 @@ def check_unfinished(run_dir: str | Path, frames: Any, done: Any = None) -> None
                          "a larger budget (frames=N) to train it on, or start a new run")
 
 
-def load_saved(path: str | Path) -> Any:
-    """``torch.load`` of a checkpoint (a file that cannot be read is one line)."""
+def load_saved(path: str | Path, data: bytes | None = None) -> Any:
+    """``torch.load`` of a checkpoint (``data``: its bytes, read elsewhere; a file that cannot
+    be read is one line)."""
     return load_file(path, "checkpoint", "nothing to resume from it: start the run anew (the "
-                     "logs of the run so far stay in its directory)")
+                     "logs of the run so far stay in its directory)", data=data)

@@ -12,9 +12,10 @@ from typing import Any
 
 from looprl.experiments.checkpoint import load_checkpoint
 
-__all__ = ["KeptAgent", "LocalTrials", "Trial"]
+__all__ = ["KEPT", "KeptAgent", "LocalTrials", "Trial"]
 
 Trial = Callable[[Any, Any], Any]  # (runner, task) -> result; a module-level function
+KEPT = ".kept_agent.pt"  # a kept agent's checkpoint, briefly, in the logdir it logs in
 
 
 class KeptAgent:
@@ -32,11 +33,14 @@ class KeptAgent:
     def restore(self, runner: Any) -> None:
         """Make the kept agent the runner's current one (closing the current one)."""
         runner.close()
-        if self.saved is not None:
+        if self.saved is not None:  # (saved in the trial's logdir: loaded in the runner's)
             with tempfile.TemporaryDirectory() as directory:
-                path = Path(directory) / "checkpoint.pt"
+                path = Path(runner.logdir or directory) / KEPT
                 path.write_bytes(self.saved)
-                self.experiment = load_checkpoint(path)
+                try:
+                    self.experiment = load_checkpoint(path)
+                finally:
+                    path.unlink()
             self.preset, self.saved = self.experiment.preset, None
         runner.experiment, runner.preset = self.experiment, self.preset
 
