@@ -274,6 +274,8 @@ def _shown(array: np.ndarray) -> str:
 def discrete_actions(action: Any, space: gym.Space, n_envs: int) -> np.ndarray:
     """One whole number per environment (a list, an array or a tensor of ``n_envs``, as a
     column too) as an ``int64`` array, else a one-line ``ValueError``."""
+    if type(action) is np.ndarray and action.dtype == np.int64 and action.shape == (n_envs,):
+        return action  # (a policy's argmax, every step: as it is)
     try:
         array = np.asarray(action)
     except ValueError:  # (rows of different lengths)

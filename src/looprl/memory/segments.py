@@ -148,6 +148,8 @@ class SegmentBuffer:
 
     def segments(self) -> list[SampleBatch]:
         """The segments finished since the last call (``batched``)."""
+        if not self._segments:  # (most steps finish none)
+            return []
         done, self._segments = self._segments, []
         return batched(done)
 
