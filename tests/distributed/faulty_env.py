@@ -3,8 +3,8 @@ tests inject faults (``rllib/env/tests/test_env_runner_failures.py``). Ray actor
 its path, ``tests.distributed.faulty_env:FaultyCartPole``.
 
 A copy's first ``reset(seed=s)`` arms it when ``faults`` names ``s`` (a Ray actor seeds copy
-``c`` of actor ``i`` with ``run seed + 10_000 * i + c``; a rebuilt copy, or a copy of an actor
-Ray restarted, gets another seed, so each fault happens once)."""
+``c`` of actor ``i`` with ``wrapped_seed(run seed + 10_000 * i) + c``; a rebuilt copy, or a
+copy of an actor Ray restarted, gets another seed, so each fault happens once)."""
 
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ from looprl.core import RolloutResult
 from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
 from looprl.distributed.run_state import DistributedResult
 from looprl.environments import EnvironmentFailure, PolicyActionError
+from looprl.environments.base import wrapped_seed
 from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.environments.gym import GymEnvironment
 from looprl.environments.srl import import_environment
@@ -151,7 +152,7 @@ def ppo_spec(faults: dict[int, str]) -> AlgorithmSpec:
         buffer_args={"batch_streams": 4})
 
 
-def run(faults: dict[int, str], frames: int, **options) -> DistributedResult:
+def run(faults: dict[int, str], frames: int, seed: int = 0, **options) -> DistributedResult:
     """A PPO run of ``frames`` on two actors of two copies each; ``AssertionError`` if it has
     not finished within 60 s (an actor that hangs would hold it forever)."""
     runtime = RuntimeConfig(**{"actors": 2, "envs_per_actor": 2, "segment_length": 16,
@@ -161,7 +162,7 @@ def run(faults: dict[int, str], frames: int, **options) -> DistributedResult:
     def in_time(_: DistributedRun) -> None:
         assert time.monotonic() < deadline, "the run did not finish within 60 s"
 
-    return DistributedRun(ppo_spec(faults), runtime, frames=frames, logdir=None,
+    return DistributedRun(ppo_spec(faults), runtime, frames=frames, logdir=None, seed=seed,
                           quiet=True).run(callback=in_time)
 
 
@@ -193,3 +194,14 @@ def test_env_faults_past_max_restarts_stop_the_run_in_one_line(local_ray):
             r"step fault injected \(copy 0, episode 1, step 3\); its copies were rebuilt 0 "
             r"times, the limit \(runtime.max_restarts=0\)$")):
         run({0: "step"}, frames=10**6, actors=1, max_restarts=0)
+
+
+def test_worker_seeds_near_2_32_wrap_into_the_environments_range(local_ray):
+    """A run seeded 2**32 - 1 on two actors and two trainers: actor 1's copies are seeded from
+    the seed plus 10_000 wrapped as every derived seed (``wrapped_seed``), its copy 1 with one
+    more (was: each actor failed to start, its copy's seed past 2**32 - 1; and trainer 1,
+    NumPy's global seed past it)."""
+    seed = 2**32 - 1
+    result = run({wrapped_seed(seed + 10_000) + 1: "step"}, frames=200, seed=seed, trainers=2)
+    assert result.frames >= 200
+    assert [name for name, _ in result.restarts] == ["actor1/copy1"]

@@ -352,9 +352,11 @@ def test_a_ray_resume_past_the_planned_budget_says_its_schedules_stay_at_their_e
         caplog.text and "start a new run with frames=1500" in caplog.text), caplog.text
 
 
-def test_resuming_a_finished_run_is_the_clis_one_line(tmp_path) -> None:
+def test_resuming_a_finished_run_is_the_clis_one_line(tmp_path, monkeypatch) -> None:
     """``looprl run --resume`` of a finished run was refused; ``DistributedRun(...,
-    resume_from=...)`` of one went on to evaluate it again. Both share ``check_unfinished``."""
+    resume_from=...)`` of one went on to evaluate it again. Both share ``check_unfinished``,
+    which ``run`` calls before Ray starts (was: after, seconds later)."""
+    from looprl.distributed import controller
     from looprl.distributed.run_state import ControllerCheckpoint
 
     run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=1_000,
@@ -365,9 +367,10 @@ def test_resuming_a_finished_run_is_the_clis_one_line(tmp_path) -> None:
     run.close()
     resumed = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=1_000,
                              logdir=str(tmp_path), quiet=True, resume_from=str(tmp_path))
+    monkeypatch.setattr(controller, "start_ray", lambda runtime: pytest.fail("Ray started"))
     with pytest.raises(ValueError, match=rf"^{tmp_path} is a finished run \(1004 frames\): "
                                          r"nothing to resume; give a larger budget"):
-        resumed._open_logs()
+        resumed.run()
 
 
 def test_resuming_another_algorithms_run_is_one_line(tmp_path) -> None:

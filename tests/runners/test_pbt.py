@@ -433,9 +433,10 @@ def test_without_trials_it_starts_a_local_instance_and_joins_no_other_ray(
                                    "RAY_worker_niceness": "0"}
 
 
-def _scheduler_arguments(runner: PBTRunner, monkeypatch) -> dict:
+def _scheduler_arguments(runner: PBTRunner, monkeypatch, resources: dict | None = None
+                         ) -> dict:
     """The keyword arguments ``runner.run()`` gives Tune's ``PopulationBasedTraining`` (the run
-    stops there, on a Ray instance it takes as started)."""
+    stops there, on a Ray instance it takes as started, with 2 CPUs and ``resources``)."""
     import ray.tune.schedulers
 
     given = {}
@@ -448,11 +449,28 @@ def _scheduler_arguments(runner: PBTRunner, monkeypatch) -> dict:
         raise Stop
 
     monkeypatch.setattr(ray, "is_initialized", lambda: True)
-    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2})
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2, **(resources or {})})
     monkeypatch.setattr(ray.tune.schedulers, "PopulationBasedTraining", scheduler)
     with pytest.raises(Stop):
         runner.run()
     return given
+
+
+def test_a_population_on_several_nodes_says_where_its_members_write(small_ppo, tmp_path,
+                                                                   monkeypatch, caplog) -> None:
+    """A member writes its run directory and Tune's checkpoints under ``folder()`` on its own
+    node (Tune's storage_path: no public way to hand them to the driver): on a cluster of
+    several nodes the run says so, and that the logdir must be one every node shares."""
+    import logging
+
+    runner = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2, "log")}, population=2,
+                       num_steps=64, perturbation_interval=32, logdir=str(tmp_path))
+    caplog.set_level(logging.WARNING, "looprl.runners.pbt")
+    _scheduler_arguments(runner, monkeypatch, {"node:10.0.0.1": 1.0, "node:10.0.0.2": 1.0,
+                                               "node:__internal_head__": 1.0})
+    assert (f"PBT members write their run directories and Tune's checkpoints in {tmp_path} on "
+            "the node that runs each" in caplog.text), caplog.text
+    assert "on a cluster of 2 nodes give a logdir every node shares (NFS)" in caplog.text
 
 
 def test_explore_keeps_perturbed_values_in_the_mutations_ranges(small_ppo, monkeypatch) -> None:

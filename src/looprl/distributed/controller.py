@@ -25,6 +25,7 @@ from looprl.distributed.placement import WorkerPool
 from looprl.distributed.restarts import Supervisor
 from looprl.distributed.run_state import (
     ControllerCheckpoint,
+    ControllerState,
     DistributedResult,
     SampleCounts,
     find_controller_checkpoint,
@@ -119,8 +120,8 @@ class DistributedRun:
         ``FloatingPointError`` if training diverged; ``TrainingInterrupted`` at Ctrl-C (naming
         the run directory)."""
         agents = _check_spec(self.spec, self.runtime.max_lag)
-        if self.resume_from is not None:  # (a directory without one: one line before Ray)
-            find_controller_checkpoint(self.resume_from)
+        if self.resume_from is not None:  # (no run there, or a finished one: before Ray)
+            _check_resumable(self.resume_from, self.frames)
         self._started_ray = start_ray(self.runtime)
         try:
             counts = self._open_logs()
@@ -198,9 +199,8 @@ class DistributedRun:
 
     def _resume(self) -> SampleCounts:
         """Continue the logs and counters of ``resume_from``'s controller checkpoint."""
-        from looprl.experiments.checkpoint import check_unfinished, load_checkpoint
+        from looprl.experiments.checkpoint import load_checkpoint
         state = load_checkpoint(find_controller_checkpoint(self.resume_from))
-        check_unfinished(self.resume_from, self.frames, state.result.frames)
         ran = (state.logger.agent_name, state.logger.env_name)
         if ran != (self.name, self.spec.env_label):  # (its trainer checkpoint would not load)
             raise ValueError(f"resume_from={self.resume_from} holds a run of {ran[0]} on "
@@ -313,6 +313,16 @@ def _check_spec(spec: AlgorithmSpec, max_lag: int | None = None) -> list[str]:
     core = pipeline.trainer_core(spec, max_lag=max_lag)
     pipeline.check_schedules(spec, core)
     return spec.agent_names(core.policy)
+
+
+def _check_resumable(run_dir: str, frames: int) -> None:
+    """One line if ``run_dir`` holds no distributed run, or one that finished ``frames``
+    (``check_unfinished`` of its controller checkpoint's frames, read, not restored)."""
+    from looprl.experiments.checkpoint import check_unfinished, load_saved
+    saved = load_saved(find_controller_checkpoint(run_dir))
+    state = saved.get("experiment") if isinstance(saved, dict) else None
+    if isinstance(state, ControllerState):  # (anything else: ``_resume``'s one line)
+        check_unfinished(run_dir, frames, state.result.frames)
 
 
 def _meta_and_schedules(state: Any) -> tuple[dict[int, Any], dict[str, list[int]]]:

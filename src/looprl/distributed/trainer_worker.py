@@ -47,7 +47,7 @@ class TrainerWorker(Worker):
         spec = run_spec(server)
         sys.setswitchinterval(0.0005)  # ``put`` gets the GIL quickly beside the training loop
         torch.manual_seed(seed + rank)
-        np.random.seed(seed + rank)  # each rank samples its own prioritized batches
+        np.random.seed((seed + rank) % 2**32)  # each rank samples its own prioritized batches
         self.rank = rank
         self.group = None if runtime.trainers == 1 else ddp.TrainerGroup(
             rank, runtime.trainers, runtime.gpus_per_trainer > 0, runtime.trainer_timeout)

@@ -27,6 +27,7 @@ from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import load_parameters, load_shared_state
 from looprl.distributed.sender import SegmentSender
 from looprl.distributed.server import ParameterServer, unpack
+from looprl.environments.base import wrapped_seed
 from looprl.meta.hyperparameters import acting_schedules, acting_values
 
 __all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "Worker", "cuda_device", "named",
@@ -166,7 +167,8 @@ class ActorWorker(Worker):
         with warnings.catch_warnings():  # Ray's property uses one of its deprecated APIs
             warnings.simplefilter("ignore", DeprecationWarning)
             restarted = ray.get_runtime_context().was_current_actor_reconstructed
-        own_seed = seed + 10_000 * index + (1_000_000 if restarted else 0)
+        # (wrapped as every seed looprl derives: actor 0's first is the run's, if in range)
+        own_seed = wrapped_seed(seed + 10_000 * index + (1_000_000 if restarted else 0))
         torch.manual_seed(own_seed)
         self.actor = Actor(policy)
         seed_units(own_seed, self.actor)

@@ -21,7 +21,7 @@ from unittest import mock
 
 from looprl.core.imports import import_extra
 from looprl.core.reaper import start_local_ray
-from looprl.core.suggest import check_count, is_number
+from looprl.core.suggest import check_count, is_number, warn_once
 from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
 from looprl.meta.hyperparameters import unknown_hyperparameter
 from looprl.runners.base import Runner
@@ -230,7 +230,8 @@ class PBTRunner(Runner):
     def folder(self) -> str:
         """Where the members log and Tune keeps their checkpoints: ``logdir``, else a
         temporary folder of this runner's, removed by ``close`` (or once the runner is
-        garbage collected, or the process ends)."""
+        garbage collected, or the process ends). Each member writes there on the node that runs
+        it: on a cluster, a folder every node shares (a run on several nodes warns)."""
         if self.logdir is not None:
             return os.path.abspath(self.logdir)
         if self._scratch is None:
@@ -293,10 +294,18 @@ class PBTRunner(Runner):
         elif not ray.is_initialized():  # a local instance of its own, never another's Ray
             start_local_ray(self.num_cpus)  # (its processes end with this one, however it ends)
             self._own_ray = True
-        gpus = ray.cluster_resources().get("GPU", 0)
+        resources = ray.cluster_resources()
+        gpus = resources.get("GPU", 0)
         if self.gpus_per_member > gpus:
             raise ValueError(f"gpus_per_member={self.gpus_per_member:g} but the Ray cluster has "
                              f"{gpus:g} GPUs: lower it (0 trains on the CPU)")
+        nodes = sum(1 for key in resources  # (Ray's ``node:<ip>`` resource: one a live node)
+                    if key.startswith("node:") and key != "node:__internal_head__")
+        if nodes > 1:  # (Tune's storage_path too: it hard-fails on another node's own disk)
+            warn_once(log, "PBT members write their run directories and Tune's checkpoints in "
+                      "%s on the node that runs each, and the driver reads the best member's "
+                      "there: on a cluster of %d nodes give a logdir every node shares (NFS)",
+                      self.folder(), nodes)
         tune = self.tune
         names = {tune_name(key): key for key in self.mutations}
         scheduler = PopulationBasedTraining(
