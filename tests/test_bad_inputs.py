@@ -214,8 +214,8 @@ def test_observations_that_change_shape_are_one_line(tmp_path: Path) -> None:
         with pytest.raises(ValueError) as error:
             run_experiment(builder, GymEnvironment(ShapeShifter()), 200, logdir=str(tmp_path),
                            quiet=True, test_episodes=0)
-        _one_line(error, "ShapeShifter returned an observation of", "shape (4,)",
-                  "must keep one shape")
+        _one_line(error, "ShapeShifter returned an observation of shape (5,) after "
+                  "observations of shape (4,)", "must keep one shape")
 
 
 # -- every CLI error path, through the real command, in one subprocess ---------------------

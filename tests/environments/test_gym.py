@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -82,6 +84,18 @@ def test_unknown_id_suggests_close_match() -> None:
     check_env_id("CartPole-v1")  # no error for a registered id
 
 
+def test_a_fraction_for_a_whole_number_argument_is_one_line_when_the_env_is_made() -> None:
+    """Was: ``looprl run ... env=HalfCheetah-v5 +env_kwargs.frame_skip=2.5`` failed at the
+    first step with MuJoCo's long ``TypeError``; an int for a float default stays fine."""
+    assert GymEnvironment("Pendulum-v1", g=9).reset() is not None
+    pytest.importorskip("mujoco")
+    for value in (2.5, float("nan")):
+        with pytest.raises(TypeError, match=r"^HalfCheetah-v5's argument frame_skip takes a whole "
+                           r"number \(default 5\), got (2.5|nan) \(env_kwargs.frame_skip\)$"):
+            GymEnvironment("HalfCheetah-v5", frame_skip=value)
+    GymEnvironment("HalfCheetah-v5", forward_reward_weight=2).close()
+
+
 def test_an_unknown_mujoco_id_suggests_only_ids_gymnasium_can_make() -> None:
     """Was: 'Hopper-v9' suggested 'Hopper-v3', one of Gymnasium 1.x's placeholders for the
     mujoco-py ids it dropped (its make raises)."""
@@ -91,6 +105,19 @@ def test_an_unknown_mujoco_id_suggests_only_ids_gymnasium_can_make() -> None:
         with pytest.raises(ValueError, match="Did you mean 'Hopper-v5', 'Hopper-v4'") as info:
             build("Hopper-v9")
         assert "Hopper-v3" not in str(info.value) and "Hopper-v2" not in str(info.value)
+
+
+def test_a_mujoco_py_id_gymnasium_dropped_names_the_version_to_use(capsys) -> None:
+    """Was: ``GymEnvironment('Hopper-v3')`` printed a DeprecationWarning, then Gymnasium's
+    ImportError (moved to gymnasium-robotics)."""
+    pytest.importorskip("mujoco")
+    from looprl.environments import GymVectorEnvironment, make
+    for build, env_id in ((GymEnvironment, "Hopper-v3"), (make, "Ant-v2"),
+                          (partial(GymVectorEnvironment, n_envs=2), "Walker2d-v3")):
+        with pytest.raises(ImportError, match=rf"^{env_id} needs mujoco-py, which Gymnasium 1.x "
+                           rf"dropped: use {env_id[:-1]}5$"):
+            build(env_id)
+    assert "out of date" not in capsys.readouterr().err
 
 
 def test_an_argument_of_the_wrong_type_is_one_line_naming_it_when_the_env_is_made() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import warnings
 from functools import partial
 
 import numpy as np
@@ -47,15 +48,19 @@ def test_a_render_without_offscreen_opengl_says_what_to_install(tmp_path) -> Non
     "FatalError: an OpenGL platform library has not been loaded": the line says what to do."""
     from looprl.environments import EnvironmentFailure
 
-    def no_gl():
+    def no_gl():  # (MUJOCO_GL=glfw without a display: GLFW warned twice first)
+        warnings.warn_explicit("(65550) b'X11: Failed to open display '", UserWarning,
+                               "glfw/__init__.py", 917, module="glfw")
         raise RuntimeError("an OpenGL platform library has not been loaded into this process")
 
     env = GymEnvironment("CartPole-v1", render_mode="rgb_array")
     env.env.render = no_gl
-    with pytest.raises(EnvironmentFailure, match=r"loaded into this process; no offscreen "
-                                                 r"OpenGL here: install EGL or OSMesa .* set "
-                                                 r"MUJOCO_GL=egl or osmesa$"):
+    with warnings.catch_warnings(record=True) as caught, pytest.raises(
+            EnvironmentFailure, match=r"loaded into this process; no offscreen OpenGL here: "
+                                      r"install EGL or OSMesa .* set MUJOCO_GL=egl or osmesa$"):
+        warnings.simplefilter("always")
         watch.watch(_Right(), env, episodes=1, gif=tmp_path / "a.gif", max_steps=3)
+    assert not [w for w in caught if "X11" in str(w.message)]  # (looprl's line says it)
 
 
 def test_a_gif_path_that_cannot_be_written_is_one_line_before_the_episodes_play(

@@ -26,6 +26,20 @@ def test_watch_is_callable_as_alls() -> None:
         watch(_Left(), GymEnvironment("CartPole-v1"), n_episodes=0)
 
 
+def test_watch_without_a_window_or_gif_warns_once(caplog: Any, tmp_path: Any) -> None:
+    """``watch(agent, GymEnvironment('CartPole-v1'))`` (no ``render_mode``) played unseen
+    without a word."""
+    watch.offscreen_rendering()
+    with caplog.at_level("WARNING", logger="looprl"):
+        watch(_Left(), GymEnvironment("CartPole-v1"), fps=1e6)
+        watch(_Left(), GymEnvironment("CartPole-v1", render_mode="rgb_array"), fps=1e6,
+              gif=tmp_path / "a.gif")  # (a GIF: nothing to say)
+    lines = [r.getMessage() for r in caplog.records if "shows no window" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert "GymEnvironment('CartPole-v1', render_mode='human')" in lines[0]
+    assert "watch(..., gif=PATH)" in lines[0]
+
+
 def test_load_and_watch_a_saved_preset(tmp_path: Any) -> None:
     torch.manual_seed(0)
     env = GymEnvironment("CartPole-v1")

@@ -300,3 +300,9 @@ def test_a_two_dimensional_observation_space_is_advised_flattening_not_a_cnn() -
                                          r"environment in gymnasium.wrappers.FlattenObservation"):
         dqn.env(GymEnvironment(grid(), name="Grid")).build()
     dqn.env(GymEnvironment(FlattenObservation(grid()))).build()  # (as advised)
+    # features='mlp' flattens them too: both refusals say so (the preset's said only the wrapper)
+    for features in (None, "cnn"):
+        with pytest.raises(ValueError, match=r"'mlp', which flattens them") as error:
+            dqn.hyperparameters(features=features).env(GymEnvironment(grid())).build()
+        assert "FlattenObservation" in str(error.value)
+    dqn.hyperparameters(features="mlp").env(GymEnvironment(grid())).build()  # (as advised)

@@ -61,8 +61,9 @@ def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
 def check_text_arguments(env_id: str, kwargs: dict[str, Any]) -> None:
     """A one-line ``TypeError`` for an argument of ``env_id`` given as text where its
     constructor's default is no text (a number, a bool, a list: ``looprl run
-    +env_kwargs.x=abc``), which the environment takes, to fail at a step or to read as true."""
-    if not any(isinstance(value, str) for value in kwargs.values()):
+    +env_kwargs.x=abc``), or as a fraction where its default is an int (``frame_skip=2.5``),
+    which the environment takes, to fail at a step or to read as true."""
+    if not any(isinstance(value, str) or _fraction(value) for value in kwargs.values()):
         return
     entry_point = gym.registry[env_id].entry_point
     try:
@@ -78,6 +79,14 @@ def check_text_arguments(env_id: str, kwargs: dict[str, Any]) -> None:
                       isinstance(default, (int, float)) else f"a {type(default).__name__}")
             raise TypeError(f"{env_id}'s argument {key} takes {wanted} (default {default!r}), "
                             f"got the text {value!r} (env_kwargs.{key})")
+        if _fraction(value) and isinstance(default, int) and not isinstance(default, bool):
+            raise TypeError(f"{env_id}'s argument {key} takes a whole number (default "
+                            f"{default!r}), got {value!r} (env_kwargs.{key})")
+
+
+def _fraction(value: Any) -> bool:
+    """Whether ``value`` is a float that is no whole number (nan and inf included)."""
+    return isinstance(value, float) and not value.is_integer()
 
 
 def require_mujoco() -> None:
@@ -187,9 +196,20 @@ def atari_hint(env_id: str, game: str, preset: str = "ppo") -> str:
 
 def check_env_id(env_id: str) -> None:
     """A ``ValueError`` naming close ids (or the Atari or multi-agent presets) if ``env_id`` is
-    unregistered."""
+    unregistered; an ``ImportError`` naming the version to use if it is one of Gymnasium's
+    placeholders of the ids it dropped (MuJoCo's v2/v3, which needed mujoco-py)."""
     if env_id in gym.registry:
-        return
+        dropped = gym.registry[env_id]
+        if isinstance(dropped.entry_point, str) or _imports(dropped.entry_point):
+            return
+        newest = max((spec for spec in gym.registry.values() if _imports(spec.entry_point) and (
+            spec.namespace, spec.name) == (dropped.namespace, dropped.name)),
+            key=lambda spec: spec.version or 0, default=None)
+        if newest is None:  # (shimmy's: Gymnasium's line says what to install)
+            return
+        needs = getattr(dropped.entry_point, "__name__", "").removeprefix("_raise_")
+        raise ImportError(f"{env_id} needs {needs.removesuffix('_error').replace('_', '-')}, "
+                          f"which Gymnasium 1.x dropped: use {newest.id}")
     game = atari_game(env_id)
     if game is not None:
         raise ValueError(f"{atari_hint(env_id, game)} or play it in AtariEnvironment({game!r})")

@@ -188,8 +188,8 @@ class GymnasiumEnvironment(_SingleAgent):
     def __init__(self, env_id: str | gym.Env,
                  wrap_env: Callable[[gym.Env], gym.Env] | None = None, **gym_kwargs: Any):
         if isinstance(env_id, str):
-            if not is_gymnasium_id(env_id):
-                check_env_id(env_id)  # raises
+            is_gymnasium_id(env_id)  # (registers ale-py's ids)
+            check_env_id(env_id)  # (raises for an unknown id, or one Gymnasium dropped)
             env_id = gym.make(env_id, **gym_kwargs)
             env_id = env_id if wrap_env is None else wrap_env(env_id)
         self.looprl = GymEnvironment(env_id)

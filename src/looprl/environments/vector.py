@@ -55,16 +55,32 @@ class CheckedOutput(gym.Wrapper):
     def __init__(self, env: gym.Env):
         super().__init__(env)
         self._name = env_name(env)
+        self.observation: Any = None  # (the last, to name its shape if it cannot be batched)
 
     @classmethod
     def made(cls, make: Callable[[], gym.Env]) -> CheckedOutput:
         return cls(make())
 
     def step(self, action: Any) -> Any:
-        return gym_step_output(self.env.step(action), self._name)
+        output = gym_step_output(self.env.step(action), self._name)
+        self.observation = output[0]
+        return output
 
     def reset(self, **kwargs: Any) -> Any:
-        return gym_reset_output(self.env.reset(**kwargs), self._name)
+        output = gym_reset_output(self.env.reset(**kwargs), self._name)
+        self.observation = output[0]
+        return output
+
+
+def _odd_shape(vector_env: gym.vector.VectorEnv, expected: tuple[int, ...]) -> Any:
+    """The shape of the first ``CheckedOutput`` copy's last observation (an array or a number)
+    not of shape ``expected``, else None."""
+    for one in getattr(vector_env, "envs", ()):
+        observation = getattr(one, "observation", None)
+        if isinstance(observation, np.ndarray | np.generic | int | float):
+            if np.shape(observation) != expected:
+                return np.shape(observation)
+    return None
 
 
 def tuple_rows(obs: Any, space: gym.Space) -> Any:
@@ -209,7 +225,8 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
                                  f"{self.action_space}): {error}") from error
             if isinstance(error, ValueError) and any(  # (Gymnasium's and NumPy's words for it)
                     words in str(error) for words in SHAPE_ERRORS):
-                raise shape_changed(self.name, self.state.observation.shape[1:]) from error
+                expected = tuple(self.state.observation.shape[1:])
+                raise shape_changed(self.name, expected, _odd_shape(self.env, expected)) from error
             raise self._failure("step", error) from error
         obs = as_observation(tuple_rows(obs, self.observation_space), self.name, batch_dims=1)
         self._state = None

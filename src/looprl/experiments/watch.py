@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 import types
+import warnings
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -132,6 +133,21 @@ def draws_window(env: Any) -> bool:
                        getattr(getattr(env, "env", None), "render_mode", None))
 
 
+def warn_unseen(env: Any) -> None:
+    """A warning where ``env`` wraps a Gymnasium or PettingZoo environment made without
+    ``render_mode='human'``: watched without a GIF, its episodes play with no window."""
+    if not hasattr(getattr(env, "env", None), "render_mode") or draws_window(env):
+        return
+    made = f"{env.name!r}, render_mode='human'"
+    why, fix = "made without render_mode='human'", f"create it with GymEnvironment({made}), or "
+    if isinstance(env, MultiagentPettingZooEnv):
+        fix = f"create it with MultiagentPettingZooEnv(make_zoo_env({made})), or "
+    elif isinstance(env, AtariEnvironment):
+        why, fix = "an Atari game", ""
+    log.warning("watch: %s shows no window (%s), so its episodes play unseen: %swrite them to "
+                "a GIF with watch(..., gif=PATH)", env.name, why, fix)
+
+
 def default_fps(env: Any) -> float:
     """The environment's real-time speed: its ``render_fps``, 15 for Atari, else 50."""
     metadata = getattr(getattr(env, "env", None), "metadata", None) or {}
@@ -157,6 +173,8 @@ def watch(agent: Any, env: Any, episodes: int = 1, fps: float | None = None,
                         "AtariEnvironment, ...) or a MultiagentPettingZooEnv, got "
                         f"{type(env).__name__}")
     fps = fps or default_fps(env)
+    if gif is None:
+        warn_unseen(env)
     # (before pygame starts: SDL made SIGTERM a quit event, which nothing reads)
     os.environ.setdefault("SDL_NO_SIGNAL_HANDLERS", "1")
     played, path = played_then_closed(env, lambda: play_and_show(
@@ -224,7 +242,9 @@ def rgb_frame(render: Callable[[], Any]) -> np.ndarray:
     fix = ("nothing to write to the GIF: build it with render_mode='rgb_array' (an argument "
            "its constructor must take), or have its render() return RGB frames")
     try:
-        frame = render()
+        with warnings.catch_warnings():  # (GLFW's lines of a failure that looprl's names)
+            warnings.filterwarnings("ignore", module="glfw")
+            frame = render()
     except NotImplementedError as error:
         raise ValueError(str(error) or f"{owner} does not render: {fix}") from None
     except EnvironmentFailure:

@@ -154,13 +154,18 @@ def require_flat_observations(env: Any, algorithm: str, family: str = "classic-c
     space = env.observation_space
     if isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
         return int(space.shape[0])
-    images = isinstance(space, gym.spaces.Box) and len(space.shape) == 3  # (C, H, W)
+    box = isinstance(space, gym.spaces.Box)
     discrete = isinstance(env.action_space, gym.spaces.Discrete)  # (what Atari presets act in)
-    advice = ("use an Atari preset for stacked 84x84 frames, or classic-control dqn, ddqn or ppo "
-              "with features='cnn' for other channels-first images") if images and discrete else (
-        "wrap the environment in gymnasium.wrappers.FlattenObservation (looprl run ... "
-        "env_wrappers=[gymnasium.wrappers.FlattenObservation]; looprl train ... --wrapper "
-        "gymnasium.wrappers.FlattenObservation; GymEnvironment(id, wrap_env=FlattenObservation))")
+    if box and len(space.shape) == 3 and discrete:  # (C, H, W)
+        advice = ("use an Atari preset for stacked 84x84 frames, or classic-control dqn, ddqn or "
+                  "ppo with features='cnn' for other channels-first images")
+    else:
+        advice = ("wrap the environment in gymnasium.wrappers.FlattenObservation (looprl run ... "
+                  "env_wrappers=[gymnasium.wrappers.FlattenObservation]; looprl train ... "
+                  "--wrapper gymnasium.wrappers.FlattenObservation; GymEnvironment(id, "
+                  "wrap_env=FlattenObservation))") + (
+            ", or use classic-control dqn, ddqn or ppo with features='mlp', which flattens them"
+            if box and discrete else "")
     raise ValueError(f"The {family} {algorithm} preset needs flat Box observations, but "
                      f"{env.name} has {space}; {advice}")
 
