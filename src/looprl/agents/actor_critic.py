@@ -315,9 +315,8 @@ VARIANTS: dict[str, dict[str, bool]] = {
     "actor-critic-separate": {"shared_backbone": False},
     "actor-critic-shared": {"shared_backbone": True},
     "actor-critic-auxiliary": {"shared_backbone": False, "auxiliary_head": True},
-    "actor-critic-separate-continuous-action": {
-        "shared_backbone": False, "continuous_action": True,
-    },
+    "actor-critic-separate-continuous-action": {"shared_backbone": False,
+                                                "continuous_action": True},
     "actor-critic-shared-continuous-action": {"shared_backbone": True, "continuous_action": True},
 }
 

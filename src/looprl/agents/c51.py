@@ -10,11 +10,7 @@ from typing import Any
 import torch
 
 from looprl.agents.dqn import DQNPolicy, DQNTrainer, bootstrap, row_weights
-from looprl.agents.losses.value import (
-    c51_loss,
-    categorical_kl_divergence,
-    categorical_projection,
-)
+from looprl.agents.losses.value import c51_loss, categorical_kl_divergence, categorical_projection
 from looprl.agents.segments import on_device
 from looprl.approximation.q_dist import QDist
 from looprl.core import SampleBatch, TrainerStepResult

@@ -138,11 +138,9 @@ class Copies:
             self._reset(runner, i)
 
     def _reset(self, runner: Any, i: int) -> None:
-        agents = self.agent_count
-        self.returns[i], self.lengths[i] = 0.0, 0
-        self.agent_returns[i * agents:(i + 1) * agents] = 0.0
-        self.done[i * agents:(i + 1) * agents] = self.truncated[i * agents:(i + 1) * agents] = False
-        self.playing[i * agents:(i + 1) * agents] = False
+        streams = slice(i * self.agent_count, (i + 1) * self.agent_count)
+        self.returns[i], self.lengths[i], self.agent_returns[streams] = 0.0, 0, 0.0
+        self.done[streams] = self.truncated[streams] = self.playing[streams] = False
         results = self._env_call(runner, i, "reset")
         if results is not None:
             self._receive(i, results)

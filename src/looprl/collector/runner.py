@@ -305,9 +305,8 @@ def check_result(result: Any, rows: int, carried: bool = False, policy: str = ""
             continue
         for leaf in leaves(value) if isinstance(value, NamedArray) else (value,):
             shape = getattr(leaf, "shape", None)  # (a tensor's or an array's: the usual case)
-            if shape is None:
-                shape = np.shape(leaf)
-            if shape is not None and (not shape or shape[0] != rows):
+            shape = np.shape(leaf) if shape is None else shape
+            if not shape or shape[0] != rows:
                 field = "actions" if name == "action" else f"rows of {name}"
                 raise RolloutSizeError(
                     f"{what} returned {shape[0] if len(shape) else 'no'} {field} for a request "

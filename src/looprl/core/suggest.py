@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
-
 def did_you_mean(name: str, choices: Iterable[str], n: int = 1) -> str:
     """``" Did you mean 'x'?"`` naming up to ``n`` close matches of ``name``, or ``""``; up to
     8 choices under ``name`` (``hp/epsilon/player_1`` for ``hp/epsilon``: one per agent) first."""
@@ -69,10 +68,8 @@ def check_device(device: Any) -> Any:
     except (RuntimeError, TypeError):
         raise ValueError(f"Unknown device {device!r}: use 'cpu', 'cuda' or 'cuda:N'") from None
     if kind == "cuda" and not torch.cuda.is_available():
-        raise ValueError(
-            f"Device {device!r} asked for, but torch {torch.__version__} sees no CUDA GPU "
-            "here; use 'cpu'"
-        )
+        raise ValueError(f"Device {device!r} asked for, but torch {torch.__version__} sees no "
+                         "CUDA GPU here; use 'cpu'")
     if kind not in ("cpu", "cuda"):  # ('mps', 'xpu', ...: where this torch can use them)
         try:
             torch.empty(0, device=device)

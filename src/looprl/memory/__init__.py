@@ -13,6 +13,5 @@ __all__ = [
     "AtariReplayBuffer", "ExperienceReplayBuffer", "GeneralizedAdvantageBuffer",
     "NStepAdvantageBuffer", "NStepReplayBuffer", "OnPolicyBuffer",
     "PrioritizedAtariReplayBuffer", "PrioritizedReplayBuffer", "ReplayBuffer", "SegmentBuffer",
-    "SumTree",
-    "importance_weights", "make_sample_buffer",
+    "SumTree", "importance_weights", "make_sample_buffer",
 ]

@@ -12,10 +12,8 @@ import torch
 from looprl.core.namedarray import NamedArray, concat, recursive_apply
 from looprl.memory.segments import leaves
 
-__all__ = [
-    "fields", "joined", "leaves_of", "n_step_windows", "same_rows", "segment_rows",
-    "stream_numbers",
-]
+__all__ = ["fields", "joined", "leaves_of", "n_step_windows", "same_rows", "segment_rows",
+           "stream_numbers"]
 
 
 def n_step_windows(rows: dict[str, Any], start: Any, n: int, cut: bool

@@ -15,12 +15,8 @@ from looprl.nn.layers import box_space
 from looprl.policies.distributions import ActionBounds, TanhGaussianHead
 from looprl.policies.gaussian import model_outputs
 
-__all__ = [
-    "DeterministicActor",
-    "DeterministicPolicy",
-    "SoftDeterministicActor",
-    "SoftDeterministicPolicy",
-]
+__all__ = ["DeterministicActor", "DeterministicPolicy", "SoftDeterministicActor",
+           "SoftDeterministicPolicy"]
 
 
 class DeterministicActor(nn.Module):

@@ -141,14 +141,13 @@ class GreedyPolicy:
         self._scheduled = hasattr(type(epsilon), "value")
         self._per_env = False
         if not self._scheduled and not isinstance(epsilon, int | float):
+            kinds = "epsilon must be a float, a schedule or one float per env copy, got"
             try:
                 epsilon = torch.as_tensor(epsilon, dtype=torch.float32, device=self.device)
             except (TypeError, ValueError, RuntimeError):
-                raise TypeError(f"epsilon must be a float, a schedule or one float per env "
-                                f"copy, got {epsilon!r}") from None
+                raise TypeError(f"{kinds} {epsilon!r}") from None
             if epsilon.dim() > 1:
-                raise ValueError(f"epsilon must be a float, a schedule or one float per env "
-                                 f"copy, got shape {tuple(epsilon.shape)}")
+                raise ValueError(f"{kinds} shape {tuple(epsilon.shape)}")
             self._per_env = epsilon.dim() == 1
             epsilon = epsilon if self._per_env else float(epsilon)
         if isinstance(epsilon, int | float):

@@ -81,4 +81,3 @@ def c51_loss(probs: torch.Tensor, target_probs: torch.Tensor,
              weights: torch.Tensor | None = None) -> torch.Tensor:
     """Mean (importance-weighted) cross-entropy of ``probs`` against projected targets."""
     return _weighted_mean(categorical_cross_entropy(probs, target_probs), weights)
-

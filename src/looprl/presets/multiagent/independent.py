@@ -129,10 +129,8 @@ def masked_view(view: Any) -> Any:
         raise ValueError(f"Action masks need flat observations, but {view.name} has {space}")
     n = int(actions.n)
     masked = copy.copy(view)
-    masked.observation_space = gym.spaces.Box(
-        np.concatenate((space.low, np.zeros(n, np.float32))),
-        np.concatenate((space.high, np.ones(n, np.float32))),
-    )
+    masked.observation_space = gym.spaces.Box(np.concatenate((space.low, np.zeros(n, np.float32))),
+                                              np.concatenate((space.high, np.ones(n, np.float32))))
     return masked
 
 
