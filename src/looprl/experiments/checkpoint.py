@@ -88,14 +88,15 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
     try:
         with replay_contents_saved(replay) as kept, checkpoint_dir(path.parent):
             save_atomically({"experiment": experiment, "rng": rng}, path)
-    except (OSError, TypeError, AttributeError, RuntimeError) as error:
+    except (OSError, TypeError, AttributeError, RuntimeError, pickle.PicklingError) as error:
         writing = isinstance(error, RuntimeError) and any(
             text in str(error) for text in ("write failed", "unexpected pos", "failed writing"))
         if writing or isinstance(error, OSError):  # (a full disk, not pickling)
             raise OSError(getattr(error, "errno", None) or errno.EIO, _not_written(path, error)
                           ) from None
         raise TypeError(f"This experiment cannot be checkpointed: {error} (environments and "
-                        "meta components must pickle; register hooks as bound methods)") from None
+                        "meta components must pickle; register hooks as bound methods; a preset's "
+                        "model constructors must be module-level functions)") from None
     if sum(kept) > LARGE_REPLAY:  # (its first checkpoint: a replay's size is fixed)
         warn_once(log, "The checkpoint %s holds %.1f GiB of replay buffer, written at each "
                   "checkpoint; checkpoint_replay=False saves the replay empty", path,

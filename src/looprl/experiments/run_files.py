@@ -3,6 +3,7 @@ rows and TensorBoard events back to a checkpoint's step when a run resumes."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import math
@@ -34,11 +35,16 @@ def safe_component(name: str) -> str:
 
 
 def json_value(value: Any) -> Any:
-    """``json.dumps``' ``default``: a number for NumPy and torch scalars, else the ``repr``."""
+    """``json.dumps``' ``default``: a number for NumPy and torch scalars, ``module:qualname``
+    for a function or a class (ALL's ``model_constructor``), else the ``repr``."""
     try:
         return _finite(value.item())  # numpy and torch scalars
     except (AttributeError, ValueError, RuntimeError):
-        return repr(value)
+        pass
+    module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    if (inspect.isfunction(value) or inspect.isclass(value)) and module and qualname:
+        return f"{module}:{qualname}"
+    return repr(value)
 
 
 def _finite(data: Any) -> Any:

@@ -14,13 +14,17 @@ __all__ = ["NoisyFactorizedLinear"]
 class NoisyFactorizedLinear(nn.Module):
     """A linear layer with learned factorized Gaussian noise ``W = mu_W + sigma_W * f(eps_out)
     f(eps_in)^T``, ``f(x) = sign(x) sqrt(|x|)``, drawn at every forward pass in training mode
-    (eval mode: the mean). Every sigma starts at ``sigma_init / sqrt(in_features)``."""
+    (eval mode: the mean). Every sigma starts at ``sigma_init / sqrt(in_features)``; the means
+    uniform in ``+-1 / sqrt(in_features)``, or as ALL's ``init_scale`` says, in ``+-sqrt(init_scale
+    / in_features)`` (0: zeros)."""
 
-    def __init__(self, in_features: int, out_features: int, sigma_init: float = 0.5):
+    def __init__(self, in_features: int, out_features: int, sigma_init: float = 0.5,
+                 init_scale: float | None = None):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        bound = 1.0 / math.sqrt(in_features)
+        bound = (1.0 / math.sqrt(in_features) if init_scale is None
+                 else math.sqrt(init_scale / in_features))
         sigma = sigma_init / math.sqrt(in_features)
         weight = torch.empty(out_features, in_features).uniform_(-bound, bound)
         self.weight_mu = nn.Parameter(weight)

@@ -124,8 +124,9 @@ _MODELS: dict[str, AllName] = dict.fromkeys(
      "policy_model_constructor", "q_model_constructor", "q1_model_constructor",
      "q2_model_constructor"), _MODEL)
 
-#: the ALL names of the DQN family: only the model constructors differ
-VALUE_BASED: dict[str, AllName] = _MODELS
+#: the ALL names of the DQN family: none (ALL's model_constructor is a hyperparameter of
+#: their own, ``looprl.presets.constructors``)
+VALUE_BASED: dict[str, AllName] = {}
 #: A2C, VAC and VPG: ALL's loss = pg + value_loss_scaling * mse - entropy_loss_scaling * entropy
 ACTOR_CRITIC: dict[str, AllName] = {
     **_MODELS, "entropy_loss_scaling": "entropy_coef", "value_loss_scaling": "value_coef"}

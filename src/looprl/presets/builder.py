@@ -211,6 +211,7 @@ class PresetBuilder:
         """Build the preset; requires ``env`` to have been set."""
         if self._env is None:
             raise ValueError(f"Call .env(environment) on the {self.default_name} builder first")
+        self._check_constructors()
         try:
             preset = self._construct(self._device if self._device is not None
                                      else default_device())
@@ -232,6 +233,16 @@ class PresetBuilder:
         preset.meta = self._meta
         self._warn_idle(preset)
         return preset
+
+    def _check_constructors(self) -> None:
+        """A one-line ``ValueError`` for an ALL model constructor (``model_constructor``, ...)
+        given with ``features``, whose network it replaces."""
+        hp, defaults = self._hyperparameters, self.default_hyperparameters
+        given = [key for key, value in hp.items()
+                 if key.endswith("model_constructor") and value is not None]
+        if given and "features" in hp and hp["features"] != dict.get(defaults, "features"):
+            raise ValueError(f"{self.default_name}: {given[0]} builds the network that "
+                             f"features={hp['features']!r} would: give one of them")
 
     def _warn_idle(self, preset: Preset) -> None:
         """A warning line per part that hyperparameters given here need but the preset's

@@ -28,6 +28,7 @@ from looprl.presets.common import (
     require_discrete_actions,
     value_bytes,
 )
+from looprl.presets.constructors import call_constructor, check_outputs
 from looprl.presets.parts import beta_schedule, epsilon_schedule
 
 __all__ = ["QNetworkPreset", "QPreset", "ReplayPreset"]
@@ -128,10 +129,13 @@ class ReplayPreset(FamilyPreset):
 
 class QNetworkPreset(FamilyPreset):
     """The Q-network of the DQN family, with replay (``QPreset``) or online (VQN): a
-    ``QNetwork`` (``QDist`` when ``distributional``) over ``_build``'s network, with Adam and a
-    target copied every ``target_update_frequency`` updates (0: none)."""
+    ``QNetwork`` (``QDist`` when ``distributional``) over ``_build``'s network, or the one ALL's
+    ``model_constructor`` builds (``model_constructor(env, **model_arguments)``), with Adam and
+    a target copied every ``target_update_frequency`` updates (0: none)."""
 
     algorithm = "DQN"
+    #: the hyperparameters ALL's preset passes to its ``model_constructor`` as keywords
+    model_arguments: tuple[str, ...] = ()
 
     def __init__(self, env: Any, name: str, device: Any, hp: dict[str, Any]):
         super().__init__(name, device, hp)
@@ -139,7 +143,31 @@ class QNetworkPreset(FamilyPreset):
             raise ValueError(f"Hyperparameters v_min < v_max needed, got {hp['v_min']} and "
                              f"{hp['v_max']}")
         self.num_actions = require_discrete_actions(env, self.algorithm)
-        self.model = self._build(env).to(device)
+        constructed = self._constructed(env)
+        self.model = (self._build(env) if constructed is None else constructed).to(device)
+
+    def _constructed(self, env: Any) -> nn.Module | None:
+        """The network ``model_constructor`` builds, checked to return one Q-value per action
+        (logits or probabilities of the atoms of each, ``distributional``); ``None`` without
+        one."""
+        value = self.hyperparameters.get("model_constructor")
+        if value is None:
+            return None
+        arguments = {key: self.hyperparameters[key] for key in self.model_arguments}
+        model = call_constructor(self.name, "model_constructor", value, env, **arguments)
+        shapes = [(self.num_actions,)]
+        if self.distributional:
+            atoms = self.hyperparameters["atoms"]
+            shapes = [(self.num_actions * atoms,), (self.num_actions, atoms)]
+        return check_outputs(self.name, "model_constructor", value, model, env, *shapes)
+
+    def idle(self) -> dict[str, str]:
+        """``FamilyPreset.idle``; with a ``model_constructor``, the settings of the network it
+        replaces."""
+        hp = self.hyperparameters
+        replaced = ("hidden", "features", "dueling") if hp.get("model_constructor") else ()
+        return {**super().idle(), **{key: "model_constructor=None" for key in replaced
+                                     if key in hp}}
 
     @abstractmethod
     def _build(self, env: Any) -> nn.Module:

@@ -14,6 +14,8 @@ from looprl.presets.builder import PresetBuilder
 default_hyperparameters: dict[str, Any] = {
     **replay_defaults, "initial_exploration": 0.02, "final_exploration": 0.0, "atoms": 51,
     "v_min": -10.0, "v_max": 10.0, "features": "nature",
+    # ALL's model_constructor(env, atoms=atoms) (looprl.presets.atari.models.nature_c51)
+    "model_constructor": None,
 }
 
 
@@ -21,6 +23,7 @@ class C51AtariPreset(AtariReplayPreset):
     """Builds C51 agents (steps count agent steps of 4 frames)."""
 
     algorithm = "C51"
+    model_arguments = ("atoms",)
 
     def _build(self, env: Any) -> CategoricalQHead:
         hp = self.hyperparameters

@@ -20,7 +20,12 @@ replay_defaults: dict[str, Any] = {
     "clip_grad": 0.0, "episodic_life": True, "clip_rewards": True,
 }
 
-default_hyperparameters: dict[str, Any] = {**replay_defaults, "huber": True, "features": "nature"}
+default_hyperparameters: dict[str, Any] = {
+    **replay_defaults, "huber": True, "features": "nature",
+    # ALL's model_constructor(env): the network instead of features' (an import path
+    # "pkg.module:fn" too; looprl.presets.atari.models has ALL's)
+    "model_constructor": None,
+}
 
 
 class DQNAtariPreset(AtariReplayPreset):

@@ -16,6 +16,9 @@ from looprl.presets.classic_control.rainbow import extensions
 default_hyperparameters: dict[str, Any] = {
     **replay_defaults, "lr": 1e-4, "initial_exploration": 0.02, "final_exploration": 0.0,
     "huber": True, "hidden": 512, **extensions, "beta": 0.5, "v_min": -10.0, "v_max": 10.0,
+    # ALL's model_constructor(env, atoms=atoms, sigma=sigma)
+    # (looprl.presets.atari.models.nature_rainbow)
+    "model_constructor": None,
 }
 
 
@@ -23,6 +26,7 @@ class RainbowAtariPreset(AtariReplayPreset):
     """Builds Rainbow agents (steps count agent steps of 4 frames)."""
 
     algorithm = "Rainbow"
+    model_arguments = ("atoms", "sigma")
 
     def _build(self, env: Any) -> nn.Module:
         hp = self.hyperparameters

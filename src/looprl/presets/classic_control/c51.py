@@ -17,6 +17,9 @@ from looprl.presets.off_policy import QPreset
 default_hyperparameters: dict[str, Any] = {
     **replay_defaults, "lr": 1e-3, "atoms": 51, "v_min": -100.0, "v_max": 100.0,
     "prioritized": False, "alpha": 0.6, "beta": 0.4,
+    # ALL's model_constructor(env, atoms=atoms): logits (batch, actions * atoms) instead of
+    # the hidden layers (looprl.presets.classic_control.models.fc_relu_dist_q)
+    "model_constructor": None,
 }
 
 
@@ -24,6 +27,7 @@ class C51ClassicControlPreset(QPreset):
     """Builds C51 agents."""
 
     algorithm = "C51"
+    model_arguments = ("atoms",)
 
     def _build(self, env: Any) -> CategoricalQHead:
         hidden, atoms = self.hyperparameters["hidden"], self.hyperparameters["atoms"]

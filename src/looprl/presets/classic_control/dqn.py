@@ -35,6 +35,9 @@ default_hyperparameters: dict[str, Any] = {
     # None: two ReLU layers of `hidden` units; else a looprl.nn.feature_extractor spec
     # (e.g. "resnet" for images, {"type": "mlp", "hidden": [128, 128]}) and a linear head
     "features": None,
+    # ALL's model_constructor(env): the network instead of hidden/features (an import path
+    # "pkg.module:fn" too; looprl.presets.classic_control.models has ALL's)
+    "model_constructor": None,
     # swappable parts (looprl.presets.parts) and their settings
     "exploration": "decaying_epsilon_greedy",
     "epsilon": 0.05,  # epsilon_greedy, ez_greedy

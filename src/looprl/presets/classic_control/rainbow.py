@@ -29,6 +29,9 @@ extensions: dict[str, Any] = {
 default_hyperparameters: dict[str, Any] = {
     **replay_defaults, "lr": 1e-3, "eps": 1e-8, "update_frequency": 64, "gradient_steps": 16,
     "hidden": 128, **extensions, "v_min": -100.0, "v_max": 100.0,
+    # ALL's model_constructor(env, atoms=atoms, sigma=sigma): logits (batch, actions * atoms)
+    # instead of the hidden layers (looprl.presets.classic_control.models.fc_relu_rainbow)
+    "model_constructor": None,
 }
 
 
@@ -46,6 +49,7 @@ class RainbowClassicControlPreset(QPreset):
     """Builds Rainbow agents."""
 
     algorithm = "Rainbow"
+    model_arguments = ("atoms", "sigma")
 
     def _build(self, env: Any) -> nn.Module:
         obs_dim = require_flat_observations(env, self.algorithm)

@@ -26,6 +26,9 @@ default_hyperparameters: dict[str, Any] = {
     "final_exploration": 0.02, "final_exploration_step": 2000, "test_exploration": 0.0,
     "hidden": 64, "target_update_frequency": 25, "linear_lr": True, "clip_grad": 10.0,
     "huber": True,
+    # ALL's model_constructor(env): the network instead of the hidden layers (an import path
+    # "pkg.module:fn" too; looprl.presets.classic_control.models.dueling_fc_relu_q is ALL's)
+    "model_constructor": None,
 }
 
 
