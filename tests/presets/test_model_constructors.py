@@ -149,7 +149,7 @@ def test_every_atari_preset_takes_alls_constructor(name) -> None:
 def test_a_network_of_the_wrong_shape_is_one_line(name, function, wanted) -> None:
     builder = getattr(classic_control, name).hyperparameters(model_constructor=function)
     with pytest.raises(ValueError, match=rf"^{name}: the network model_constructor=\S+ built "
-                       rf"returns shape \(1, \d+\) for a batch of one observation \(1, 4\); "
+                       rf"returns shape \(1, \d+\) for an input of shape \(1, 4\); "
                        rf"{name} {wanted}$") as error:
         builder.env(_cartpole()).device("cpu").build()
     assert "\n" not in str(error.value)

@@ -128,8 +128,9 @@ _MODELS: dict[str, AllName] = dict.fromkeys(
 #: their own, ``looprl.presets.constructors``)
 VALUE_BASED: dict[str, AllName] = {}
 #: A2C, VAC and VPG: ALL's loss = pg + value_loss_scaling * mse - entropy_loss_scaling * entropy
+#: (their model constructors are the presets' own hyperparameters: looprl.presets.constructors)
 ACTOR_CRITIC: dict[str, AllName] = {
-    **_MODELS, "entropy_loss_scaling": "entropy_coef", "value_loss_scaling": "value_coef"}
+    "entropy_loss_scaling": "entropy_coef", "value_loss_scaling": "value_coef"}
 PPO: dict[str, AllName] = {
     **ACTOR_CRITIC,
     "clip_initial": "clip",  # (the clip range at the start of training)
@@ -139,7 +140,8 @@ PPO: dict[str, AllName] = {
                              "minibatch_size = n_envs x n_steps / minibatches (must divide)",
                              _minibatches),
 }
-OFF_POLICY_CONTINUOUS: dict[str, AllName] = {**_MODELS, "lr_q": "lr_critic", "lr_pi": "lr_actor"}
+#: DDPG, TD3 and SAC (their model constructors: the presets' own hyperparameters)
+OFF_POLICY_CONTINUOUS: dict[str, AllName] = {"lr_q": "lr_critic", "lr_pi": "lr_actor"}
 SAC: dict[str, AllName] = {
     **OFF_POLICY_CONTINUOUS,
     "temperature_initial": "alpha",  # (the initial temperature; looprl tunes its log with Adam)

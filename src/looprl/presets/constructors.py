@@ -1,11 +1,14 @@
-"""ALL's model-constructor hyperparameters (``model_constructor``, ...): a function that builds
-a preset's network (``dqn.hyperparameters(model_constructor=fc_relu_q)``), or its import path
-(``looprl run algorithm.model_constructor=pkg.module:fn``), called as ALL's presets call it;
-the module it returns is checked with a forward pass of an observation of the environment."""
+"""ALL's model-constructor hyperparameters: a function that builds a preset's network
+(``dqn.hyperparameters(model_constructor=fc_relu_q)``, ``a2c.hyperparameters(
+feature_model_constructor=f, value_model_constructor=v, policy_model_constructor=p)``), or its
+import path (``looprl run algorithm.model_constructor=pkg.module:fn``), called as ALL's presets
+call it; the modules it returns are checked with a forward pass of a sample of the spaces.
+``None`` (the default) keeps the preset's own network (``hidden``, ``features``)."""
 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -13,8 +16,35 @@ from torch import nn
 
 from looprl.core.imports import import_object
 from looprl.core.state import State
+from looprl.nn import SharedActorCritic
 
-__all__ = ["call_constructor", "check_outputs", "constructor_name", "sample_input"]
+__all__ = ["AC_NAMES", "ATARI_AC", "CLASSIC_AC", "DDPG_MODELS", "PPO_CONTINUOUS_MODELS",
+           "SAC_MODELS", "LogVarianceToLogStd", "call_constructor", "check_outputs",
+           "constructor_name", "constructors", "custom_actor_critic", "run_checked",
+           "space_sample", "unset"]
+
+_CLASSIC = "looprl.presets.classic_control.models:"
+_ATARI = "looprl.presets.atari.models:"
+_CONTINUOUS = "looprl.presets.continuous.models:"
+#: ALL's feature, value and policy constructors (the actor-critic presets) -> ALL's defaults
+AC_NAMES = ("feature_model_constructor", "value_model_constructor", "policy_model_constructor")
+CLASSIC_AC = dict(zip(AC_NAMES, (_CLASSIC + "fc_relu_features", _CLASSIC + "fc_value_head",
+                                 _CLASSIC + "fc_policy_head"), strict=True))
+ATARI_AC = dict(zip(AC_NAMES, (_ATARI + "nature_features", _ATARI + "nature_value_head",
+                               _ATARI + "nature_policy_head"), strict=True))
+DDPG_MODELS = {"q_model_constructor": _CONTINUOUS + "fc_q",
+               "policy_model_constructor": _CONTINUOUS + "fc_deterministic_policy"}
+SAC_MODELS = {"q1_model_constructor": _CONTINUOUS + "fc_q",
+              "q2_model_constructor": _CONTINUOUS + "fc_q",
+              "policy_model_constructor": _CONTINUOUS + "fc_soft_policy"}
+PPO_CONTINUOUS_MODELS = {"value_model_constructor": _CONTINUOUS + "fc_v",
+                         "policy_model_constructor": _CONTINUOUS + "fc_policy"}
+
+
+def unset(names: Mapping[str, str] | Sequence[str]) -> dict[str, None]:
+    """The default hyperparameters of the constructors ``names``: ``None``, the preset's own
+    network (``hidden``, ``features``)."""
+    return dict.fromkeys(names)
 
 
 def constructor_name(value: Any) -> str:
@@ -26,14 +56,20 @@ def constructor_name(value: Any) -> str:
     return f"{module}:{qualname}" if module and qualname else repr(value)
 
 
-def call_constructor(preset: str, key: str, value: Any, *args: Any, **kwargs: Any) -> nn.Module:
-    """``value(*args, **kwargs)`` (``value`` a callable or its import path), the hyperparameter
-    ``key`` of ``preset``; a one-line ``TypeError`` unless it is a callable that returns a
-    ``torch.nn.Module`` and takes these arguments (ALL's call)."""
+def _function(preset: str, key: str, value: Any) -> Any:
+    """``value`` (a callable, or its import path) as a callable; else a one-line ``TypeError``."""
     function = import_object(value, f"{preset}'s {key}") if isinstance(value, str) else value
     if not callable(function):
         raise TypeError(f"{preset}: {key} must be a function that returns a torch.nn.Module (or "
                         f"its import path 'package.module:name'), got {value!r:.60}")
+    return function
+
+
+def call_constructor(preset: str, key: str, value: Any, *args: Any, **kwargs: Any) -> nn.Module:
+    """``value(*args, **kwargs)`` (``value`` a callable or its import path), the hyperparameter
+    ``key`` of ``preset``; a one-line ``TypeError`` unless it is a callable that returns a
+    ``torch.nn.Module`` and takes these arguments (ALL's call)."""
+    function = _function(preset, key, value)
     try:
         inspect.signature(function).bind(*args, **kwargs)
     except TypeError as error:
@@ -49,34 +85,87 @@ def call_constructor(preset: str, key: str, value: Any, *args: Any, **kwargs: An
     return module
 
 
-def sample_input(env: Any) -> torch.Tensor:
-    """A batch of one observation of ``env``'s observation space, as the presets' networks
-    take it (``State.as_input``)."""
-    return State({"observation": torch.as_tensor(env.observation_space.sample())}
-                 ).as_input("observation")
+def constructors(hp: Mapping[str, Any], defaults: Mapping[str, str]) -> dict[str, Any] | None:
+    """The constructors ``defaults`` names (name -> import path of ALL's default), as ``hp``
+    gives them, ``None`` where ``hp`` gives none of them (the preset's own
+    network); those ``hp`` leaves at ``None`` take ALL's defaults."""
+    given = {name: hp.get(name) for name in defaults}
+    if all(value is None for value in given.values()):
+        return None
+    return {name: defaults[name] if value is None else value for name, value in given.items()}
+
+
+def space_sample(space: Any) -> torch.Tensor:
+    """A batch of one sample of ``space``, as the presets' networks take it
+    (``State.as_input``: ``float32``, ``uint8`` images kept)."""
+    return State({"observation": torch.as_tensor(space.sample())}).as_input("observation")
+
+
+def run_checked(preset: str, key: str, value: Any, module: Any, inputs: Sequence[torch.Tensor],
+                shapes: Sequence[tuple[int, ...]] = (), what: str = "") -> Any:
+    """``module(*inputs)`` (no gradients; the random state and ``module``'s training mode as
+    they were) if its output has one of ``shapes`` (batch dimension included; none: any), else a
+    one-line ``ValueError`` naming ``key`` and the shapes (``what``: what the preset needs)."""
+    training = getattr(module, "training", None)
+    try:
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            output = (module.eval() if training is not None else module)(*inputs)
+    except Exception as error:  # (the user's module: any failure is a mismatch)
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        given = ", ".join(str(tuple(x.shape)) for x in inputs)
+        raise ValueError(f"{preset}: the network {key}={constructor_name(value)} built fails on "
+                         f"an input of shape {given}: {type(error).__name__}: {first}") from None
+    finally:
+        if training is not None:
+            module.train(training)
+    got = tuple(getattr(output, "shape", ()))
+    if shapes and got not in shapes:
+        wanted = " or ".join(map(str, shapes)) + (f" ({what})" if what else "")
+        raise ValueError(f"{preset}: the network {key}={constructor_name(value)} built returns "
+                         f"shape {got} for an input of shape {tuple(inputs[0].shape)}; "
+                         f"{preset} needs {wanted}")
+    return output
 
 
 def check_outputs(preset: str, key: str, value: Any, module: nn.Module, env: Any,
                   *shapes: tuple[int, ...]) -> nn.Module:
-    """``module`` if its output for ``sample_input(env)`` has one of ``shapes`` past the batch
-    dimension, else a one-line ``ValueError`` naming ``key`` and the shapes (the random state
-    and ``module``'s training mode are left as they were)."""
-    x = sample_input(env)
-    training = module.training
-    try:
-        with torch.random.fork_rng(devices=[]), torch.no_grad():
-            output = module.eval()(x)
-    except Exception as error:  # (the user's module: any failure is a mismatch)
-        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        raise ValueError(f"{preset}: the network {key}={constructor_name(value)} built fails on "
-                         f"a batch of one observation {tuple(x.shape)} of {env.observation_space}"
-                         f": {type(error).__name__}: {first}") from None
-    finally:
-        module.train(training)
-    got = tuple(getattr(output, "shape", ()))
-    if got[1:] not in shapes or got[:1] != (1,):
-        wanted = " or ".join(str((1, *shape)) for shape in shapes)
-        raise ValueError(f"{preset}: the network {key}={constructor_name(value)} built returns "
-                         f"shape {got} for a batch of one observation {tuple(x.shape)}; "
-                         f"{preset} needs {wanted}")
+    """``module`` if its output for a sample of ``env``'s observations has one of ``shapes``
+    past the batch dimension, else ``run_checked``'s one-line ``ValueError``."""
+    run_checked(preset, key, value, module, [space_sample(env.observation_space)],
+                [(1, *shape) for shape in shapes])
     return module
+
+
+class LogVarianceToLogStd(nn.Module):
+    """``model``'s ``cat(mean, log_variance)`` (ALL's Gaussian and soft policies: ``fc_policy``,
+    ``fc_soft_policy``) as ``cat(mean, log_std)``, what looprl's Gaussian heads take."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, observation: torch.Tensor) -> torch.Tensor:
+        mean, log_variance = self.model(observation).chunk(2, dim=-1)
+        return torch.cat((mean, 0.5 * log_variance), dim=-1)
+
+
+def custom_actor_critic(preset: str, hp: Mapping[str, Any], env: Any,
+                        defaults: Mapping[str, str], num_actions: int,
+                        feature_takes_env: bool = True) -> nn.Module | None:
+    """ALL's ``feature_model_constructor(env)`` (``()`` on Atari, ``feature_takes_env=False``),
+    ``value_model_constructor()`` and ``policy_model_constructor(env)`` as one
+    ``SharedActorCritic`` (checked on an observation sample), ``None`` without them."""
+    given = constructors(hp, defaults)
+    if given is None:
+        return None
+    feature_key, value_key, policy_key = AC_NAMES
+    features = call_constructor(preset, feature_key, given[feature_key],
+                                *([env] if feature_takes_env else []))
+    value = call_constructor(preset, value_key, given[value_key])
+    policy = call_constructor(preset, policy_key, given[policy_key], env)
+    x = run_checked(preset, feature_key, given[feature_key], features,
+                    [space_sample(env.observation_space)])
+    run_checked(preset, policy_key, given[policy_key], policy, [x], [(1, num_actions)],
+                f"a logit per action of {env.name}")
+    run_checked(preset, value_key, given[value_key], value, [x], [(1, 1), (1,)], "one value")
+    return SharedActorCritic(features, policy, value)

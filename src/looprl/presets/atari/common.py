@@ -16,6 +16,7 @@ from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplay
 from looprl.nn.cnn import nature_actor_critic
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.common import require_discrete_actions
+from looprl.presets.constructors import ATARI_AC, custom_actor_critic
 from looprl.presets.off_policy import QPreset
 
 #: the frames' height and width the Nature networks take (``nature_features``)
@@ -71,6 +72,10 @@ class NatureActorCritic(DeepMindBody):
     def _build(self, env: Any) -> tuple[nn.Module, CategoricalHead]:
         num_actions = require_discrete_actions(env, self.algorithm)
         frames = require_frames(env, self.algorithm)
+        model = custom_actor_critic(self.algorithm, self.hyperparameters, env, ATARI_AC,
+                                    num_actions, feature_takes_env=False)
+        if model is not None:  # (ALL's constructors: the Atari feature model takes no env)
+            return model, CategoricalHead(num_actions)
         model = self.network(num_actions, frames, self.hyperparameters["features"])
         return model, CategoricalHead(num_actions)
 

@@ -14,9 +14,11 @@ from looprl.presets.atari.ppo import default_hyperparameters as ppo_defaults
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.ppg import PPGClassicControlPreset
 from looprl.presets.common import derived
+from looprl.presets.constructors import AC_NAMES
 
 default_hyperparameters: dict[str, Any] = derived(
-    ppo_defaults, n_policy=32, aux_epochs=6, beta_clone=1.0, aux_minibatch_size=256, update="ppg")
+    ppo_defaults, drop=AC_NAMES, n_policy=32, aux_epochs=6, beta_clone=1.0,
+    aux_minibatch_size=256, update="ppg")
 
 
 def nature_ppg(num_actions: int, frames: int = 4, features: str = "nature") -> PPGNetwork:

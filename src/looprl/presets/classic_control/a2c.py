@@ -14,12 +14,15 @@ from looprl.nn import MLP, ActorCritic, SharedActorCritic
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import require_discrete_actions, require_flat_observations
+from looprl.presets.constructors import AC_NAMES, CLASSIC_AC, custom_actor_critic, unset
 from looprl.presets.on_policy import OnPolicyPreset
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99, "lam": 1.0, "lr": 1e-3, "eps": 1e-5, "n_envs": 8, "n_steps": 5,
     "value_coef": 0.5, "entropy_coef": 0.0, "normalize_advantages": False, "clip_grad": 0.5,
     "hidden": 64,
+    # ALL's model constructors (looprl.presets.constructors): None, the MLPs of `hidden`
+    **unset(AC_NAMES),
 }
 
 
@@ -31,6 +34,15 @@ def separate_mlps(env: Any, hidden: int, algorithm: str) -> tuple[ActorCritic, C
     actor = MLP(obs_dim, num_actions, hidden=(hidden, hidden), output_gain=0.01)
     critic = MLP(obs_dim, 1, hidden=(hidden, hidden), output_gain=1.0)
     return ActorCritic(actor, critic), CategoricalHead(num_actions)
+
+
+def custom_classic(hp: Any, env: Any, algorithm: str
+                   ) -> tuple[SharedActorCritic, CategoricalHead] | None:
+    """The network of ALL's feature, value and policy model constructors (ALL's classic-control
+    calls) and the categorical head, ``None`` where ``hp`` gives none."""
+    num_actions = require_discrete_actions(env, algorithm)
+    model = custom_actor_critic(algorithm, hp, env, CLASSIC_AC, num_actions)
+    return None if model is None else (model, CategoricalHead(num_actions))
 
 
 class SeparateMLPs:
@@ -52,8 +64,9 @@ class SeparateMLPs:
             normalize_advantages=hp["normalize_advantages"],
             discount_factor=hp["discount_factor"], gae_lambda=hp.get("lam", self.gae_lambda))
 
-    def _build(self, env: Any) -> tuple[ActorCritic, CategoricalHead]:
-        return separate_mlps(env, self.hyperparameters["hidden"], self.algorithm)
+    def _build(self, env: Any) -> tuple[ActorCritic | SharedActorCritic, CategoricalHead]:
+        return (custom_classic(self.hyperparameters, env, self.algorithm)
+                or separate_mlps(env, self.hyperparameters["hidden"], self.algorithm))
 
     def _optimizer(self, model: ActorCritic | SharedActorCritic) -> torch.optim.Optimizer:
         hp = self.hyperparameters

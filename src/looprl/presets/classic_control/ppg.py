@@ -17,9 +17,10 @@ from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.ppo import PPOClassicControlPreset
 from looprl.presets.classic_control.ppo import default_hyperparameters as ppo_defaults
 from looprl.presets.common import derived, require_discrete_actions, require_flat_observations
+from looprl.presets.constructors import AC_NAMES
 
 default_hyperparameters: dict[str, Any] = derived(
-    ppo_defaults, drop=("features",), n_policy=4, aux_epochs=1, beta_clone=1.0,
+    ppo_defaults, drop=("features", *AC_NAMES), n_policy=4, aux_epochs=1, beta_clone=1.0,
     aux_minibatch_size=256, update="ppg",
 )
 

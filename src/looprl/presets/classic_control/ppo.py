@@ -13,8 +13,9 @@ from looprl.nn import feature_extractor
 from looprl.nn.cnn import shared_actor_critic
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.classic_control.a2c import separate_mlps
+from looprl.presets.classic_control.a2c import custom_classic, separate_mlps
 from looprl.presets.common import require_discrete_actions
+from looprl.presets.constructors import AC_NAMES, unset
 from looprl.presets.on_policy import OnPolicyPreset, linear
 
 default_hyperparameters: dict[str, Any] = {
@@ -27,6 +28,8 @@ default_hyperparameters: dict[str, Any] = {
     "features": None,
     # the parts of looprl.presets.parts this preset takes (PPO's own, named for configs)
     "exploration": "stochastic", "buffer": "rollout", "update": "ppo",
+    # ALL's model constructors (looprl.presets.constructors): None, the network above
+    **unset(AC_NAMES),
 }
 
 
@@ -38,6 +41,9 @@ class PPOClassicControlPreset(OnPolicyPreset):
     parts = {"exploration": ("stochastic",), "buffer": ("rollout",), "update": ("ppo",)}
 
     def _build(self, env: Any) -> tuple[nn.Module, Any]:
+        custom = custom_classic(self.hyperparameters, env, self.algorithm)
+        if custom is not None:
+            return custom
         features = self.hyperparameters.get("features")
         if features is None:
             return separate_mlps(env, self.hyperparameters["hidden"], self.algorithm)

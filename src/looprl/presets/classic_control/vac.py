@@ -9,12 +9,13 @@ from typing import Any
 from looprl.agents.vac import VACTrainer
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.a2c import SeparateMLPs
+from looprl.presets.constructors import AC_NAMES, unset
 from looprl.presets.on_policy import OnPolicyPreset
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.98, "lr_pi": 5e-4, "lr_v": 1e-2, "eps": 1e-5, "n_envs": 16,
     "value_coef": 0.5, "entropy_coef": 0.0, "normalize_advantages": False, "clip_grad": 0.0,
-    "hidden": 64,
+    "hidden": 64, **unset(AC_NAMES),
 }
 
 

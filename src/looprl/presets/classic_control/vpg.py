@@ -10,12 +10,13 @@ from typing import Any
 from looprl.agents.vpg import VPG
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.a2c import SeparateMLPs
+from looprl.presets.constructors import AC_NAMES, unset
 from looprl.presets.on_policy import ActorCriticPreset
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99, "lr_pi": 3e-3, "lr_v": 5e-3, "eps": 1e-5,
     "min_batch_size": 500, "value_coef": 0.5, "entropy_coef": 0.0,
-    "normalize_advantages": True, "clip_grad": 0.5, "hidden": 64,
+    "normalize_advantages": True, "clip_grad": 0.5, "hidden": 64, **unset(AC_NAMES),
 }
 
 

@@ -8,6 +8,7 @@ import math
 from abc import abstractmethod
 from typing import Any
 
+import torch
 from torch import nn, optim
 
 from looprl.agents.actor import Actor
@@ -18,6 +19,14 @@ from looprl.nn import MLP
 from looprl.policies.deterministic import DeterministicActor, DeterministicPolicy
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import policy_network, require_box_actions, require_flat_observations
+from looprl.presets.constructors import (
+    DDPG_MODELS,
+    call_constructor,
+    constructors,
+    run_checked,
+    space_sample,
+    unset,
+)
 from looprl.presets.off_policy import ReplayPreset
 
 
@@ -38,6 +47,8 @@ class OffPolicyContinuousPreset(ReplayPreset):
     algorithm = "DDPG"
     agent_class = DDPG
     twin = False
+    #: ALL's model constructors -> ALL's defaults (``looprl.presets.continuous.models``)
+    models = DDPG_MODELS
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
@@ -45,11 +56,41 @@ class OffPolicyContinuousPreset(ReplayPreset):
         self.obs_dim = require_flat_observations(env, self.algorithm, "continuous")
         self.check_replay_memory(env)
         self.action_dim = int(self.action_space.shape[0])
-        self.actor = self._actor().to(device)
+        built = constructors(hyperparameters, self.models)
+        self.actor = (self._actor() if built is None else self._custom_actor(built, env)
+                      ).to(device)
         in_dim, hidden = self.obs_dim + self.action_dim, hyperparameters["hidden"]
-        critic = (TwinQ(mlp(in_dim, 1, hidden), mlp(in_dim, 1, hidden)) if self.twin
-                  else ContinuousQ(mlp(in_dim, 1, hidden)))
-        self.critic = critic.to(device)
+        q = [mlp(in_dim, 1, hidden) for _ in range(1 + self.twin)] if built is None else [
+            self._custom_q(built, name, env) for name in self.q_names()]
+        self.critic = (TwinQ(*q) if self.twin else ContinuousQ(*q)).to(device)
+
+    def q_names(self) -> list[str]:
+        """The constructor of each critic (ALL's DDPG: one ``q_model_constructor``)."""
+        return ["q_model_constructor"] * (1 + self.twin)
+
+    def _custom_q(self, built: dict[str, Any], name: str, env: Any) -> nn.Module:
+        """ALL's ``q_model_constructor(env)``, checked on ``cat(observation, action)``."""
+        model = call_constructor(self.algorithm, name, built[name], env)
+        x = torch.cat((space_sample(env.observation_space), space_sample(self.action_space)), -1)
+        run_checked(self.algorithm, name, built[name], model, [x], [(1, 1), (1,)],
+                    "one value of cat(observation, action)")
+        return model
+
+    def _custom_actor(self, built: dict[str, Any], env: Any) -> nn.Module:
+        """ALL's ``policy_model_constructor(env)``: an action's pre-activations, squashed
+        into the bounds."""
+        return DeterministicActor(self._policy_model(built, env, self.action_dim,
+                                                     "an action's pre-activations"),
+                                  self.action_space)
+
+    def _policy_model(self, built: dict[str, Any], env: Any, outputs: int, what: str
+                      ) -> nn.Module:
+        """ALL's ``policy_model_constructor(env)``, checked to give ``outputs`` numbers."""
+        name = "policy_model_constructor"
+        model = call_constructor(self.algorithm, name, built[name], env)
+        run_checked(self.algorithm, name, built[name], model, [space_sample(env.observation_space)],
+                    [(1, outputs)], what)
+        return model
 
     @abstractmethod
     def _actor(self) -> nn.Module:
@@ -73,6 +114,8 @@ default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99, "lr_actor": 1e-3, "lr_critic": 1e-3, "minibatch_size": 256,
     "replay_start_size": 1000, "replay_buffer_size": 1_000_000, "update_frequency": 1,
     "gradient_steps": 1, "polyak_rate": 0.005, "noise": 0.1, "hidden": 256,
+    # ALL's model constructors (looprl.presets.continuous.models): None, the MLPs of `hidden`
+    **unset(DDPG_MODELS),
 }
 
 

@@ -13,11 +13,33 @@ from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.ppo import PPOClassicControlPreset
 from looprl.presets.classic_control.ppo import default_hyperparameters as classic_defaults
 from looprl.presets.common import derived, require_box_actions, require_flat_observations
+from looprl.presets.constructors import (
+    AC_NAMES,
+    PPO_CONTINUOUS_MODELS,
+    LogVarianceToLogStd,
+    call_constructor,
+    constructors,
+    run_checked,
+    space_sample,
+)
 
 default_hyperparameters: dict[str, Any] = derived(
-    classic_defaults, drop=("features",), discount_factor=0.9, lam=0.95, linear_lr=False,
-    n_steps=256, epochs=10, linear_clip=False, log_std_init=0.0,
+    classic_defaults, drop=("features", AC_NAMES[0]), discount_factor=0.9, lam=0.95,
+    linear_lr=False, n_steps=256, epochs=10, linear_clip=False, log_std_init=0.0,
 )
+
+
+def custom_gaussian(built: dict[str, Any], env: Any, algorithm: str, action_dim: int
+                    ) -> ActorCritic:
+    """ALL's ``value_model_constructor(env)`` and ``policy_model_constructor(env)`` (its
+    ``cat(mean, log variance)`` halved into ``cat(mean, log_std)``), checked on a sample."""
+    x = space_sample(env.observation_space)
+    value, policy = (call_constructor(algorithm, name, built[name], env) for name in built)
+    run_checked(algorithm, "value_model_constructor", built["value_model_constructor"], value,
+                [x], [(1, 1), (1,)], "one value")
+    run_checked(algorithm, "policy_model_constructor", built["policy_model_constructor"], policy,
+                [x], [(1, 2 * action_dim)], "cat(mean, log variance)")
+    return ActorCritic(LogVarianceToLogStd(policy), value)
 
 
 class PPOContinuousPreset(PPOClassicControlPreset):
@@ -34,6 +56,10 @@ class PPOContinuousPreset(PPOClassicControlPreset):
         obs_dim = require_flat_observations(env, self.algorithm, "continuous")
         action_dim = int(space.shape[0])
         hp = self.hyperparameters
+        built = constructors(hp, PPO_CONTINUOUS_MODELS)
+        if built is not None:
+            return custom_gaussian(built, env, self.algorithm, action_dim), GaussianHead(
+                space.low, space.high)
         hidden = (hp["hidden"],) * 2
         mean = MLP(obs_dim, action_dim, hidden=hidden, output_gain=0.01)
         actor = GaussianActor(mean, action_dim, hp["log_std_init"])

@@ -14,12 +14,14 @@ from looprl.core import DummyLogger
 from looprl.policies.deterministic import SoftDeterministicActor, SoftDeterministicPolicy
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import derived, policy_network
+from looprl.presets.constructors import DDPG_MODELS, SAC_MODELS, LogVarianceToLogStd, unset
 from looprl.presets.continuous.ddpg import OffPolicyContinuousPreset, adam, mlp
 from looprl.presets.continuous.ddpg import default_hyperparameters as ddpg_defaults
 
 default_hyperparameters: dict[str, Any] = derived(
-    ddpg_defaults, drop=("noise",), lr_temperature=1e-3, alpha=1.0, entropy_tuning=True,
-    target_entropy=None, exploration="stochastic", buffer="uniform", update="sac",
+    ddpg_defaults, drop=("noise", *DDPG_MODELS), lr_temperature=1e-3, alpha=1.0,
+    entropy_tuning=True, target_entropy=None, exploration="stochastic", buffer="uniform",
+    update="sac", **unset(SAC_MODELS),
 )
 
 
@@ -30,6 +32,7 @@ class SACContinuousPreset(OffPolicyContinuousPreset):
     algorithm = "SAC"
     agent_class = SAC
     twin = True
+    models = SAC_MODELS
     parts = {"exploration": ("stochastic",), "buffer": ("uniform",), "update": ("sac",)}
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
@@ -39,6 +42,15 @@ class SACContinuousPreset(OffPolicyContinuousPreset):
     def _actor(self) -> SoftDeterministicActor:
         actor = mlp(self.obs_dim, 2 * self.action_dim, self.hyperparameters["hidden"])
         return SoftDeterministicActor(actor, self.action_space)
+
+    def q_names(self) -> list[str]:
+        return ["q1_model_constructor", "q2_model_constructor"]
+
+    def _custom_actor(self, built: dict[str, Any], env: Any) -> SoftDeterministicActor:
+        """ALL's ``policy_model_constructor(env)``: ``cat(mean, log variance)``, its log
+        variance halved into the actor's log std."""
+        model = self._policy_model(built, env, 2 * self.action_dim, "cat(mean, log variance)")
+        return SoftDeterministicActor(LogVarianceToLogStd(model), self.action_space)
 
     def idle(self) -> dict[str, str]:
         """The temperature's tuning settings, where ``alpha`` stays fixed."""
