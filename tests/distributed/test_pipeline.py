@@ -660,6 +660,33 @@ def test_user_registrations_travel_with_the_spec() -> None:
     assert spec.registrations["trainer"] == ("ppo", PPOTrainer)
 
 
+def test_a_gymnasium_id_registered_in_the_notebook_travels_with_the_spec() -> None:
+    """``gymnasium.register`` in the driver only: the workers, which unpickle the spec in
+    processes without that registration, make the env (was: ``Unknown environment`` on
+    actor0)."""
+    import cloudpickle
+    import gymnasium
+
+    from looprl.environments import GymEnvironment
+    from looprl.presets.classic_control import ppo
+
+    gymnasium.register("tests/NotebookCart-v0", max_episode_steps=50,
+                       entry_point="gymnasium.envs.classic_control:CartPoleEnv")
+    try:
+        preset = ppo.hyperparameters(hidden=8, n_envs=2, n_steps=8, minibatch_size=16).env(
+            GymEnvironment("tests/NotebookCart-v0")).device("cpu").build()
+        sent = cloudpickle.dumps(DistributedRun(preset, RuntimeConfig(actors=1), frames=100,
+                                                logdir=None).spec)
+    finally:
+        del gymnasium.registry["tests/NotebookCart-v0"]  # (a worker's registry)
+    try:
+        envs = cloudpickle.loads(sent).collector_env(2)[0]()
+        assert envs.name == "tests/NotebookCart-v0"
+        envs.close()
+    finally:
+        gymnasium.registry.pop("tests/NotebookCart-v0", None)
+
+
 def test_a_step_result_with_scalar_fields_is_one_line() -> None:
     from looprl.environments import SRLEnvironment, StepResult
 

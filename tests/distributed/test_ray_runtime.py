@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -159,6 +160,23 @@ def test_a_run_interrupted_says_where_its_logs_are_and_stops_its_workers(local_r
         run.run(callback=ctrl_c)
     assert stop.value.log_dir == run.result.log_dir and stop.value.frame > 0
     assert not run.workers, "the workers were left running"
+
+
+def test_a_run_called_again_is_one_line_not_a_new_untrained_run(local_ray, tmp_path):
+    """A notebook cell run twice: ``run()`` again on the same ``DistributedRun`` says how to go
+    on (was: a second run directory with a fresh, untrained trainer's policy.pt, which ``test``
+    then played, and the first run's result pointed at it)."""
+    run = DistributedRun(ppo_spec(), runtime(actors=1), frames=200, logdir=str(tmp_path),
+                         quiet=True)
+    first = run.run()
+    log_dir = first.log_dir
+    with pytest.raises(RuntimeError, match=r"^this DistributedRun ran already \(.* frames\): "
+                                           r"make a new DistributedRun to train again, or go on "
+                                           r"with DistributedRun\(..., resume_from="
+                                           + re.escape(repr(log_dir))):
+        run.run()
+    assert run.result.log_dir == log_dir
+    assert [path.name for path in Path(log_dir).parent.iterdir()] == [Path(log_dir).name]
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")

@@ -108,3 +108,28 @@ def _kill_left(driver: subprocess.Popen) -> None:
     for pid in _alive(_descendants(driver.pid)) if driver.poll() is None else []:
         os.kill(pid, signal.SIGKILL)
     driver.kill()
+
+
+def test_ctrl_c_while_looprl_starts_ray_leaves_no_ray_process(monkeypatch) -> None:
+    """A notebook's Ctrl-C while a run starts its own Ray instance, after Ray's processes
+    started and before ``ray.init`` returned: they end (was: a whole instance left running,
+    one more at each such Ctrl-C, until the kernel exits)."""
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        pytest.skip("Ray runs in this process already")
+    node = ray._private.node.Node
+    started, ray_processes, commands = node.__init__, {}, []
+
+    def interrupted(self, *args, **kwargs):
+        started(self, *args, **kwargs)
+        ray_processes.update({pid: start for pid, start in _descendants(os.getpid()).items()
+                              if reaper._is_ray(pid)})
+        commands.extend(_commands(ray_processes))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(node, "__init__", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        reaper.start_local_ray(1)
+    assert any("raylet" in command for command in commands), commands
+    _assert_ended(ray_processes, 15)
+    assert not ray.is_initialized()

@@ -45,6 +45,24 @@ def test_a_population_trains_and_the_best_member_holds_its_explored_values(
     _check_member_runs(tmp_path / "ppo" / "CartPole-v1", members, interval=64)
 
 
+def test_members_make_a_gymnasium_id_registered_in_the_notebook(small_ppo, tmp_path,
+                                                                 local_ray) -> None:
+    """``gymnasium.register`` in the driver only: each member's process registers it too (was:
+    ``Unknown environment 'tests/NotebookCart-v2'`` from every member)."""
+    import gymnasium
+
+    gymnasium.register("tests/NotebookCart-v2", max_episode_steps=50,
+                       entry_point="gymnasium.envs.classic_control:CartPoleEnv")
+    try:
+        runner = PBTRunner(small_ppo, "tests/NotebookCart-v2", {"hp/lr": (1e-4, 1e-2)},
+                           population=2, num_steps=64, perturbation_interval=64,
+                           eval_episodes=1, logdir=str(tmp_path))
+        train_results, _ = runner.run()
+    finally:
+        del gymnasium.registry["tests/NotebookCart-v2"]
+    assert len(train_results["members"]) == 2
+
+
 def test_given_starts_begin_the_members_and_tune_reuses_its_actors(
     small_ppo, tmp_path, local_ray, caplog, capfd
 ) -> None:

@@ -96,6 +96,27 @@ def test_optuna_trials_on_ray_give_the_sequential_results(tmp_path, local_ray) -
     assert {h["state"] for h in parallel["train"]["history"]} == {"COMPLETE"}
 
 
+def test_es_trials_on_ray_make_a_gymnasium_id_registered_in_the_notebook(local_ray) -> None:
+    """``gymnasium.register`` in the driver only: each trial's process registers it too (was:
+    ``Unknown environment 'tests/NotebookCart-v1'`` from the first trial)."""
+    import gymnasium
+
+    from looprl.presets.classic_control import ppo
+    from looprl.runners import ESRunner
+
+    gymnasium.register("tests/NotebookCart-v1", max_episode_steps=50,
+                       entry_point="gymnasium.envs.classic_control:CartPoleEnv")
+    try:
+        es = ESRunner(ppo.hyperparameters(n_envs=2, n_steps=16, minibatch_size=32, hidden=8),
+                      "tests/NotebookCart-v1", search_targets={"lr": (1e-4, 1e-2, "log")},
+                      iterations=1, popsize=2, num_steps_per_iteration=64, eval_episodes=1,
+                      trials=RayTrials(parallel=2))
+        results, _ = es.run()
+    finally:
+        del gymnasium.registry["tests/NotebookCart-v1"]
+    assert len(results["history"][0]["fitness"]) == 2
+
+
 def test_the_runtime_options_reach_the_trials() -> None:
     from hydra import compose, initialize
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["LOOPBACK", "local_instance_settings", "sigterm_kept", "start_local_ray",
-           "start_reaper"]
+           "start_reaper", "stop_ray_processes"]
 
 LOOPBACK = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": a local instance on 127.0.0.1 only
 
@@ -46,9 +46,23 @@ def start_local_ray(num_cpus: int | None, **init: Any) -> None:
     import ray
     local_instance_settings()
     start_reaper()
-    with sigterm_kept():
-        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
-                 logging_level=logging.WARNING, log_to_driver=False, **init)
+    try:
+        with sigterm_kept():
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
+                     logging_level=logging.WARNING, log_to_driver=False, **init)
+    except BaseException:  # (Ctrl-C or a failure halfway: what it started would live on)
+        ray.shutdown()
+        stop_ray_processes()
+        raise
+
+
+def stop_ray_processes() -> None:
+    """Kill this process's Ray processes, those of a ``ray.init`` that did not return too
+    (which ``ray.shutdown`` does not know)."""
+    if os.path.isdir("/proc/self"):
+        seen: dict[int, int] = {}
+        _note_ray_processes(os.getpid(), seen)
+        _kill(seen)
 
 
 @contextlib.contextmanager
@@ -121,6 +135,11 @@ def watch(driver: int) -> None:
             break
         _note_ray_processes(driver, seen)
         time.sleep(POLL_SECONDS)
+    _kill(seen)
+
+
+def _kill(seen: dict[int, int]) -> None:
+    """Kill the processes of ``seen`` (pid: start time) that still run."""
     for pid, started in seen.items():
         stat = _stat(pid)
         if stat is not None and stat[2] == started:

@@ -132,6 +132,7 @@ class AlgorithmSpec:
         """What an ``EnvRunner`` of ``n`` copies steps, and its ``process``: the preset's local
         ``copies`` where it has them and ``local`` says so, else SRL copies of ``env``."""
         if local and self.copies is not None:
+            self.install()
             return functools.partial(self.copies, n), self.make_process()
         return self.make_env, None
 
@@ -191,10 +192,11 @@ class AlgorithmSpec:
         return replace(self, policy_args={**self.policy_args, "device": device})
 
     def portable(self) -> AlgorithmSpec:
-        """This spec, carrying the registrations of its names made here (for ``install``)."""
+        """This spec, carrying the registrations of its names made here (for ``install``): its
+        env's (looprl's or Gymnasium's: ``gymnasium.register`` here), its policy's and trainer's."""
         registries = _registries()
-        for kind in ("env", "policy", "trainer"):
-            name = getattr(self, kind)  # (a factory travels as it is)
+        for kind in ("env", "gym", "policy", "trainer"):
+            name = getattr(self, "env" if kind == "gym" else kind)  # (a factory as it is)
             if isinstance(name, str) and name in registries[kind]:
                 self.registrations[kind] = (name, registries[kind][name])
         return self
@@ -208,10 +210,12 @@ class AlgorithmSpec:
 
 def _registries() -> dict[str, dict[str, Any]]:
     """The registries' entries by kind of part."""
+    import gymnasium as gym
+
     import looprl.agents  # noqa: F401  (registers the built-in policies and trainers)
     from looprl.core import algorithm
     from looprl.environments import srl
-    return {"env": srl._REGISTRY, "policy": algorithm._POLICIES.entries,
+    return {"env": srl._REGISTRY, "gym": gym.registry, "policy": algorithm._POLICIES.entries,
             "trainer": algorithm._TRAINERS.entries}
 
 

@@ -118,7 +118,13 @@ class DistributedRun:
         """Train for ``frames`` env steps, calling ``callback(self)`` after every poll;
         ``RuntimeError`` if the workers cannot be placed in time, or a worker failed;
         ``FloatingPointError`` if training diverged; ``TrainingInterrupted`` at Ctrl-C (naming
-        the run directory)."""
+        the run directory); ``RuntimeError`` if it ran already."""
+        if self._pool is not None:  # (its workers are gone: a second call would start over)
+            raise RuntimeError(
+                f"this DistributedRun ran already ({self.result.frames:,} frames): make a new "
+                "DistributedRun to train again" + ("" if self.result.log_dir is None else
+                f", or go on with DistributedRun(..., resume_from={self.result.log_dir!r}) "
+                "and a larger frames"))
         agents = _check_spec(self.spec, self.runtime.max_lag)
         if self.resume_from is not None:  # (no run there, or a finished one: before Ray)
             _check_resumable(self.resume_from, self.frames)

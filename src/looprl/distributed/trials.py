@@ -17,6 +17,7 @@ from typing import Any
 from looprl.core.suggest import is_whole
 from looprl.distributed.cluster import import_ray, start_ray
 from looprl.distributed.config import RuntimeConfig, starts_local
+from looprl.environments.gym import gym_registrations, install_gym_registrations
 from looprl.runners.trials import KEPT, KeptAgent, Trial
 
 __all__ = ["RayTrials", "run_replica", "unpack_runs"]
@@ -69,6 +70,7 @@ class RayTrials:
         ray = self.start()
         remote = ray.remote(num_cpus=1)(run_replica)
         arguments = ray.put(runner.replica_arguments())
+        registry = gym_registrations(runner.env, runner.test_env)
         pending: dict[Any, int] = {}
         results: list[Any] = [None] * len(tasks)
         queue = list(enumerate(tasks))
@@ -76,7 +78,7 @@ class RayTrials:
             while queue or pending:
                 while queue and len(pending) < self.parallel:
                     index, task = queue.pop(0)
-                    pending[remote.remote(arguments, trial, task, keep)] = index
+                    pending[remote.remote(arguments, trial, task, keep, registry)] = index
                 done, _ = ray.wait(list(pending), num_returns=1)
                 answer = results[pending.pop(done[0])] = _result(ray, done[0])
                 if answer[2] is not None:  # its files, here, where a sequential run writes
@@ -95,16 +97,19 @@ class RayTrials:
             self._started = False
 
 
-def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool
+def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool,
+                registry: dict[str, Any] | None = None
                 ) -> tuple[Any, bytes | None, bytes | None]:
     """In a Ray worker: ``trial``'s result on a fresh runner, with ``keep`` its agent's
     checkpoint (without its replay buffer), and the files it wrote (a tar of its ``logdir``,
-    a temporary directory here; ``None``: no ``logdir``)."""
+    a temporary directory here; ``None``: no ``logdir``); ``registry``: the driver's
+    ``gym_registrations``, registered here where missing."""
     import torch
 
     from looprl.experiments.checkpoint import save_checkpoint
     from looprl.runners.base import Runner
     torch.set_num_threads(1)
+    install_gym_registrations(registry or {})
     with tempfile.TemporaryDirectory() as directory:
         logged = arguments["logdir"] is not None
         runner = Runner(**{**arguments, "logdir": directory if logged else None})

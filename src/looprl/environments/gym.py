@@ -216,3 +216,17 @@ class GymEnvironment(Environment):
         return GymVectorEnvironment(env, n, device=self.device, name=self.name,
                                     seed=self.given_seed, **self._make_kwargs)
 
+
+def gym_registrations(*envs: Any) -> dict[str, Any]:
+    """The Gymnasium registrations (``EnvSpec``s) of the ids of ``envs`` made here, where
+    ``gymnasium.register`` in a notebook may have made them, for the processes of a run on Ray
+    (``install_gym_registrations``)."""
+    made = [env.remote_env() for env in envs if isinstance(env, GymEnvironment)]
+    return {env_id: gym.registry[env_id] for env_id, _ in
+            (entry for entry in made if isinstance(entry, tuple)) if env_id in gym.registry}
+
+
+def install_gym_registrations(registry: dict[str, Any]) -> None:
+    """Register here the ids of ``registry`` (``gym_registrations``) that are missing."""
+    for env_id, env_spec in registry.items():
+        gym.registry.setdefault(env_id, env_spec)

@@ -22,6 +22,7 @@ from unittest import mock
 from looprl.core.imports import import_extra
 from looprl.core.reaper import start_local_ray
 from looprl.core.suggest import check_count, is_number, warn_once
+from looprl.environments.gym import gym_registrations, install_gym_registrations
 from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
 from looprl.meta.hyperparameters import unknown_hyperparameter
 from looprl.runners.base import Runner
@@ -64,6 +65,7 @@ def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
     options = dict(spec["runner"])  # (the runner's replica: its meta, logging, checkpoints, ...)
     options["seed"] += index
     options["run_info"] = {**(options["run_info"] or {}), "runner": "pbt"}
+    install_gym_registrations(spec.get("registry", {}))  # (``gymnasium.register`` here)
     member = Runner(**options)
     if checkpoint is not None:  # exploit: continue from that checkpoint
         with checkpoint.as_directory() as directory:
@@ -316,7 +318,8 @@ class PBTRunner(Runner):
             custom_explore_fn=functools.partial(within_ranges, ranges={
                 name: self.mutations[key][:2] for name, key in names.items()}))
         spec = {"runner": self.member_arguments(), "num_steps": self.num_steps,
-                "interval": self.interval, "keys": list(names.values())}
+                "interval": self.interval, "keys": list(names.values()),
+                "registry": gym_registrations(self.env, self.test_env)}
         storage = Path(self.folder()).resolve() / "pbt"
         trainable = tune.with_resources(tune.with_parameters(_member, spec=spec),
                                         {"cpu": 1, "gpu": self.gpus_per_member})
