@@ -64,7 +64,8 @@ def test_combinations_chain_their_parts() -> None:
 @pytest.mark.parametrize("spec, shape, message", [
     ("resnett", (3, 32, 32), "Unknown feature extractor 'resnett'. Did you mean 'resnet'"),
     ({"type": "mlp", "hiden": [8]}, (4,), "'mlp' has no option 'hiden'; options: hidden"),
-    ("cnn", (4,), "needs channels-first images .* got inputs of shape \\(4,\\); use 'mlp'"),
+    ("cnn", (4,), "needs channels-first images .* got inputs of shape \\(4,\\); use 'mlp'$"),
+    ("resnet", (2, 4), r"\(2, 4\); use 'mlp', which flattens them, or wrap .*FlattenObservation"),
     ("cnn", (3, 8, 8), "does not fit inputs of shape \\(3, 8, 8\\)"),
     # (channels last, Gymnasium's frames: were "too small for its kernels", "square frames")
     ("cnn", (84, 84, 3), r"got \(84, 84, 3\), channels last: move them first"),

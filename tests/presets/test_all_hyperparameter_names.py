@@ -18,8 +18,8 @@ from looprl.presets import (
 )
 from looprl.presets.all_names import ALL_NAMES, Converted
 
-M = None  # a model constructor (ALL's fc_relu_q, nature_dqn, ...): the value-based presets
-# take it (None: their own network), the others refuse it whatever it is
+M = None  # a model constructor (ALL's fc_relu_q, nature_dqn, ...): every preset takes it
+# (None: its own network)
 _DQN = {"discount_factor": 0.99, "lr": 1e-3, "minibatch_size": 64, "update_frequency": 1,
         "target_update_frequency": 100, "replay_start_size": 1000, "replay_buffer_size": 10000,
         "initial_exploration": 1.0, "final_exploration": 0.0, "final_exploration_step": 10000,

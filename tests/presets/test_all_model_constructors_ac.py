@@ -156,7 +156,14 @@ WRONG = [("a2c", "policy_model_constructor", wrong_policy_head, "(1, 3)"),
          ("ddpg", "q_model_constructor", lambda env: nn.Linear(3, 1), "(1, 4)"),
          ("sac", "policy_model_constructor", small_deterministic, "(1, 1)"),
          ("td3", "policy_model_constructor", small_soft, "(1, 2)"),
-         ("continuous.ppo", "policy_model_constructor", small_deterministic, "(1, 1)")]
+         ("continuous.ppo", "policy_model_constructor", small_deterministic, "(1, 1)"),
+         # (a value of shape (B,): squeezed to 0-d for a batch of one, were run-time errors)
+         ("vpg", "value_model_constructor", lambda: nn.Sequential(
+             nn.Linear(64, 1), nn.Flatten(0)), "(1,)"),
+         ("continuous.ppo", "value_model_constructor", lambda env: nn.Sequential(
+             small_v(env), nn.Flatten(0)), "(1,)"),
+         ("ddpg", "q_model_constructor", lambda env: nn.Sequential(
+             small_q(env), nn.Flatten(0)), "(1,)")]
 
 
 @pytest.mark.parametrize(("name", "key", "constructor", "shape"), WRONG,
@@ -175,6 +182,24 @@ def test_features_and_a_constructor_are_one_line() -> None:
     with pytest.raises(ValueError, match="feature_model_constructor builds the network that "
                        "features='mlp' would"):
         classic_control.ppo.hyperparameters(**AC, features="mlp").env(CARTPOLE).build()
+
+
+def test_settings_a_constructor_replaces_warn_that_they_are_idle(caplog: Any) -> None:
+    """(were silent outside the value-based presets: a2c's ``hidden``, continuous ppo's
+    ``log_std_init``)"""
+    caplog.set_level("WARNING", "looprl.presets")
+    classic_control.a2c.hyperparameters(hidden=128, policy_model_constructor=fc_policy_head).env(
+        CARTPOLE).device("cpu").build()
+    continuous.ppo.hyperparameters(hidden=32, log_std_init=-1.0, value_model_constructor=small_v
+                                   ).env(PENDULUM).device("cpu").build()
+    classic_control.rainbow.hyperparameters(
+        dueling=False, model_constructor="looprl.presets.classic_control.models:fc_relu_rainbow"
+    ).env(CARTPOLE).device("cpu").build()
+    assert [r.getMessage() for r in caplog.records] == [
+        "a2c: hidden takes effect only with policy_model_constructor=None: choose it, or drop "
+        "hidden", "ppo: hidden, log_std_init take effect only with value_model_constructor=None: "
+        "choose it, or drop hidden and log_std_init", "rainbow: dueling takes effect only with "
+        "model_constructor=None: choose it, or drop dueling"]
 
 
 def test_defaults_build_the_presets_own_networks() -> None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any
 
-__all__ = ["import_extra", "import_module", "import_object", "is_import_path"]
+__all__ = ["import_extra", "import_module", "import_object", "is_import_path", "object_path"]
 
 
 def is_import_path(text: Any) -> bool:
@@ -39,6 +40,17 @@ def import_object(path: str, what: str) -> Any:
                               f"{attr!r}")
         obj = getattr(obj, part)
     return obj
+
+
+def object_path(value: Any) -> str:
+    """``value``'s import path, ``import_object``'s inverse: ``module:qualname`` for a function
+    or a class, the text itself for a string (a path already), else the ``repr``."""
+    if isinstance(value, str):
+        return value
+    module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    if (inspect.isfunction(value) or inspect.isclass(value)) and module and qualname:
+        return f"{module}:{qualname}"
+    return repr(value)
 
 
 def import_extra(module: str, needs: str, extra: str) -> Any:

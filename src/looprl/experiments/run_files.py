@@ -3,7 +3,6 @@ rows and TensorBoard events back to a checkpoint's step when a run resumes."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import math
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from looprl.core.files import check_writable
+from looprl.core.imports import object_path
 
 __all__ = ["CSV_HEADERS", "append_lines", "check_header", "claim_run_dir", "json_text",
            "cut_back", "json_value", "keep_events", "keep_rows", "keep_until", "safe_component",
@@ -35,16 +35,13 @@ def safe_component(name: str) -> str:
 
 
 def json_value(value: Any) -> Any:
-    """``json.dumps``' ``default``: a number for NumPy and torch scalars, ``module:qualname``
-    for a function or a class (ALL's ``model_constructor``), else the ``repr``."""
+    """``json.dumps``' ``default``: a number for NumPy and torch scalars, else ``object_path``'s
+    text (``module:qualname`` for a function or a class: ALL's ``model_constructor``)."""
     try:
         return _finite(value.item())  # numpy and torch scalars
     except (AttributeError, ValueError, RuntimeError):
         pass
-    module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
-    if (inspect.isfunction(value) or inspect.isclass(value)) and module and qualname:
-        return f"{module}:{qualname}"
-    return repr(value)
+    return object_path(value)
 
 
 def _finite(data: Any) -> Any:

@@ -162,9 +162,10 @@ def feature_extractor(spec: Any, input_shape: Sequence[int]) -> nn.Module:
 
 def _require_image(input_shape: Sequence[int], name: str) -> None:
     if len(input_shape) != 3:
+        flatten = (", which flattens them, or wrap the environment in gymnasium.wrappers."
+                   "FlattenObservation") if len(input_shape) > 1 else ""
         raise ValueError(f"The {name} feature extractor needs channels-first images (C, H, W), "
-                         f"got inputs of shape {tuple(input_shape)}; use 'mlp', which flattens "
-                         "them, or wrap the environment in gymnasium.wrappers.FlattenObservation")
+                         f"got inputs of shape {tuple(input_shape)}; use 'mlp'{flatten}")
     if input_shape[2] in (1, 3, 4) and input_shape[0] > 4:  # (Gymnasium's frames: H, W, C)
         raise ValueError(f"The {name} feature extractor needs channels-first images (C, H, W), "
                          f"got {tuple(input_shape)}, channels last: move them first with "

@@ -116,17 +116,6 @@ def _entropy_backups(value: Any, hp: Mapping[str, Any]) -> dict[str, Any]:
                      "(ALL's entropy_backups=True)")
 
 
-_MODEL = Refused(("hidden", "features"), "looprl's presets build their own networks (hidden: "
-                 "their width, features: their body); for another network, write a Preset and "
-                 "build it with PresetBuilder")
-_MODELS: dict[str, AllName] = dict.fromkeys(
-    ("model_constructor", "feature_model_constructor", "value_model_constructor",
-     "policy_model_constructor", "q_model_constructor", "q1_model_constructor",
-     "q2_model_constructor"), _MODEL)
-
-#: the ALL names of the DQN family: none (ALL's model_constructor is a hyperparameter of
-#: their own, ``looprl.presets.constructors``)
-VALUE_BASED: dict[str, AllName] = {}
 #: A2C, VAC and VPG: ALL's loss = pg + value_loss_scaling * mse - entropy_loss_scaling * entropy
 #: (their model constructors are the presets' own hyperparameters: looprl.presets.constructors)
 ACTOR_CRITIC: dict[str, AllName] = {
@@ -158,7 +147,8 @@ SAC: dict[str, AllName] = {
 #: ``"family.preset"`` -> ALL's names that the preset does not have itself, for every preset
 #: of ALL 0.9.1 (``all/presets/{classic_control,atari,continuous}``) that looprl has
 ALL_NAMES: dict[str, Mapping[str, AllName]] = {
-    **{f"{family}.{name}": VALUE_BASED for family in ("classic_control", "atari")
+    # (the DQN family: none; ALL's model_constructor is their own, looprl.presets.constructors)
+    **{f"{family}.{name}": {} for family in ("classic_control", "atari")
        for name in ("c51", "ddqn", "dqn", "rainbow", "vqn", "vsarsa")},
     **{f"{family}.{name}": ACTOR_CRITIC for family in ("classic_control", "atari")
        for name in ("a2c", "vac", "vpg")},

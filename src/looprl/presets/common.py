@@ -48,9 +48,15 @@ class FamilyPreset(Preset):
 
     def idle(self) -> dict[str, str]:
         """The hyperparameters the chosen parts leave unused -> the part they need (the
-        builder's warning): ``hidden``, where a ``features`` extractor is the network."""
+        builder's warning): ``hidden``, where a ``features`` extractor is the network;
+        ``hidden``, ``dueling`` and ``log_std_init``, where ALL's model constructors build it."""
         hp = self.hyperparameters
-        return {"hidden": "features=None"} if "hidden" in hp and hp.get("features") else {}
+        idle = {"hidden": "features=None"} if "hidden" in hp and hp.get("features") else {}
+        given = [key for key, value in hp.items()
+                 if key.endswith("model_constructor") and value is not None]
+        part = " and ".join(f"{key}=None" for key in given)
+        return {**idle, **{key: part for key in ("hidden", "dueling", "log_std_init")
+                           if given and key in hp}}
 
     def _wrap(self, agent: Any) -> Any:
         """Bodies around the local agent (none by default)."""

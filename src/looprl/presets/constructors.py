@@ -14,14 +14,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from looprl.core.imports import import_object
+from looprl.core.imports import import_object, object_path
 from looprl.core.state import State
 from looprl.nn import SharedActorCritic
 
 __all__ = ["AC_NAMES", "ATARI_AC", "CLASSIC_AC", "DDPG_MODELS", "PPO_CONTINUOUS_MODELS",
-           "SAC_MODELS", "LogVarianceToLogStd", "call_constructor", "check_outputs",
-           "constructor_name", "constructors", "custom_actor_critic", "run_checked",
-           "space_sample", "unset"]
+           "SAC_MODELS", "LogVarianceToLogStd", "call_constructor", "constructors",
+           "custom_actor_critic", "run_checked", "space_sample", "unset"]
 
 _CLASSIC = "looprl.presets.classic_control.models:"
 _ATARI = "looprl.presets.atari.models:"
@@ -47,15 +46,6 @@ def unset(names: Mapping[str, str] | Sequence[str]) -> dict[str, None]:
     return dict.fromkeys(names)
 
 
-def constructor_name(value: Any) -> str:
-    """``value``'s ``module:qualname`` (a function, a class), its text (an import path), else its
-    ``repr``."""
-    if isinstance(value, str):
-        return value
-    module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
-    return f"{module}:{qualname}" if module and qualname else repr(value)
-
-
 def _function(preset: str, key: str, value: Any) -> Any:
     """``value`` (a callable, or its import path) as a callable; else a one-line ``TypeError``."""
     function = import_object(value, f"{preset}'s {key}") if isinstance(value, str) else value
@@ -75,12 +65,12 @@ def call_constructor(preset: str, key: str, value: Any, *args: Any, **kwargs: An
     except TypeError as error:
         call = ", ".join(["env"] * len(args) + [f"{name}={arg!r}" for name, arg in kwargs.items()])
         raise TypeError(f"{preset} calls {key}({call}), as ALL's preset does, but "
-                        f"{constructor_name(value)} does not take that ({error})") from None
+                        f"{object_path(value)} does not take that ({error})") from None
     except ValueError:  # (no signature to read)
         pass
     module = function(*args, **kwargs)
     if not isinstance(module, nn.Module):
-        raise TypeError(f"{preset}: {key}={constructor_name(value)} returned "
+        raise TypeError(f"{preset}: {key}={object_path(value)} returned "
                         f"{type(module).__name__}, not a torch.nn.Module")
     return module
 
@@ -113,7 +103,7 @@ def run_checked(preset: str, key: str, value: Any, module: Any, inputs: Sequence
     except Exception as error:  # (the user's module: any failure is a mismatch)
         first = str(error).strip().splitlines()[0] if str(error).strip() else ""
         given = ", ".join(str(tuple(x.shape)) for x in inputs)
-        raise ValueError(f"{preset}: the network {key}={constructor_name(value)} built fails on "
+        raise ValueError(f"{preset}: the network {key}={object_path(value)} built fails on "
                          f"an input of shape {given}: {type(error).__name__}: {first}") from None
     finally:
         if training is not None:
@@ -121,19 +111,10 @@ def run_checked(preset: str, key: str, value: Any, module: Any, inputs: Sequence
     got = tuple(getattr(output, "shape", ()))
     if shapes and got not in shapes:
         wanted = " or ".join(map(str, shapes)) + (f" ({what})" if what else "")
-        raise ValueError(f"{preset}: the network {key}={constructor_name(value)} built returns "
+        raise ValueError(f"{preset}: the network {key}={object_path(value)} built returns "
                          f"shape {got} for an input of shape {tuple(inputs[0].shape)}; "
                          f"{preset} needs {wanted}")
     return output
-
-
-def check_outputs(preset: str, key: str, value: Any, module: nn.Module, env: Any,
-                  *shapes: tuple[int, ...]) -> nn.Module:
-    """``module`` if its output for a sample of ``env``'s observations has one of ``shapes``
-    past the batch dimension, else ``run_checked``'s one-line ``ValueError``."""
-    run_checked(preset, key, value, module, [space_sample(env.observation_space)],
-                [(1, *shape) for shape in shapes])
-    return module
 
 
 class LogVarianceToLogStd(nn.Module):
@@ -167,5 +148,5 @@ def custom_actor_critic(preset: str, hp: Mapping[str, Any], env: Any,
                     [space_sample(env.observation_space)])
     run_checked(preset, policy_key, given[policy_key], policy, [x], [(1, num_actions)],
                 f"a logit per action of {env.name}")
-    run_checked(preset, value_key, given[value_key], value, [x], [(1, 1), (1,)], "one value")
+    run_checked(preset, value_key, given[value_key], value, [x], [(1, 1)], "one value")
     return SharedActorCritic(features, policy, value)

@@ -28,7 +28,7 @@ from looprl.presets.common import (
     require_discrete_actions,
     value_bytes,
 )
-from looprl.presets.constructors import call_constructor, check_outputs
+from looprl.presets.constructors import call_constructor, run_checked, space_sample
 from looprl.presets.parts import beta_schedule, epsilon_schedule
 
 __all__ = ["QNetworkPreset", "QPreset", "ReplayPreset"]
@@ -155,19 +155,13 @@ class QNetworkPreset(FamilyPreset):
             return None
         arguments = {key: self.hyperparameters[key] for key in self.model_arguments}
         model = call_constructor(self.name, "model_constructor", value, env, **arguments)
-        shapes = [(self.num_actions,)]
+        shapes = [(1, self.num_actions)]
         if self.distributional:
             atoms = self.hyperparameters["atoms"]
-            shapes = [(self.num_actions * atoms,), (self.num_actions, atoms)]
-        return check_outputs(self.name, "model_constructor", value, model, env, *shapes)
-
-    def idle(self) -> dict[str, str]:
-        """``FamilyPreset.idle``; with a ``model_constructor``, the settings of the network it
-        replaces."""
-        hp = self.hyperparameters
-        replaced = ("hidden", "features", "dueling") if hp.get("model_constructor") else ()
-        return {**super().idle(), **{key: "model_constructor=None" for key in replaced
-                                     if key in hp}}
+            shapes = [(1, self.num_actions * atoms), (1, self.num_actions, atoms)]
+        run_checked(self.name, "model_constructor", value, model,
+                    [space_sample(env.observation_space)], shapes)
+        return model
 
     @abstractmethod
     def _build(self, env: Any) -> nn.Module:

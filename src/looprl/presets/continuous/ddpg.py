@@ -72,7 +72,7 @@ class OffPolicyContinuousPreset(ReplayPreset):
         """ALL's ``q_model_constructor(env)``, checked on ``cat(observation, action)``."""
         model = call_constructor(self.algorithm, name, built[name], env)
         x = torch.cat((space_sample(env.observation_space), space_sample(self.action_space)), -1)
-        run_checked(self.algorithm, name, built[name], model, [x], [(1, 1), (1,)],
+        run_checked(self.algorithm, name, built[name], model, [x], [(1, 1)],
                     "one value of cat(observation, action)")
         return model
 

@@ -1,9 +1,10 @@
 """ALL 0.9's continuous-control models (``all.presets.continuous.models``), the defaults of
 the ``continuous`` presets' model-constructor hyperparameters when some are given:
 
+    from functools import partial
     from looprl.presets import continuous
-    from looprl.presets.continuous.models import fc_q, fc_soft_policy
-    continuous.sac.hyperparameters(q1_model_constructor=lambda env: fc_q(env, 64, 64))
+    from looprl.presets.continuous.models import fc_q
+    continuous.sac.hyperparameters(q1_model_constructor=partial(fc_q, hidden1=64, hidden2=64))
 
 ``fc_q`` maps ``cat(observation, action)`` to one value; ``fc_v`` an observation to one
 value; ``fc_deterministic_policy`` to the action pre-activations (DDPG and TD3 squash them

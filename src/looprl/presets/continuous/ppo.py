@@ -34,11 +34,12 @@ def custom_gaussian(built: dict[str, Any], env: Any, algorithm: str, action_dim:
     """ALL's ``value_model_constructor(env)`` and ``policy_model_constructor(env)`` (its
     ``cat(mean, log variance)`` halved into ``cat(mean, log_std)``), checked on a sample."""
     x = space_sample(env.observation_space)
-    value, policy = (call_constructor(algorithm, name, built[name], env) for name in built)
-    run_checked(algorithm, "value_model_constructor", built["value_model_constructor"], value,
-                [x], [(1, 1), (1,)], "one value")
-    run_checked(algorithm, "policy_model_constructor", built["policy_model_constructor"], policy,
-                [x], [(1, 2 * action_dim)], "cat(mean, log variance)")
+    value_key, policy_key = "value_model_constructor", "policy_model_constructor"
+    value = call_constructor(algorithm, value_key, built[value_key], env)
+    policy = call_constructor(algorithm, policy_key, built[policy_key], env)
+    run_checked(algorithm, value_key, built[value_key], value, [x], [(1, 1)], "one value")
+    run_checked(algorithm, policy_key, built[policy_key], policy, [x], [(1, 2 * action_dim)],
+                "cat(mean, log variance)")
     return ActorCritic(LogVarianceToLogStd(policy), value)
 
 

@@ -53,10 +53,11 @@ class SACContinuousPreset(OffPolicyContinuousPreset):
         return SoftDeterministicActor(LogVarianceToLogStd(model), self.action_space)
 
     def idle(self) -> dict[str, str]:
-        """The temperature's tuning settings, where ``alpha`` stays fixed."""
+        """``FamilyPreset.idle``; the temperature's tuning settings, where ``alpha`` stays
+        fixed."""
         tuned = self.hyperparameters["entropy_tuning"]
-        return dict.fromkeys(() if tuned else ("lr_temperature", "target_entropy"),
-                             "entropy_tuning=True")
+        return {**super().idle(), **dict.fromkeys(
+            () if tuned else ("lr_temperature", "target_entropy"), "entropy_tuning=True")}
 
     @property
     def target_entropy(self) -> float:
