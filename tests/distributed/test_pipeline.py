@@ -305,7 +305,7 @@ def test_a_resumed_run_whose_directory_moved_goes_on_where_it_is_now(tmp_path) -
     shutil.move(tmp_path / "a", tmp_path / "b")
     resumed = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path / "b"),
                              quiet=True, resume_from=str(tmp_path / "b"))
-    resumed._open_logs()
+    resumed._resume()
     resumed.close()
     assert resumed.result.log_dir == resumed.logger.log_dir
     assert resumed.result.log_dir.startswith(str(tmp_path / "b"))
@@ -323,10 +323,37 @@ def test_a_resumed_runs_frames_per_second_count_the_frames_since_it_resumed(tmp_
     run.close()
     resumed = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path),
                              quiet=True, resume_from=str(tmp_path))
-    resumed._open_logs()
+    resumed._resume()
     resumed.close()
     resumed.result.frames, resumed.result.seconds = 700, 2.0
     assert resumed.result.frames_per_second == 100.0
+
+
+def test_a_controller_checkpoint_waits_for_the_trainer_checkpoint_of_its_interval(
+        tmp_path) -> None:
+    """(Was: counted from the trainer's reported steps, which reach ``k * every`` before trainer
+    0 has handed its checkpoint over: the controller checkpoint at step 4 was saved beside
+    none, or the previous interval's, and no later save until step 6.)"""
+    from looprl.distributed.run_state import TRAINER_CHECKPOINT, ControllerCheckpoint
+
+    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path), quiet=True)
+    counts = run._open_logs()
+    held: list = [None]
+    saver = ControllerCheckpoint(2, run._log, run.result, counts, trainer=lambda: held[0])
+    saved = tmp_path.joinpath(run._log.log_dir, TRAINER_CHECKPOINT)
+    run.result.train_steps = 2  # (trainer 0 still serializing its step-2 checkpoint)
+    saver.save()
+    assert not saved.exists()
+    held[0] = (2, b"step 2")
+    saver.save()
+    assert saved.read_bytes() == b"step 2"
+    run.result.train_steps = 5  # (step 4's not handed over yet)
+    saver.save()
+    assert saved.read_bytes() == b"step 2"
+    held[0] = (4, b"step 4")
+    saver.save()
+    run.close()
+    assert saved.read_bytes() == b"step 4"
 
 
 def test_a_ray_resume_past_the_planned_budget_says_its_schedules_stay_at_their_end(
@@ -345,7 +372,7 @@ def test_a_ray_resume_past_the_planned_budget_says_its_schedules_stay_at_their_e
     for frames in (1_000, 1_500):
         resumed = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=frames,
                                  logdir=str(tmp_path), quiet=True, resume_from=str(tmp_path))
-        resumed._open_logs()
+        resumed._resume()
         resumed.close()
     assert caplog.text.count("past the") == 1 and (
         "resumed with a budget of 1500 frames, past the 1000 it was planned for" in
@@ -386,7 +413,7 @@ def test_resuming_another_algorithms_run_is_one_line(tmp_path) -> None:
                              quiet=True, name="dqn", resume_from=str(tmp_path))
     with pytest.raises(ValueError, match=f"resume_from={tmp_path} holds a run of ppo-ray on "
                        "CartPole-v1, not of dqn on CartPole-v1: resume it with the preset"):
-        resumed._open_logs()
+        resumed._resume()
 
 
 def test_the_monitor_reports_trainer_0_with_every_trainers_lags_and_counts() -> None:

@@ -94,6 +94,8 @@ def test_a_fraction_for_a_whole_number_argument_is_one_line_when_the_env_is_made
                            r"number \(default 5\), got (2.5|nan) \(env_kwargs.frame_skip\)$"):
             GymEnvironment("HalfCheetah-v5", frame_skip=value)
     GymEnvironment("HalfCheetah-v5", forward_reward_weight=2).close()
+    # (was refused: a float parameter with an int default, ``forward_reward_weight: float = 1``)
+    GymEnvironment("Ant-v5", forward_reward_weight=0.5).close()
 
 
 def test_an_unknown_mujoco_id_suggests_only_ids_gymnasium_can_make() -> None:

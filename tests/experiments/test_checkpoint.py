@@ -395,9 +395,8 @@ def test_a_checkpoint_of_a_large_replay_says_so_once(tmp_path, caplog, monkeypat
         experiment.train(frames=300)
         experiment.close()
     assert caplog.text.count("GiB of replay buffer") == 1, caplog.text
-    assert f"The checkpoint {tmp_path / 'True'}" in caplog.text and ("holds 3.0 GiB of replay "
-        "buffer, written at each checkpoint; checkpoint_replay=False saves the replay empty"
-        in caplog.text)
+    assert ("A checkpoint holds 3.0 GiB of replay buffer, written at each checkpoint; "
+            "checkpoint_replay=False saves the replay empty") in caplog.text
 
 
 def test_checkpoint_replay_is_a_flag(tmp_path) -> None:

@@ -400,8 +400,8 @@ def test_render_in_an_atari_game_is_one_line_that_does_not_offer_gym_environment
 
     small = atari.dqn.hyperparameters(replay_start_size=40, replay_buffer_size=400)
     with pytest.raises(ValueError, match=r"^render=True needs an environment that shows itself, "
-                       r"and Atari games \(Pong\) have no window: leave render out, and watch "
-                       "the saved preset with looprl watch") as info:
+                       r"and Pong shows no window \(an Atari game\): leave render out, and "
+                       "watch the saved preset with looprl watch") as info:
         run_experiment(small, AtariEnvironment("Pong"), 100, logdir=str(tmp_path), quiet=True,
                        render=True)
     assert "GymEnvironment" not in str(info.value)

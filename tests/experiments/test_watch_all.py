@@ -32,6 +32,7 @@ def test_watch_without_a_window_or_gif_warns_once(caplog: Any, tmp_path: Any) ->
     watch.offscreen_rendering()
     with caplog.at_level("WARNING", logger="looprl"):
         watch(_Left(), GymEnvironment("CartPole-v1"), fps=1e6)
+        watch(_Left(), GymEnvironment("CartPole-v1"), fps=1e6)  # (was: a warning each time)
         watch(_Left(), GymEnvironment("CartPole-v1", render_mode="rgb_array"), fps=1e6,
               gif=tmp_path / "a.gif")  # (a GIF: nothing to say)
     lines = [r.getMessage() for r in caplog.records if "shows no window" in r.getMessage()]

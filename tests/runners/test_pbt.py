@@ -249,6 +249,30 @@ def test_a_members_evaluations_leave_its_training_as_it_was(tmp_path, monkeypatc
     assert returns(100) == returns(300)  # (evaluated at 100 and 200 too, or not)
 
 
+def test_a_members_large_replay_warns_once_and_checkpoint_replay_false_leaves_it_out(
+        tmp_path, monkeypatch, caplog) -> None:
+    """(Was: a member's checkpoint at each interval, in a new temporary directory, warned anew,
+    its path in the line; and saved the replay with checkpoint_replay=False, as advised.)"""
+    import logging
+
+    from looprl.memory import ExperienceReplayBuffer
+    from looprl.presets.classic_control import dqn
+    from looprl.runners import pbt
+
+    monkeypatch.setattr(ExperienceReplayBuffer, "nbytes", property(lambda self: 3 * 2**30))
+    caplog.set_level(logging.WARNING, "looprl")
+    builder = dqn.hyperparameters(hidden=8, replay_start_size=32, update_frequency=16
+                                  ).device("cpu")
+    for replay in (False, True):
+        parent = PBTRunner(builder, "CartPole-v1", {"hp/lr": (1e-4, 1e-2)}, eval_episodes=1,
+                           logdir=str(tmp_path / str(replay)), checkpoint_replay=replay)
+        spec = {"runner": parent.member_arguments(), "num_steps": 150, "interval": 50,
+                "keys": ["hp/lr"]}
+        monkeypatch.setattr(pbt, "import_tune", lambda: _Tune(0))
+        pbt._member({"hp_lr": 1e-3}, spec)
+        assert caplog.text.count("GiB of replay buffer") == replay, caplog.text
+
+
 def test_a_runner_that_starts_its_own_ray_starts_the_reaper_first(small_ppo, monkeypatch
                                                                  ) -> None:
     """``PBTRunner(...).run()`` (no ``trials``) starts a local Ray instance: as every other

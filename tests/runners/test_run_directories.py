@@ -122,3 +122,29 @@ def test_a_trials_files_from_ray_do_not_write_over_a_run_of_the_same_name(tmp_pa
     assert (runs / "gen000_ind000" / "results.csv").read_text() == "first"
     assert (runs / "gen000_ind000_2" / "results.csv").read_text() == "second"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["dqn"]  # (no temporary left)
+
+
+def _trained_agent(runner, name: str) -> int:
+    """A trial (``RayTrials``): a fresh agent in run directory ``name``, trained a little."""
+    runner.label_next_run(name)
+    return runner.train(8)["step"]
+
+
+def test_a_kept_agent_from_ray_goes_on_in_its_run_directory_as_claimed(small_ppo, tmp_path):
+    """(Was: restored with its logger in the run directory of the trial's name, which an
+    earlier run of that name held: it wrote there, not in the ``_2`` its files went to.)"""
+    from looprl.distributed.trials import run_replica, unpack_runs
+    from looprl.runners.trials import KeptAgent
+
+    runner = ESRunner(small_ppo, "CartPole-v1", search_targets={"lr": (1e-4, 1e-2)},
+                      logdir=str(tmp_path), quiet=True)
+    earlier = run_replica(runner.replica_arguments(), _trained_agent, "gen000_ind000", False)
+    unpack_runs(earlier[2], str(tmp_path))
+    _, saved, files, run = run_replica(runner.replica_arguments(), _trained_agent,
+                                       "gen000_ind000", True)
+    KeptAgent(saved=saved, run_dir=unpack_runs(files, str(tmp_path))[run]).restore(runner)
+    try:
+        assert runner.experiment.logger.log_dir == str(
+            tmp_path / "ppo" / "CartPole-v1" / "gen000_ind000_2")
+    finally:
+        runner.close()

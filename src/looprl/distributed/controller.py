@@ -25,7 +25,6 @@ from looprl.distributed.placement import WorkerPool
 from looprl.distributed.restarts import Supervisor
 from looprl.distributed.run_state import (
     ControllerCheckpoint,
-    ControllerState,
     DistributedResult,
     SampleCounts,
     find_controller_checkpoint,
@@ -126,11 +125,11 @@ class DistributedRun:
                 f", or go on with DistributedRun(..., resume_from={self.result.log_dir!r}) "
                 "and a larger frames"))
         agents = _check_spec(self.spec, self.runtime.max_lag)
-        if self.resume_from is not None:  # (no run there, or a finished one: before Ray)
-            _check_resumable(self.resume_from, self.frames)
+        # (before Ray: no run there, another's or a finished one is one line)
+        resumed = self._resume() if self.resume_from is not None else None
         self._started_ray = start_ray(self.runtime)
         try:
-            counts = self._open_logs()
+            counts = resumed or self._open_logs()
             self._pool = WorkerPool(self.spec, self.runtime, self.result, counts)
             self._supervisor = Supervisor(self._pool)
             self._monitor = RunMonitor(self.result, counts, self._log, self._pool.trainers,
@@ -192,9 +191,7 @@ class DistributedRun:
             self._monitor.close()
 
     def _open_logs(self) -> SampleCounts:
-        """Open the run directory (new, resumed or none); return the sample counts so far."""
-        if self.resume_from is not None:
-            return self._resume()
+        """Open a new run directory (or none); return the sample counts, none yet."""
         if self.logdir is not None:
             self._log = open_run_log(self.name, self.spec, self.logdir, self.verbose, {
                 "hyperparameters": self.hyperparameters, "runner": "online",
@@ -204,9 +201,11 @@ class DistributedRun:
         return SampleCounts()
 
     def _resume(self) -> SampleCounts:
-        """Continue the logs and counters of ``resume_from``'s controller checkpoint."""
-        from looprl.experiments.checkpoint import load_checkpoint
+        """Continue the logs and counters of ``resume_from``'s controller checkpoint (a
+        finished run's: ``check_unfinished``'s one line)."""
+        from looprl.experiments.checkpoint import check_unfinished, load_checkpoint
         state = load_checkpoint(find_controller_checkpoint(self.resume_from))
+        check_unfinished(self.resume_from, self.frames, state.result.frames)
         ran = (state.logger.agent_name, state.logger.env_name)
         if ran != (self.name, self.spec.env_label):  # (its trainer checkpoint would not load)
             raise ValueError(f"resume_from={self.resume_from} holds a run of {ran[0]} on "
@@ -319,16 +318,6 @@ def _check_spec(spec: AlgorithmSpec, max_lag: int | None = None) -> list[str]:
     core = pipeline.trainer_core(spec, max_lag=max_lag)
     pipeline.check_schedules(spec, core)
     return spec.agent_names(core.policy)
-
-
-def _check_resumable(run_dir: str, frames: int) -> None:
-    """One line if ``run_dir`` holds no distributed run, or one that finished ``frames``
-    (``check_unfinished`` of its controller checkpoint's frames, read, not restored)."""
-    from looprl.experiments.checkpoint import check_unfinished, load_saved
-    saved = load_saved(find_controller_checkpoint(run_dir))
-    state = saved.get("experiment") if isinstance(saved, dict) else None
-    if isinstance(state, ControllerState):  # (anything else: ``_resume``'s one line)
-        check_unfinished(run_dir, frames, state.result.frames)
 
 
 def _meta_and_schedules(state: Any) -> tuple[dict[int, Any], dict[str, list[int]]]:

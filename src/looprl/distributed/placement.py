@@ -66,7 +66,8 @@ class WorkerPool:
         grouped = {**restart, "max_restarts": -1} if rt.trainers > 1 else restart  # we count
         # the workers fetch the spec from the server (``run_spec``)
         saved = None if run_dir is None else Path(run_dir, TRAINER_CHECKPOINT)
-        saved = saved.read_bytes() if saved is not None and saved.is_file() else None
+        saved = ((self.result.train_steps, saved.read_bytes())  # (its steps as last counted)
+                 if saved is not None and saved.is_file() else None)
         server = start("server", ParameterServer, (ray.cloudpickle.dumps(self.spec), saved))
         trainers = [start(name, TrainerWorker, (rt, server, seed, rank),
                           num_cpus=rt.cpus_per_trainer, num_gpus=rt.gpus_per_trainer, **grouped)
@@ -211,8 +212,9 @@ class WorkerPool:
         import ray
         return ray.get(getattr(self.workers["trainer"], method).remote(), timeout=60)
 
-    def trainer_checkpoint(self) -> bytes | None:
-        """Trainer 0's latest checkpoint, which the server holds (``None``: none yet)."""
+    def trainer_checkpoint(self) -> tuple[int, bytes] | None:
+        """Trainer 0's latest checkpoint, ``(steps, bytes)``, which the server holds
+        (``None``: none yet)."""
         import ray
         return ray.get(self.workers["server"].trainer_checkpoint.remote(), timeout=60)
 

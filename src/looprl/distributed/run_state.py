@@ -112,14 +112,16 @@ class ControllerCheckpoint:
     the trainer has checkpointed (every ``every`` steps) since the last save, with what
     ``actors_meta()`` returns (the actors' step hooks' state; ``None``: nothing), the
     ``budget`` its schedules were planned over and the exploration ``schedules``' steps (a
-    dict the run keeps up to date); and, first, the trainer's latest checkpoint, the bytes
-    ``trainer()`` returns (``None``: none yet), beside it: the driver alone writes there."""
+    dict the run keeps up to date); and, first, the trainer's latest checkpoint, which
+    ``trainer()`` returns as ``(steps, bytes)`` (``None``: none yet), beside it: the driver
+    alone writes there. A save waits for the checkpoint of its interval, not for the
+    ``result``'s steps, which count it before it is handed over."""
 
     def __init__(self, every: int | None, log: Any, result: DistributedResult,
                  counts: SampleCounts, agent_logs: dict[str, Any] | None = None,
                  actors_meta: Callable[[], dict[int, Any]] | None = None,
                  budget: int = 0, schedules: dict[str, list[int]] | None = None,
-                 trainer: Callable[[], bytes | None] = lambda: None) -> None:
+                 trainer: Callable[[], tuple[int, bytes] | None] = lambda: None) -> None:
         self.every, self.log, self.result, self.counts = every, log, result, counts
         self.trainer = trainer
         self.agent_logs = {} if agent_logs is None else agent_logs
@@ -131,15 +133,17 @@ class ControllerCheckpoint:
         """Save if the trainer has checkpointed since the last save, or if ``final``."""
         if not self.every or self.log is None:
             return
-        taken = self.result.train_steps // self.every
-        if not final and taken <= self._saved:
+        if not final and self.result.train_steps // self.every <= self._saved:
+            return
+        trainer = self.trainer()
+        taken = trainer[0] // self.every if trainer is not None else 0
+        if not final and taken <= self._saved:  # (its checkpoint not handed over yet)
             return
         from looprl.experiments.checkpoint import save_checkpoint
         self._saved = taken
-        trainer = self.trainer()
         if trainer is not None:
             write_atomically(Path(self.log.log_dir) / TRAINER_CHECKPOINT,
-                             lambda temporary: temporary.write_bytes(trainer))
+                             lambda temporary: temporary.write_bytes(trainer[1]))
         save_checkpoint(ControllerState(self.log, self.result, self.counts.saved(),
                                         self.agent_logs,
                                         self.actors_meta() if self.actors_meta else {},

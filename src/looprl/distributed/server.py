@@ -89,9 +89,10 @@ class Publisher:
 class ParameterServer:
     """The latest parameters a trainer published, by serial number, not by policy version
     (a trainer restarted from an older checkpoint publishes an older version), and trainer 0's
-    latest checkpoint (``checkpoint``: that of the run resumed, if any)."""
+    latest checkpoint and its train step (``checkpoint``: that of the run resumed, if any)."""
 
-    def __init__(self, spec: bytes | None = None, checkpoint: bytes | None = None) -> None:
+    def __init__(self, spec: bytes | None = None,
+                 checkpoint: tuple[int, bytes] | None = None) -> None:
         self.serial = 0
         self.latest: tuple[int, int, bytes] | None = None
         self._spec, self._checkpoint = spec, checkpoint
@@ -102,13 +103,14 @@ class ParameterServer:
         arguments pass 100 KB, and could lose them; this server is not restarted)."""
         return self._spec
 
-    def keep(self, checkpoint: bytes) -> None:
-        """Keep trainer 0's latest checkpoint (``TrainerWorker.checkpoint``)."""
-        self._checkpoint = checkpoint
+    def keep(self, steps: int, checkpoint: bytes) -> None:
+        """Keep trainer 0's latest checkpoint, taken at train step ``steps``
+        (``TrainerWorker.checkpoint``)."""
+        self._checkpoint = (steps, checkpoint)
 
-    def trainer_checkpoint(self) -> bytes | None:
-        """Trainer 0's latest checkpoint: the controller writes it in the run directory (the
-        workers never touch it), a restarted trainer loads it."""
+    def trainer_checkpoint(self) -> tuple[int, bytes] | None:
+        """Trainer 0's latest checkpoint, ``(steps, bytes)``: the controller writes it in the
+        run directory (the workers never touch it), a restarted trainer loads it."""
         return self._checkpoint
 
     def put(self, version: int, payload: bytes) -> None:

@@ -47,7 +47,7 @@ class TrainerWorker(Worker):
         spec = run_spec(server)
         sys.setswitchinterval(0.0005)  # ``put`` gets the GIL quickly beside the training loop
         torch.manual_seed(seed + rank)
-        np.random.seed((seed + rank) % 2**32)  # each rank samples its own prioritized batches
+        np.random.seed((seed + rank) % 2**32)  # (NumPy's range: rank 0 seeds as a local run)
         self.rank = rank
         self.group = None if runtime.trainers == 1 else ddp.TrainerGroup(
             rank, runtime.trainers, runtime.gpus_per_trainer > 0, runtime.trainer_timeout)
@@ -66,7 +66,7 @@ class TrainerWorker(Worker):
             from looprl.distributed.run_state import TRAINER_CHECKPOINT  # (not in actors)
             from looprl.experiments.checkpoint import load_saved
 
-            state = load_saved(TRAINER_CHECKPOINT, saved)
+            state = load_saved(TRAINER_CHECKPOINT, saved[1])
             self.core.load_state_dict(state["core"])
             self.resumed_from = state["steps"]
         self.steps = self.resumed_from or 0
@@ -242,7 +242,8 @@ class TrainerWorker(Worker):
         saved = io.BytesIO()
         torch.save({"core": self.core.state_dict(), "steps": self.steps}, saved,
                    pickle_module=cloudpickle)  # user classes defined in scripts pickle too
-        ray.get(self.publisher.server.keep.remote(saved.getvalue()))  # (held when it returns)
+        kept = self.publisher.server.keep.remote(self.steps, saved.getvalue())
+        ray.get(kept)  # (held when it returns)
 
     def policy_checkpoint(self) -> dict[str, Any]:
         """The policy's ``get_checkpoint()``, its tensors on the CPU."""

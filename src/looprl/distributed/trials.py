@@ -80,14 +80,17 @@ class RayTrials:
                     index, task = queue.pop(0)
                     pending[remote.remote(arguments, trial, task, keep, registry)] = index
                 done, _ = ray.wait(list(pending), num_returns=1)
-                answer = results[pending.pop(done[0])] = _result(ray, done[0])
-                if answer[2] is not None:  # its files, here, where a sequential run writes
-                    unpack_runs(answer[2], runner.logdir)
+                index = pending.pop(done[0])
+                result, saved, files, run = _result(ray, done[0])
+                # its files, here, where a sequential run writes (then let go of: not held
+                # until the last trial ends); its agent goes on in its run directory as claimed
+                claimed = {} if files is None else unpack_runs(files, runner.logdir)
+                results[index] = result, saved, claimed.get(run)
         finally:
             for ref in pending:
                 ray.cancel(ref, force=True)
-        for result, saved, _ in results:
-            yield result, KeptAgent(saved=saved) if keep else None
+        for result, saved, run_dir in results:
+            yield result, KeptAgent(saved=saved, run_dir=run_dir) if keep else None
 
     def close(self) -> None:
         """Stop the local Ray instance if ``start`` started it."""
@@ -99,11 +102,12 @@ class RayTrials:
 
 def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool,
                 registry: dict[str, Any] | None = None
-                ) -> tuple[Any, bytes | None, bytes | None]:
+                ) -> tuple[Any, bytes | None, bytes | None, str | None]:
     """In a Ray worker: ``trial``'s result on a fresh runner, with ``keep`` its agent's
-    checkpoint (without its replay buffer), and the files it wrote (a tar of its ``logdir``,
-    a temporary directory here; ``None``: no ``logdir``); ``registry``: the driver's
-    ``gym_registrations``, registered here where missing."""
+    checkpoint (without its replay buffer), the files it wrote (a tar of its ``logdir``, a
+    temporary directory here; ``None``: no ``logdir``) and, with ``keep``, its agent's run
+    directory relative to the ``logdir``, where the checkpoint loads (``KeptAgent.restore``);
+    ``registry``: the driver's ``gym_registrations``, registered here where missing."""
     import torch
 
     from looprl.experiments.checkpoint import save_checkpoint
@@ -115,11 +119,14 @@ def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool,
         runner = Runner(**{**arguments, "logdir": directory if logged else None})
         try:
             result = trial(runner, task)
-            saved = None
-            if keep and runner.experiment is not None:  # (in the logdir: its logger's paths
-                path = Path(directory) / KEPT  # are relative to it, wherever it is loaded)
+            saved = run = None
+            if keep and runner.experiment is not None:  # (in its run directory: its loggers'
+                # paths are relative to it, wherever it is loaded)
+                run_dir = getattr(runner.experiment.logger, "log_dir", None) or directory
+                path = Path(run_dir) / KEPT
                 saved = save_checkpoint(runner.experiment, path, replay=False).read_bytes()
                 path.unlink()
+                run = os.path.relpath(run_dir, directory)
         finally:
             runner.close()
         files = io.BytesIO()
@@ -127,23 +134,28 @@ def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool,
             with tarfile.open(fileobj=files, mode="w") as tar:
                 for name in os.listdir(directory):  # (not ".": the logdir keeps its mode)
                     tar.add(Path(directory) / name, arcname=name)
-        return result, saved, files.getvalue() if logged else None
+        return result, saved, files.getvalue() if logged else None, run
 
 
-def unpack_runs(archive: bytes, logdir: str) -> None:
+def unpack_runs(archive: bytes, logdir: str) -> dict[str, str]:
     """Write a trial's files (``run_replica``'s tar) in ``logdir``: each run directory
     (``{agent}/{env}/{run}``) under its first free name, as a sequential run claims it
-    (``claim_run_dir``: a run of the same name there is not written over)."""
+    (``claim_run_dir``: a run of the same name there is not written over); return the
+    directory each got, by its path in the tar."""
     from looprl.experiments.run_files import claim_run_dir
     os.makedirs(logdir, exist_ok=True)
+    claimed = {}
     with tempfile.TemporaryDirectory(dir=logdir) as unpacked:
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(unpacked, **SAFE)
         for run in Path(unpacked).glob("*/*/*"):
             if run.is_dir():
-                parent = Path(logdir, *run.relative_to(unpacked).parts[:2])
-                run.replace(claim_run_dir(parent, run.name))
+                relative = run.relative_to(unpacked)
+                claimed[str(relative)] = str(claim_run_dir(Path(logdir, *relative.parts[:2]),
+                                                           run.name))
+                run.replace(claimed[str(relative)])
         shutil.copytree(unpacked, logdir, dirs_exist_ok=True)  # (whatever else it wrote)
+    return claimed
 
 
 def _result(ray: Any, ref: Any) -> Any:

@@ -61,8 +61,9 @@ def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
 def check_text_arguments(env_id: str, kwargs: dict[str, Any]) -> None:
     """A one-line ``TypeError`` for an argument of ``env_id`` given as text where its
     constructor's default is no text (a number, a bool, a list: ``looprl run
-    +env_kwargs.x=abc``), or as a fraction where its default is an int (``frame_skip=2.5``),
-    which the environment takes, to fail at a step or to read as true."""
+    +env_kwargs.x=abc``), or as a fraction where it is an int (``frame_skip=2.5``: annotated
+    ``int``, or not annotated with an int default; ``Ant-v5``'s ``forward_reward_weight: float
+    = 1`` takes 0.5), which the environment takes, to fail at a step or to read as true."""
     if not any(isinstance(value, str) or _fraction(value) for value in kwargs.values()):
         return
     entry_point = gym.registry[env_id].entry_point
@@ -73,13 +74,15 @@ def check_text_arguments(env_id: str, kwargs: dict[str, Any]) -> None:
         return
     for key, value in kwargs.items():
         default = parameters[key].default if key in parameters else None
+        hint = parameters[key].annotation if key in parameters else None
         if isinstance(value, str) and default is not inspect.Parameter.empty and not isinstance(
                 default, (str, os.PathLike, type(None))):
             wanted = ("true or false" if isinstance(default, bool) else "a number" if
                       isinstance(default, (int, float)) else f"a {type(default).__name__}")
             raise TypeError(f"{env_id}'s argument {key} takes {wanted} (default {default!r}), "
                             f"got the text {value!r} (env_kwargs.{key})")
-        if _fraction(value) and isinstance(default, int) and not isinstance(default, bool):
+        if _fraction(value) and (hint in (int, "int") or hint is inspect.Parameter.empty and
+                                 isinstance(default, int) and not isinstance(default, bool)):
             raise TypeError(f"{env_id}'s argument {key} takes a whole number (default "
                             f"{default!r}), got {value!r} (env_kwargs.{key})")
 

@@ -97,10 +97,10 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
         raise TypeError(f"This experiment cannot be checkpointed: {error} (environments and "
                         "meta components must pickle; register hooks as bound methods; a preset's "
                         "model constructors must be module-level functions)") from None
-    if sum(kept) > LARGE_REPLAY:  # (its first checkpoint: a replay's size is fixed)
-        warn_once(log, "The checkpoint %s holds %.1f GiB of replay buffer, written at each "
-                  "checkpoint; checkpoint_replay=False saves the replay empty", path,
-                  sum(kept) / 2**30)
+    if sum(kept) > LARGE_REPLAY:  # (its first checkpoint: a replay's size is fixed; no path,
+        # which a PBT member's changes at each checkpoint)
+        warn_once(log, "A checkpoint holds %.1f GiB of replay buffer, written at each "
+                  "checkpoint; checkpoint_replay=False saves the replay empty", sum(kept) / 2**30)
     if keep is not None:
         keep_checkpoints(path, int(experiment.logger.frame), keep)
     return path

@@ -21,6 +21,7 @@ from looprl.environments import AtariEnvironment, Environment, VectorEnvironment
 from looprl.environments.base import wrapped_seed
 from looprl.environments.bodies import body_states
 from looprl.environments.duplicate import DuplicateEnvironment
+from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.experiments.checkpoint import check_checkpointing, save_checkpoint
 from looprl.experiments.diagnose import diverged, explain_divergence
 from looprl.experiments.episodes import (
@@ -78,13 +79,22 @@ def check_window(env: Any) -> None:
     """``ValueError`` unless ``env`` shows itself in a window (``render_mode='human'``)."""
     if getattr(getattr(env, "env", None), "render_mode", None) == "human":
         return
+    why, fix = window_advice(env)
+    raise ValueError(f"render=True needs an environment that shows itself, and {env.name} shows "
+                     f"no window ({why}): " + (fix or "leave render out, and watch the saved "
+                                               "preset with looprl watch (a GIF) after training"))
+
+
+def window_advice(env: Any) -> tuple[str, str]:
+    """Why ``env`` shows no window, and how to create one that does (``""``: none can, an
+    Atari game): of ``render=True``'s error and ``watch``'s warning."""
+    made = f"{env.name!r}, render_mode='human'"
     if isinstance(env, AtariEnvironment):
-        raise ValueError(f"render=True needs an environment that shows itself, and Atari games "
-                         f"({env.name}) have no window: leave render out, and watch the saved "
-                         "preset with looprl watch (a GIF) after training")
-    raise ValueError(f"render=True needs an environment that shows itself: create it with "
-                     f"render_mode='human' (GymEnvironment({env.name!r}, render_mode='human'), "
-                     f"or for PettingZoo make_zoo_env({env.name!r}, render_mode='human'))")
+        return "an Atari game", ""
+    if isinstance(env, MultiagentPettingZooEnv):
+        return ("made without render_mode='human'",
+                f"create it with MultiagentPettingZooEnv(make_zoo_env({made}))")
+    return "made without render_mode='human'", f"create it with GymEnvironment({made})"
 
 
 def warn_untrained(experiment: Experiment) -> None:

@@ -24,7 +24,7 @@ import numpy as np
 from looprl.collector import EnvRunner, Episode
 from looprl.core import RolloutRequest, RolloutResult
 from looprl.core.files import write_atomically
-from looprl.core.suggest import check_positive
+from looprl.core.suggest import check_positive, warn_once
 from looprl.environments import AtariEnvironment, Environment
 from looprl.environments.ale import atari_game
 from looprl.environments.contextual import ContextualEnvironment
@@ -38,7 +38,7 @@ from looprl.experiments.episodes import (
     play_episodes,
     single_action,
 )
-from looprl.experiments.experiment import played_then_closed
+from looprl.experiments.experiment import played_then_closed, window_advice
 from looprl.experiments.multiagent import game
 from looprl.presets import load_preset
 from looprl.presets.catalog import make_env, rendering
@@ -138,14 +138,9 @@ def warn_unseen(env: Any) -> None:
     ``render_mode='human'``: watched without a GIF, its episodes play with no window."""
     if not hasattr(getattr(env, "env", None), "render_mode") or draws_window(env):
         return
-    made = f"{env.name!r}, render_mode='human'"
-    why, fix = "made without render_mode='human'", f"create it with GymEnvironment({made}), or "
-    if isinstance(env, MultiagentPettingZooEnv):
-        fix = f"create it with MultiagentPettingZooEnv(make_zoo_env({made})), or "
-    elif isinstance(env, AtariEnvironment):
-        why, fix = "an Atari game", ""
-    log.warning("watch: %s shows no window (%s), so its episodes play unseen: %swrite them to "
-                "a GIF with watch(..., gif=PATH)", env.name, why, fix)
+    why, fix = window_advice(env)
+    warn_once(log, "watch: %s shows no window (%s), so its episodes play unseen: %swrite them "
+              "to a GIF with watch(..., gif=PATH)", env.name, why, fix and f"{fix}, or ")
 
 
 def default_fps(env: Any) -> float:

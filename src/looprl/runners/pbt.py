@@ -93,7 +93,8 @@ def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
                          "diverged": str(error)})
             return
         with tempfile.TemporaryDirectory() as directory:
-            save_checkpoint(experiment, Path(directory) / "checkpoint.pt")
+            save_checkpoint(experiment, Path(directory) / "checkpoint.pt",
+                            replay=member.checkpoint_replay)
             (Path(directory) / MEMBER_FILE).write_text(
                 json.dumps({"member": index, "step": experiment.frame}))
             tune.report({"mean_eval_reward": score, "step": experiment.frame},

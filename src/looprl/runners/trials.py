@@ -15,15 +15,18 @@ from looprl.experiments.checkpoint import load_checkpoint
 __all__ = ["KEPT", "KeptAgent", "LocalTrials", "Trial"]
 
 Trial = Callable[[Any, Any], Any]  # (runner, task) -> result; a module-level function
-KEPT = ".kept_agent.pt"  # a kept agent's checkpoint, briefly, in the logdir it logs in
+KEPT = ".kept_agent.pt"  # a kept agent's checkpoint, briefly, in the run directory it logs in
 
 
 class KeptAgent:
     """A trial's trained agent, to be evaluated again later: its live experiment, or from
-    Ray a checkpoint of it (``saved``) that ``restore`` loads."""
+    Ray a checkpoint of it (``saved``) that ``restore`` loads in its run directory
+    (``run_dir``, where the driver wrote it; ``None``: no logdir)."""
 
-    def __init__(self, experiment: Any = None, preset: Any = None, saved: bytes | None = None):
+    def __init__(self, experiment: Any = None, preset: Any = None, saved: bytes | None = None,
+                 run_dir: str | None = None):
         self.experiment, self.preset, self.saved = experiment, preset, saved
+        self.run_dir = run_dir
 
     def detach(self, runner: Any) -> None:
         """Keep the agent open: the runner's next agent no longer closes it."""
@@ -33,9 +36,9 @@ class KeptAgent:
     def restore(self, runner: Any) -> None:
         """Make the kept agent the runner's current one (closing the current one)."""
         runner.close()
-        if self.saved is not None:  # (saved in the trial's logdir: loaded in the runner's)
+        if self.saved is not None:  # (saved in the trial's run directory: loaded in its copy)
             with tempfile.TemporaryDirectory() as directory:
-                path = Path(runner.logdir or directory) / KEPT
+                path = Path(self.run_dir or directory) / KEPT
                 path.write_bytes(self.saved)
                 try:
                     self.experiment = load_checkpoint(path)
