@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from functools import partial
 from typing import Any
 
 import pytest
@@ -184,6 +185,17 @@ def test_features_and_a_constructor_are_one_line() -> None:
         classic_control.ppo.hyperparameters(**AC, features="mlp").env(CARTPOLE).build()
 
 
+@pytest.mark.parametrize("name", ["td3", "sac"])
+def test_twin_critics_of_one_cached_module_are_one_line(name: str) -> None:
+    """A constructor that returns the module it cached: both twins one network, the minimum
+    of the two idle (was silent)."""
+    cached = small_q(PENDULUM)
+    given = {key: lambda env: cached for key in CONTINUOUS[name] if "q" in key.split("_")[0]}
+    with pytest.raises(ValueError, match=r"same module object for both critics") as error:
+        _builder(name).hyperparameters(**given).env(PENDULUM).device("cpu").build()
+    assert "\n" not in str(error.value)
+
+
 def test_settings_a_constructor_replaces_warn_that_they_are_idle(caplog: Any) -> None:
     """(were silent outside the value-based presets: a2c's ``hidden``, continuous ppo's
     ``log_std_init``)"""
@@ -234,7 +246,11 @@ def test_sac_and_ppo_halve_alls_log_variance() -> None:
 
 
 def test_hyperparameters_and_run_json_name_the_constructor(tmp_path: Any) -> None:
-    builder = continuous.sac.hyperparameters(**CONTINUOUS["sac"], **SMALL["sac"])
+    """A ``functools.partial`` (the models module's example) by its function's import path
+    (was its repr, with the function's memory address)."""
+    builder = continuous.sac.hyperparameters(**{**CONTINUOUS["sac"], "q2_model_constructor":
+                                                partial(models.fc_q, hidden1=32, hidden2=32)},
+                                             **SMALL["sac"])
     preset = builder.env(PENDULUM).device("cpu").build()
     assert preset.hyperparameters["q1_model_constructor"] is small_q
     experiment = make_experiment(preset, PENDULUM, train_steps=10, logdir=str(tmp_path),
@@ -245,6 +261,8 @@ def test_hyperparameters_and_run_json_name_the_constructor(tmp_path: Any) -> Non
     written = json.loads(run_json.read_text())["hyperparameters"]
     assert written["q1_model_constructor"] == f"{HERE}:small_q"
     assert written["policy_model_constructor"] == f"{HERE}:small_soft"
+    assert written["q2_model_constructor"] == ("functools.partial(looprl.presets.continuous."
+                                               "models:fc_q, hidden1=32, hidden2=32)")
 
 
 def test_a_module_level_constructor_pickles_and_a_lambda_is_one_line(tmp_path: Any) -> None:

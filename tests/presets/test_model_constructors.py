@@ -234,3 +234,15 @@ def test_alls_init_scale_of_noisy_layers() -> None:
     assert 0.1 < wide <= 3 ** 0.5 / 10 and narrow <= 0.1
     layer = models.fc_relu_rainbow(_cartpole())[-1].advantage_model
     assert not layer.weight_mu.any()
+
+
+def test_a_module_made_on_another_device_is_checked_there() -> None:
+    """ALL's presets take ``constructor(env).cuda()``: the build's check sends its sample to
+    the module's device (here torch's ``meta`` device, which has shapes and no data)."""
+    import torch
+
+    from looprl.presets.constructors import run_checked
+
+    module = torch.nn.Linear(4, 2).to("meta")
+    output = run_checked("dqn", "model_constructor", "f", module, [torch.zeros(1, 4)], [(1, 2)])
+    assert output.shape == (1, 2) and output.device.type == "meta"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 from typing import Any
@@ -44,9 +45,13 @@ def import_object(path: str, what: str) -> Any:
 
 def object_path(value: Any) -> str:
     """``value``'s import path, ``import_object``'s inverse: ``module:qualname`` for a function
-    or a class, the text itself for a string (a path already), else the ``repr``."""
+    or a class (inside a ``functools.partial``'s text too), the text itself for a string (a
+    path already), else the ``repr``."""
     if isinstance(value, str):
         return value
+    if isinstance(value, functools.partial):  # (its repr holds the function's memory address)
+        arguments = [*map(repr, value.args), *(f"{k}={v!r}" for k, v in value.keywords.items())]
+        return f"functools.partial({', '.join([object_path(value.func), *arguments])})"
     module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
     if (inspect.isfunction(value) or inspect.isclass(value)) and module and qualname:
         return f"{module}:{qualname}"

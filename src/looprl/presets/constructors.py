@@ -97,6 +97,9 @@ def run_checked(preset: str, key: str, value: Any, module: Any, inputs: Sequence
     they were) if its output has one of ``shapes`` (batch dimension included; none: any), else a
     one-line ``ValueError`` naming ``key`` and the shapes (``what``: what the preset needs)."""
     training = getattr(module, "training", None)
+    parameter = next(iter(module.parameters()), None) if isinstance(module, nn.Module) else None
+    if parameter is not None:  # (a module made on its device: ALL's ``constructor(env).cuda()``)
+        inputs = [x.to(parameter.device) for x in inputs]
     try:
         with torch.random.fork_rng(devices=[]), torch.no_grad():
             output = (module.eval() if training is not None else module)(*inputs)
