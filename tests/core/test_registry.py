@@ -103,3 +103,16 @@ def test_a_registered_factory_is_built_with_seed_004s_args(monkeypatch):
     algorithm.register_policy("registry-test-factory", factory)
     assert Policy(type_="registry-test-factory", scale=2, args={"offset": 3}) == (2, 3)
     assert Policy(type_="registry-test-factory", args=None) == (1, 0)
+
+
+def test_object_path_names_functions_inside_a_partial_by_import_path() -> None:
+    """``object_path`` (run.json's names of model constructors): a ``functools.partial``'s
+    function and its function arguments by import path, none by memory address."""
+    import functools
+
+    from looprl.core.imports import import_object, object_path
+
+    path = object_path(functools.partial(import_object, what=object_path))
+    assert path == ("functools.partial(looprl.core.imports:import_object, "
+                    "what=looprl.core.imports:object_path)")
+    assert object_path("pkg.mod:fn") == "pkg.mod:fn" and " at 0x" not in path

@@ -98,6 +98,29 @@ def test_a_fraction_for_a_whole_number_argument_is_one_line_when_the_env_is_made
     GymEnvironment("Ant-v5", forward_reward_weight=0.5).close()
 
 
+class _Counted(gym.Env):
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,))
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, copies: int, every: int | None = 3, scale: float | None = 1):
+        pass
+
+
+def test_a_fraction_for_an_int_annotation_is_refused_whatever_its_default() -> None:
+    """An ``int`` parameter without a default named none (``(default <class
+    'inspect._empty'>)``); an ``int | None = 3`` took 2.5; a ``float | None = 1`` takes it."""
+    gym.register("looprl-test/Counted-v0", entry_point=_Counted)
+    try:
+        with pytest.raises(TypeError, match=r"argument copies takes a whole number, got 2.5 "):
+            GymEnvironment("looprl-test/Counted-v0", copies=2.5)
+        with pytest.raises(TypeError, match=r"argument every takes a whole number \(default 3\)"):
+            GymEnvironment("looprl-test/Counted-v0", copies=1, every=2.5)
+        from looprl.environments.gym_helpers import check_text_arguments
+        check_text_arguments("looprl-test/Counted-v0", {"copies": 1, "scale": 0.5})
+    finally:
+        gym.registry.pop("looprl-test/Counted-v0")
+
+
 def test_an_unknown_mujoco_id_suggests_only_ids_gymnasium_can_make() -> None:
     """Was: 'Hopper-v9' suggested 'Hopper-v3', one of Gymnasium 1.x's placeholders for the
     mujoco-py ids it dropped (its make raises)."""

@@ -50,8 +50,9 @@ def object_path(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, functools.partial):  # (its repr holds the function's memory address)
-        arguments = [*map(repr, value.args), *(f"{k}={v!r}" for k, v in value.keywords.items())]
-        return f"functools.partial({', '.join([object_path(value.func), *arguments])})"
+        shown = [object_path(x) if callable(x) else repr(x) for x in value.args] + [
+            f"{k}={object_path(v) if callable(v) else repr(v)}" for k, v in value.keywords.items()]
+        return f"functools.partial({', '.join([object_path(value.func), *shown])})"
     module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
     if (inspect.isfunction(value) or inspect.isclass(value)) and module and qualname:
         return f"{module}:{qualname}"

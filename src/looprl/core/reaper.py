@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["LOOPBACK", "local_instance_settings", "sigterm_kept", "start_local_ray",
-           "start_reaper", "stop_ray_processes"]
+           "start_reaper"]
 
 LOOPBACK = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": a local instance on 127.0.0.1 only
 
@@ -52,11 +52,11 @@ def start_local_ray(num_cpus: int | None, **init: Any) -> None:
                      logging_level=logging.WARNING, log_to_driver=False, **init)
     except BaseException:  # (Ctrl-C or a failure halfway: what it started would live on)
         ray.shutdown()
-        stop_ray_processes()
+        _stop_ray_processes()
         raise
 
 
-def stop_ray_processes() -> None:
+def _stop_ray_processes() -> None:
     """Kill this process's Ray processes, those of a ``ray.init`` that did not return too
     (which ``ray.shutdown`` does not know)."""
     if os.path.isdir("/proc/self"):

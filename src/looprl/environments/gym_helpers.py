@@ -81,10 +81,11 @@ def check_text_arguments(env_id: str, kwargs: dict[str, Any]) -> None:
                       isinstance(default, (int, float)) else f"a {type(default).__name__}")
             raise TypeError(f"{env_id}'s argument {key} takes {wanted} (default {default!r}), "
                             f"got the text {value!r} (env_kwargs.{key})")
-        if _fraction(value) and (hint in (int, "int") or hint is inspect.Parameter.empty and
-                                 isinstance(default, int) and not isinstance(default, bool)):
-            raise TypeError(f"{env_id}'s argument {key} takes a whole number (default "
-                            f"{default!r}), got {value!r} (env_kwargs.{key})")
+        whole = isinstance(default, int) and not isinstance(default, bool)
+        if _fraction(value) and (hint in (int, "int") or whole and "float" not in str(hint)):
+            shown = "" if default is inspect.Parameter.empty else f" (default {default!r})"
+            raise TypeError(f"{env_id}'s argument {key} takes a whole number{shown}, got "
+                            f"{value!r} (env_kwargs.{key})")
 
 
 def _fraction(value: Any) -> bool:

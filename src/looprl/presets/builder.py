@@ -26,6 +26,7 @@ from looprl.presets.all_names import (
     no_such_hyperparameter,
 )
 from looprl.presets.common import multiagent_advice
+from looprl.presets.constructors import given_constructors
 
 log = logging.getLogger(__name__)
 
@@ -238,8 +239,7 @@ class PresetBuilder:
         """A one-line ``ValueError`` for an ALL model constructor (``model_constructor``, ...)
         given with ``features``, whose network it replaces."""
         hp, defaults = self._hyperparameters, self.default_hyperparameters
-        given = [key for key, value in hp.items()
-                 if key.endswith("model_constructor") and value is not None]
+        given = given_constructors(hp)
         if given and "features" in hp and hp["features"] != dict.get(defaults, "features"):
             raise ValueError(f"{self.default_name}: {given[0]} builds the network that "
                              f"features={hp['features']!r} would: give one of them")

@@ -20,6 +20,7 @@ from looprl.core.observations import observation_dtype
 from looprl.core.ranges import check_ranges
 from looprl.core.suggest import warn_once
 from looprl.environments.multiagent import AgentView
+from looprl.presets.constructors import given_constructors
 from looprl.presets.parts import check_parts
 
 log = logging.getLogger(__name__)
@@ -52,8 +53,7 @@ class FamilyPreset(Preset):
         ``hidden``, ``dueling`` and ``log_std_init``, where ALL's model constructors build it."""
         hp = self.hyperparameters
         idle = {"hidden": "features=None"} if "hidden" in hp and hp.get("features") else {}
-        given = [key for key, value in hp.items()
-                 if key.endswith("model_constructor") and value is not None]
+        given = given_constructors(hp)
         part = " and ".join(f"{key}=None" for key in given)
         return {**idle, **{key: part for key in ("hidden", "dueling", "log_std_init")
                            if given and key in hp}}

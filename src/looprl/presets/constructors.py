@@ -20,7 +20,7 @@ from looprl.nn import SharedActorCritic
 
 __all__ = ["AC_NAMES", "ATARI_AC", "CLASSIC_AC", "DDPG_MODELS", "PPO_CONTINUOUS_MODELS",
            "SAC_MODELS", "LogVarianceToLogStd", "call_constructor", "constructors",
-           "custom_actor_critic", "run_checked", "space_sample", "unset"]
+           "custom_actor_critic", "given_constructors", "run_checked", "space_sample", "unset"]
 
 _CLASSIC = "looprl.presets.classic_control.models:"
 _ATARI = "looprl.presets.atari.models:"
@@ -38,6 +38,12 @@ SAC_MODELS = {"q1_model_constructor": _CONTINUOUS + "fc_q",
               "policy_model_constructor": _CONTINUOUS + "fc_soft_policy"}
 PPO_CONTINUOUS_MODELS = {"value_model_constructor": _CONTINUOUS + "fc_v",
                          "policy_model_constructor": _CONTINUOUS + "fc_policy"}
+
+
+def given_constructors(hp: Mapping[str, Any]) -> list[str]:
+    """The model-constructor hyperparameters ``hp`` sets (not ``None``)."""
+    return [key for key, value in hp.items()
+            if key.endswith("model_constructor") and value is not None]
 
 
 def unset(names: Mapping[str, str] | Sequence[str]) -> dict[str, None]:
@@ -101,7 +107,8 @@ def run_checked(preset: str, key: str, value: Any, module: Any, inputs: Sequence
     if parameter is not None:  # (a module made on its device: ALL's ``constructor(env).cuda()``)
         inputs = [x.to(parameter.device) for x in inputs]
     try:
-        with torch.random.fork_rng(devices=[]), torch.no_grad():
+        cuda = [parameter.device] if parameter is not None and parameter.is_cuda else []
+        with torch.random.fork_rng(devices=cuda), torch.no_grad():
             output = (module.eval() if training is not None else module)(*inputs)
     except Exception as error:  # (the user's module: any failure is a mismatch)
         first = str(error).strip().splitlines()[0] if str(error).strip() else ""

@@ -63,9 +63,10 @@ class OffPolicyContinuousPreset(ReplayPreset):
         q = [mlp(in_dim, 1, hidden) for _ in range(1 + self.twin)] if built is None else [
             self._custom_q(built, name, env) for name in self.q_names()]
         if self.twin and q[0] is q[1]:  # (one network: the twins' minimum would be idle)
-            raise ValueError(f"{self.algorithm}: {' and '.join(self.q_names())} returned the "
-                             "same module object for both critics; the twin critics must be "
-                             "two networks: build a new module on each call")
+            names = " and ".join(dict.fromkeys(self.q_names()))
+            raise ValueError(f"{self.algorithm}: {names} returned the same module object for "
+                             "both critics; the twin critics must be two networks: build a new "
+                             "module on each call")
         self.critic = (TwinQ(*q) if self.twin else ContinuousQ(*q)).to(device)
 
     def q_names(self) -> list[str]:
