@@ -20,6 +20,7 @@ from looprl.distributed import (
     RuntimeConfig,
     test_pipeline,
 )
+from looprl.distributed.controller import _resumed_state
 from looprl.distributed.monitor import RunMonitor
 from looprl.distributed.run_state import DistributedResult, SampleCounts
 
@@ -305,7 +306,7 @@ def test_a_resumed_run_whose_directory_moved_goes_on_where_it_is_now(tmp_path) -
     shutil.move(tmp_path / "a", tmp_path / "b")
     resumed = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path / "b"),
                              quiet=True, resume_from=str(tmp_path / "b"))
-    resumed._resume()
+    resumed._resume(_resumed_state(resumed))
     resumed.close()
     assert resumed.result.log_dir == resumed.logger.log_dir
     assert resumed.result.log_dir.startswith(str(tmp_path / "b"))
@@ -323,37 +324,74 @@ def test_a_resumed_runs_frames_per_second_count_the_frames_since_it_resumed(tmp_
     run.close()
     resumed = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path),
                              quiet=True, resume_from=str(tmp_path))
-    resumed._resume()
+    resumed._resume(_resumed_state(resumed))
     resumed.close()
     resumed.result.frames, resumed.result.seconds = 700, 2.0
     assert resumed.result.frames_per_second == 100.0
+
+
+class HeldCheckpoint:
+    """The server's ``trainer_checkpoint(steps)``: the ``held`` one if taken at ``steps`` or
+    later; ``asked``: the steps of each call."""
+
+    def __init__(self, held=None) -> None:
+        self.held, self.asked = held, []
+
+    def __call__(self, steps: int):
+        self.asked.append(steps)
+        return self.held if self.held is not None and self.held[0] >= steps else None
 
 
 def test_a_controller_checkpoint_waits_for_the_trainer_checkpoint_of_its_interval(
         tmp_path) -> None:
     """(Was: counted from the trainer's reported steps, which reach ``k * every`` before trainer
     0 has handed its checkpoint over: the controller checkpoint at step 4 was saved beside
-    none, or the previous interval's, and no later save until step 6.)"""
+    none, or the previous interval's, and no later save until step 6.) Its bytes are fetched
+    only once it reached the interval (was: at every poll until then)."""
     from looprl.distributed.run_state import TRAINER_CHECKPOINT, ControllerCheckpoint
 
     run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path), quiet=True)
     counts = run._open_logs()
-    held: list = [None]
-    saver = ControllerCheckpoint(2, run._log, run.result, counts, trainer=lambda: held[0])
+    trainer = HeldCheckpoint()
+    saver = ControllerCheckpoint(2, run._log, run.result, counts, trainer=trainer)
     saved = tmp_path.joinpath(run._log.log_dir, TRAINER_CHECKPOINT)
     run.result.train_steps = 2  # (trainer 0 still serializing its step-2 checkpoint)
     saver.save()
     assert not saved.exists()
-    held[0] = (2, b"step 2")
+    trainer.held = (2, b"step 2")
     saver.save()
     assert saved.read_bytes() == b"step 2"
     run.result.train_steps = 5  # (step 4's not handed over yet)
     saver.save()
     assert saved.read_bytes() == b"step 2"
-    held[0] = (4, b"step 4")
+    trainer.held = (4, b"step 4")
     saver.save()
     run.close()
-    assert saved.read_bytes() == b"step 4"
+    assert saved.read_bytes() == b"step 4" and trainer.asked == [2, 2, 4, 4]
+
+
+def test_a_resumed_run_saves_the_interval_after_its_trainer_checkpoints(tmp_path) -> None:
+    """(Was: a resumed run counted its trainer checkpoint as taken at the controller's steps,
+    which ran ahead of it: saved at step 6 beside step 4's, its step-6 checkpoint was skipped.)"""
+    from looprl.distributed.run_state import TRAINER_CHECKPOINT, ControllerCheckpoint
+
+    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=1_000,
+                         logdir=str(tmp_path), quiet=True)
+    counts = run._open_logs()
+    run.result.frames, run.result.train_steps = 500, 6
+    ControllerCheckpoint(2, run._log, run.result, counts,
+                         trainer=HeldCheckpoint((4, b"step 4"))).save()
+    run.close()
+    resumed = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=1_000,
+                             logdir=str(tmp_path), quiet=True, resume_from=str(tmp_path))
+    counts = resumed._resume(_resumed_state(resumed))
+    assert resumed._checkpoint_steps == 4  # (the server's label of the resumed checkpoint)
+    trainer = HeldCheckpoint((6, b"step 6"))
+    ControllerCheckpoint(2, resumed.logger, resumed.result, counts, trainer=trainer,
+                         taken=resumed._checkpoint_steps).save()
+    resumed.close()
+    assert tmp_path.joinpath(resumed.result.log_dir, TRAINER_CHECKPOINT).read_bytes() == (
+        b"step 6")
 
 
 def test_a_ray_resume_past_the_planned_budget_says_its_schedules_stay_at_their_end(
@@ -372,7 +410,7 @@ def test_a_ray_resume_past_the_planned_budget_says_its_schedules_stay_at_their_e
     for frames in (1_000, 1_500):
         resumed = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=frames,
                                  logdir=str(tmp_path), quiet=True, resume_from=str(tmp_path))
-        resumed._resume()
+        resumed._resume(_resumed_state(resumed))
         resumed.close()
     assert caplog.text.count("past the") == 1 and (
         "resumed with a budget of 1500 frames, past the 1000 it was planned for" in
@@ -400,6 +438,38 @@ def test_resuming_a_finished_run_is_the_clis_one_line(tmp_path, monkeypatch) -> 
         resumed.run()
 
 
+def test_a_run_again_after_ray_failed_to_start_resumes_with_the_same_seeds(
+        tmp_path, monkeypatch) -> None:
+    """(Was: the resume was applied before Ray started: ``run()`` again after a failed start
+    added the resumed frames to the seed a second time, other env seeds than the first try's.)"""
+    from looprl.distributed import controller
+    from looprl.distributed.run_state import ControllerCheckpoint
+
+    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=1_000,
+                         logdir=str(tmp_path), quiet=True)
+    counts = run._open_logs()
+    run.result.frames = 500
+    ControllerCheckpoint(2, run._log, run.result, counts).save(final=True)
+    run.close()
+    resumed = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=1_000, seed=7,
+                             logdir=str(tmp_path), quiet=True, resume_from=str(tmp_path))
+
+    def no_ray(runtime):
+        raise ConnectionError("no cluster")
+
+    def not_placed(*args):
+        raise RuntimeError("not placed")
+
+    monkeypatch.setattr(controller, "start_ray", no_ray)
+    with pytest.raises(ConnectionError):
+        resumed.run()
+    monkeypatch.setattr(controller, "start_ray", lambda runtime: False)
+    monkeypatch.setattr(controller, "WorkerPool", not_placed)
+    with pytest.raises(RuntimeError, match="^not placed$"):
+        resumed.run()
+    assert resumed.seed == 7 + 500 and resumed.result.frames == 500
+
+
 def test_resuming_another_algorithms_run_is_one_line(tmp_path) -> None:
     """(Was: the trainer loaded a PPO run's checkpoint into a DQN preset's, and the actors
     failed later on the published parameters: "Unexpected key(s) in state_dict".)"""
@@ -413,7 +483,7 @@ def test_resuming_another_algorithms_run_is_one_line(tmp_path) -> None:
                              quiet=True, name="dqn", resume_from=str(tmp_path))
     with pytest.raises(ValueError, match=f"resume_from={tmp_path} holds a run of ppo-ray on "
                        "CartPole-v1, not of dqn on CartPole-v1: resume it with the preset"):
-        resumed._resume()
+        _resumed_state(resumed)
 
 
 def test_the_monitor_reports_trainer_0_with_every_trainers_lags_and_counts() -> None:

@@ -173,10 +173,21 @@ def test_a_run_called_again_is_one_line_not_a_new_untrained_run(local_ray, tmp_p
     with pytest.raises(RuntimeError, match=r"^this DistributedRun ran already \(.* frames\): "
                                            r"make a new DistributedRun to train again, or go on "
                                            r"with DistributedRun\(..., resume_from="
-                                           + re.escape(repr(log_dir))):
+                                           + re.escape(repr(log_dir)) + r"\) and a larger "
+                                           r"frames$"):
         run.run()
     assert run.result.log_dir == log_dir
     assert [path.name for path in Path(log_dir).parent.iterdir()] == [Path(log_dir).name]
+
+
+def test_a_run_called_again_after_ctrl_c_goes_on_with_the_same_frames(tmp_path):
+    """(Was: "and a larger frames" after a Ctrl-C too, whose run resumes with the same.)"""
+    run = DistributedRun(ppo_spec(), runtime(actors=1), frames=200, logdir=None, quiet=True)
+    run._pool = object()  # (as ``run()`` leaves it, interrupted)
+    run.result.log_dir, run.result.frames = str(tmp_path), 100
+    with pytest.raises(RuntimeError, match=r", or go on with DistributedRun\(..., resume_from="
+                                           + re.escape(repr(str(tmp_path))) + r"\)$"):
+        run.run()
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
@@ -511,7 +522,8 @@ def test_no_worker_gets_an_object_reference_in_its_constructor_arguments(local_r
                  segment_length=preset.n_steps)
     for spec in (ppo_spec().portable(), DistributedRun(preset, rt, logdir=None).spec):
         created.clear()
-        WorkerPool(spec, rt, DistributedResult(), SampleCounts())._create("/tmp/run", 0, None, {})
+        pool = WorkerPool(spec, rt, DistributedResult(), SampleCounts())
+        pool._create("/tmp/run", 0, None, {}, 0)
         kinds = {name.rstrip("0123456789") for name, _ in created}
         assert kinds == {"server", "trainer", "policy", "actor", "eval"}, kinds
         for name, args in created:

@@ -52,7 +52,7 @@ class AlgorithmSpec:
     whole_episodes: bool = False
     copies: Callable[[int], Any] | None = None
     process: Callable[[], Callable[[Any], Any] | None] | None = None
-    registrations: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    registrations: dict[str, Any] = field(default_factory=dict)
     meta: list[Any] = field(default_factory=list)
     label: str | None = None
     test_copies: int = 1
@@ -192,30 +192,30 @@ class AlgorithmSpec:
         return replace(self, policy_args={**self.policy_args, "device": device})
 
     def portable(self) -> AlgorithmSpec:
-        """This spec, carrying the registrations of its names made here (for ``install``): its
-        env's (looprl's or Gymnasium's: ``gymnasium.register`` here), its policy's and trainer's."""
+        """This spec, carrying its env's (Gymnasium's too), policy's and trainer's registrations."""
+        from looprl.environments.gym import gym_registrations
         registries = _registries()
-        for kind in ("env", "gym", "policy", "trainer"):
-            name = getattr(self, "env" if kind == "gym" else kind)  # (a factory as it is)
+        for kind, name in (("env", self.env), ("policy", self.policy), ("trainer", self.trainer)):
             if isinstance(name, str) and name in registries[kind]:
                 self.registrations[kind] = (name, registries[kind][name])
+        self.registrations["gym"] = gym_registrations((self.env, self.env_args))
         return self
 
     def install(self) -> None:
         """Register here the names ``portable`` carried that are missing."""
-        registries = _registries()
-        for kind, (name, entry) in self.registrations.items():
+        from looprl.environments.gym import install_gym_registrations
+        registries, carried = _registries(), dict(self.registrations)
+        install_gym_registrations(carried.pop("gym", {}))
+        for kind, (name, entry) in carried.items():
             registries[kind].setdefault(name, entry)
 
 
 def _registries() -> dict[str, dict[str, Any]]:
     """The registries' entries by kind of part."""
-    import gymnasium as gym
-
     import looprl.agents  # noqa: F401  (registers the built-in policies and trainers)
     from looprl.core import algorithm
     from looprl.environments import srl
-    return {"env": srl._REGISTRY, "gym": gym.registry, "policy": algorithm._POLICIES.entries,
+    return {"env": srl._REGISTRY, "policy": algorithm._POLICIES.entries,
             "trainer": algorithm._TRAINERS.entries}
 
 

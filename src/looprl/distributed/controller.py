@@ -25,6 +25,7 @@ from looprl.distributed.placement import WorkerPool
 from looprl.distributed.restarts import Supervisor
 from looprl.distributed.run_state import (
     ControllerCheckpoint,
+    ControllerState,
     DistributedResult,
     SampleCounts,
     find_controller_checkpoint,
@@ -100,6 +101,7 @@ class DistributedRun:
         self._agent_logs: dict[str, Any] = {}  # its agents' (multi-agent envs; resumed ones)
         self._actors_meta: dict[int, Any] = {}  # its actors' step hooks' state (resumed runs)
         self._schedules: dict[str, list[int]] = {}  # its exploration schedules' (resumed runs)
+        self._checkpoint_steps = 0  # (the train step of a resumed run's trainer checkpoint)
         self._pool: WorkerPool | None = None
         self._supervisor: Supervisor | None = None
         self._monitor: RunMonitor | None = None
@@ -122,14 +124,14 @@ class DistributedRun:
             raise RuntimeError(
                 f"this DistributedRun ran already ({self.result.frames:,} frames): make a new "
                 "DistributedRun to train again" + ("" if self.result.log_dir is None else
-                f", or go on with DistributedRun(..., resume_from={self.result.log_dir!r}) "
-                "and a larger frames"))
+                f", or go on with DistributedRun(..., resume_from={self.result.log_dir!r})"
+                + (" and a larger frames" if self.result.frames >= self.frames else "")))
         agents = _check_spec(self.spec, self.runtime.max_lag)
         # (before Ray: no run there, another's or a finished one is one line)
-        resumed = self._resume() if self.resume_from is not None else None
+        resumed = _resumed_state(self) if self.resume_from is not None else None
         self._started_ray = start_ray(self.runtime)
-        try:
-            counts = resumed or self._open_logs()
+        try:  # (applied once Ray started: a run() again after its failure resumes the same)
+            counts = self._open_logs() if resumed is None else self._resume(resumed)
             self._pool = WorkerPool(self.spec, self.runtime, self.result, counts)
             self._supervisor = Supervisor(self._pool)
             self._monitor = RunMonitor(self.result, counts, self._log, self._pool.trainers,
@@ -137,11 +139,11 @@ class DistributedRun:
             self._checkpoint = ControllerCheckpoint(
                 self.runtime.checkpoint_every, self._log, self.result, counts, self._agent_logs,
                 self._pool.actors_meta_state, self._planned, self._pool.schedules,
-                self._pool.trainer_checkpoint)
+                self._pool.trainer_checkpoint, self._checkpoint_steps)
             self._started_frames = self.frames
             self._pool.start(self.result.log_dir, self.seed,
                              self.frames - self.result.frames, self._actors_meta,
-                             self._schedules)
+                             self._schedules, self._checkpoint_steps)
             self._loop(callback)
         except KeyboardInterrupt:  # (Ctrl-C: the workers stop; the logs until then are kept)
             raise TrainingInterrupted(self.result.log_dir, self.result.frames) from None
@@ -200,25 +202,15 @@ class DistributedRun:
             self.result.log_dir = self._log.log_dir
         return SampleCounts()
 
-    def _resume(self) -> SampleCounts:
-        """Continue the logs and counters of ``resume_from``'s controller checkpoint (a
-        finished run's: ``check_unfinished``'s one line)."""
-        from looprl.experiments.checkpoint import check_unfinished, load_checkpoint
-        state = load_checkpoint(find_controller_checkpoint(self.resume_from))
-        check_unfinished(self.resume_from, self.frames, state.result.frames)
-        ran = (state.logger.agent_name, state.logger.env_name)
-        if ran != (self.name, self.spec.env_label):  # (its trainer checkpoint would not load)
-            raise ValueError(f"resume_from={self.resume_from} holds a run of {ran[0]} on "
-                             f"{ran[1]}, not of {self.name} on {self.spec.env_label}: resume it "
-                             "with the preset (or spec) and name it was run with, or start a "
-                             "new run")
-        _check_same_hyperparameters(self.resume_from, Path(state.logger.log_dir),
-                                    self.hyperparameters)
+    def _resume(self, state: ControllerState) -> SampleCounts:
+        """Continue the logs and counters of a ``_resumed_state``."""
         self._log, self.result = state.logger, state.result
         self.result.log_dir = self._log.log_dir  # (where the run directory is now: moved too)
         self.result.resumed_at = self.result.frames
         self._agent_logs = getattr(state, "agent_loggers", {})  # (older checkpoints: none)
         self._actors_meta, self._schedules = _meta_and_schedules(state)
+        steps = getattr(state, "checkpoint_steps", None)  # (older: the steps counted then)
+        self._checkpoint_steps = self.result.train_steps if steps is None else steps
         self.seed += self.result.frames  # new env seeds: no replay of the first run's episodes
         logger.warning("resuming %s at frame %d (%d episodes)", self._log.log_dir,
                        self.result.frames, len(self.result.returns))
@@ -318,6 +310,21 @@ def _check_spec(spec: AlgorithmSpec, max_lag: int | None = None) -> list[str]:
     core = pipeline.trainer_core(spec, max_lag=max_lag)
     pipeline.check_schedules(spec, core)
     return spec.agent_names(core.policy)
+
+
+def _resumed_state(run: DistributedRun) -> ControllerState:
+    """``run.resume_from``'s controller checkpoint, checked (a finished run's:
+    ``check_unfinished``'s one line; another run's, or other hyperparameters: one line)."""
+    from looprl.experiments.checkpoint import check_unfinished, load_checkpoint
+    state = load_checkpoint(find_controller_checkpoint(run.resume_from))
+    check_unfinished(run.resume_from, run.frames, state.result.frames)
+    ran = (state.logger.agent_name, state.logger.env_name)
+    if ran != (run.name, run.spec.env_label):  # (its trainer checkpoint would not load)
+        raise ValueError(f"resume_from={run.resume_from} holds a run of {ran[0]} on {ran[1]}, "
+                         f"not of {run.name} on {run.spec.env_label}: resume it with the "
+                         "preset (or spec) and name it was run with, or start a new run")
+    _check_same_hyperparameters(run.resume_from, Path(state.logger.log_dir), run.hyperparameters)
+    return state
 
 
 def _meta_and_schedules(state: Any) -> tuple[dict[int, Any], dict[str, list[int]]]:

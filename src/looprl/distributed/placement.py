@@ -37,17 +37,18 @@ class WorkerPool:
 
     def start(self, run_dir: str | None, seed: int, frames: int | None = None,
               meta_state: dict[int, Any] | None = None,
-              schedules: dict[str, list[int]] | None = None) -> None:
+              schedules: dict[str, list[int]] | None = None, checkpoint_steps: int = 0) -> None:
         """Create the workers (the actors share ``frames``; actor ``i`` starts its meta
         components from ``meta_state[i]``, worker ``name`` its exploration schedules from
         ``schedules[name]``), wait until they are placed, form the trainer group and start the
-        loops (trainer 0 from the checkpoint in ``run_dir``, a resumed run's, read here);
+        loops (trainer 0 from the checkpoint in ``run_dir``, a resumed run's, read here, taken
+        at train step ``checkpoint_steps``);
         ``RuntimeError`` if the cluster cannot place them within
         ``runtime.placement_timeout`` seconds, or one failed to start."""
         import ray
         self.meta_state = dict(meta_state or {})
         self.schedules.update(schedules or {})
-        self._create(run_dir, seed, frames, self.meta_state)
+        self._create(run_dir, seed, frames, self.meta_state, checkpoint_steps)
         self._wait_placed(ray)
         self.form_trainer_group()
         for name in self.workers:
@@ -55,7 +56,7 @@ class WorkerPool:
                 self.start_loop(name)
 
     def _create(self, run_dir: str | None, seed: int, frames: int | None,
-                meta_state: dict[int, Any]) -> None:
+                meta_state: dict[int, Any], checkpoint_steps: int) -> None:
         """Create the workers, named Ray actors that find each other by name."""
         import ray
 
@@ -66,7 +67,7 @@ class WorkerPool:
         grouped = {**restart, "max_restarts": -1} if rt.trainers > 1 else restart  # we count
         # the workers fetch the spec from the server (``run_spec``)
         saved = None if run_dir is None else Path(run_dir, TRAINER_CHECKPOINT)
-        saved = ((self.result.train_steps, saved.read_bytes())  # (its steps as last counted)
+        saved = ((checkpoint_steps, saved.read_bytes())
                  if saved is not None and saved.is_file() else None)
         server = start("server", ParameterServer, (ray.cloudpickle.dumps(self.spec), saved))
         trainers = [start(name, TrainerWorker, (rt, server, seed, rank),
@@ -212,11 +213,11 @@ class WorkerPool:
         import ray
         return ray.get(getattr(self.workers["trainer"], method).remote(), timeout=60)
 
-    def trainer_checkpoint(self) -> tuple[int, bytes] | None:
-        """Trainer 0's latest checkpoint, ``(steps, bytes)``, which the server holds
-        (``None``: none yet)."""
+    def trainer_checkpoint(self, steps: int = 0) -> tuple[int, bytes] | None:
+        """Trainer 0's latest checkpoint, ``(steps, bytes)``, which the server holds, if taken
+        at train step ``steps`` or later (``None``: none yet; its bytes travel only then)."""
         import ray
-        return ray.get(self.workers["server"].trainer_checkpoint.remote(), timeout=60)
+        return ray.get(self.workers["server"].trainer_checkpoint.remote(steps), timeout=60)
 
     def kill(self) -> None:
         """Kill every worker (no restarts) and remove the rendezvous files."""

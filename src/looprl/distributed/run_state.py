@@ -63,6 +63,8 @@ class ControllerState:
     budget: int = 0  # the frames its schedules were planned over (its first run's)
     #: each actor's and policy worker's exploration schedules' steps (``WorkerPool.schedules``)
     schedules: dict[str, list[int]] = field(default_factory=dict)
+    #: the train step of the trainer checkpoint beside it (``None``: older, ``result``'s)
+    checkpoint_steps: int | None = None
 
     def prepare_checkpoint(self) -> None:
         """Flush the agents' loggers (``save_checkpoint`` flushes ``logger``)."""
@@ -113,21 +115,23 @@ class ControllerCheckpoint:
     ``actors_meta()`` returns (the actors' step hooks' state; ``None``: nothing), the
     ``budget`` its schedules were planned over and the exploration ``schedules``' steps (a
     dict the run keeps up to date); and, first, the trainer's latest checkpoint, which
-    ``trainer()`` returns as ``(steps, bytes)`` (``None``: none yet), beside it: the driver
-    alone writes there. A save waits for the checkpoint of its interval, not for the
-    ``result``'s steps, which count it before it is handed over."""
+    ``trainer(steps)`` returns as ``(steps, bytes)`` if taken at ``steps`` or later (``None``:
+    none yet), beside it: the driver alone writes there. A save waits for the checkpoint of its
+    interval, not for the ``result``'s steps, which count it before it is handed over;
+    ``taken``: the train step of the trainer checkpoint it goes on from (a resumed run's)."""
 
     def __init__(self, every: int | None, log: Any, result: DistributedResult,
                  counts: SampleCounts, agent_logs: dict[str, Any] | None = None,
                  actors_meta: Callable[[], dict[int, Any]] | None = None,
                  budget: int = 0, schedules: dict[str, list[int]] | None = None,
-                 trainer: Callable[[], tuple[int, bytes] | None] = lambda: None) -> None:
+                 trainer: Callable[[int], tuple[int, bytes] | None] = lambda steps: None,
+                 taken: int = 0) -> None:
         self.every, self.log, self.result, self.counts = every, log, result, counts
         self.trainer = trainer
         self.agent_logs = {} if agent_logs is None else agent_logs
         self.actors_meta, self.budget = actors_meta, budget
         self.schedules = {} if schedules is None else schedules
-        self._saved = result.train_steps // every if every else 0
+        self._saved = taken // every if every else 0
 
     def save(self, final: bool = False) -> None:
         """Save if the trainer has checkpointed since the last save, or if ``final``."""
@@ -135,17 +139,17 @@ class ControllerCheckpoint:
             return
         if not final and self.result.train_steps // self.every <= self._saved:
             return
-        trainer = self.trainer()
-        taken = trainer[0] // self.every if trainer is not None else 0
-        if not final and taken <= self._saved:  # (its checkpoint not handed over yet)
+        trainer = self.trainer(0 if final else (self._saved + 1) * self.every)
+        if not final and trainer is None:  # (its checkpoint not handed over yet)
             return
         from looprl.experiments.checkpoint import save_checkpoint
-        self._saved = taken
+        steps = trainer[0] if trainer is not None else 0
+        self._saved = steps // self.every
         if trainer is not None:
             write_atomically(Path(self.log.log_dir) / TRAINER_CHECKPOINT,
                              lambda temporary: temporary.write_bytes(trainer[1]))
         save_checkpoint(ControllerState(self.log, self.result, self.counts.saved(),
                                         self.agent_logs,
                                         self.actors_meta() if self.actors_meta else {},
-                                        self.budget, dict(self.schedules)),
+                                        self.budget, dict(self.schedules), steps),
                         Path(self.log.log_dir) / CONTROLLER_CHECKPOINT)

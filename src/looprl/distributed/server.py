@@ -108,10 +108,12 @@ class ParameterServer:
         (``TrainerWorker.checkpoint``)."""
         self._checkpoint = (steps, checkpoint)
 
-    def trainer_checkpoint(self) -> tuple[int, bytes] | None:
-        """Trainer 0's latest checkpoint, ``(steps, bytes)``: the controller writes it in the
-        run directory (the workers never touch it), a restarted trainer loads it."""
-        return self._checkpoint
+    def trainer_checkpoint(self, steps: int = 0) -> tuple[int, bytes] | None:
+        """Trainer 0's latest checkpoint, ``(steps, bytes)``, if taken at ``steps`` or later:
+        the controller writes it in the run directory (the workers never touch it), a
+        restarted trainer loads it."""
+        held = self._checkpoint
+        return held if held is not None and held[0] >= steps else None
 
     def put(self, version: int, payload: bytes) -> None:
         """Publish ``payload`` (a ``publication``) of policy ``version``."""

@@ -101,8 +101,7 @@ class RayTrials:
 
 
 def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool,
-                registry: dict[str, Any] | None = None
-                ) -> tuple[Any, bytes | None, bytes | None, str | None]:
+                registry: dict[str, Any]) -> tuple[Any, bytes | None, bytes | None, str | None]:
     """In a Ray worker: ``trial``'s result on a fresh runner, with ``keep`` its agent's
     checkpoint (without its replay buffer), the files it wrote (a tar of its ``logdir``, a
     temporary directory here; ``None``: no ``logdir``) and, with ``keep``, its agent's run
@@ -113,7 +112,7 @@ def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool,
     from looprl.experiments.checkpoint import save_checkpoint
     from looprl.runners.base import Runner
     torch.set_num_threads(1)
-    install_gym_registrations(registry or {})
+    install_gym_registrations(registry)
     with tempfile.TemporaryDirectory() as directory:
         logged = arguments["logdir"] is not None
         runner = Runner(**{**arguments, "logdir": directory if logged else None})
