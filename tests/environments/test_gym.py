@@ -94,6 +94,12 @@ def test_a_fraction_for_a_whole_number_argument_is_one_line_when_the_env_is_made
                            r"number \(default 5\), got (2.5|nan) \(env_kwargs.frame_skip\)$"):
             GymEnvironment("HalfCheetah-v5", frame_skip=value)
     GymEnvironment("HalfCheetah-v5", forward_reward_weight=2).close()
+    # (a whole float is that int: it failed at the first step with MuJoCo's TypeError)
+    cheetah = GymEnvironment("HalfCheetah-v5", frame_skip=2.0)
+    cheetah.reset()
+    cheetah.step(cheetah.action_space.sample())
+    assert cheetah.env.unwrapped.frame_skip == 2 and type(cheetah.env.unwrapped.frame_skip) is int
+    cheetah.close()
     # (was refused: a float parameter with an int default, ``forward_reward_weight: float = 1``)
     GymEnvironment("Ant-v5", forward_reward_weight=0.5).close()
 

@@ -63,8 +63,9 @@ def check_text_arguments(env_id: str, kwargs: dict[str, Any]) -> None:
     constructor's default is no text (a number, a bool, a list: ``looprl run
     +env_kwargs.x=abc``), or as a fraction where it is an int (``frame_skip=2.5``: annotated
     ``int``, or not annotated with an int default; ``Ant-v5``'s ``forward_reward_weight: float
-    = 1`` takes 0.5), which the environment takes, to fail at a step or to read as true."""
-    if not any(isinstance(value, str) or _fraction(value) for value in kwargs.values()):
+    = 1`` takes 0.5), which the environment takes, to fail at a step or to read as true; a
+    whole float there is made that int in ``kwargs`` (``frame_skip=2.0``, as hyperparameters)."""
+    if not any(isinstance(value, str | float) for value in kwargs.values()):
         return
     entry_point = gym.registry[env_id].entry_point
     try:
@@ -81,8 +82,12 @@ def check_text_arguments(env_id: str, kwargs: dict[str, Any]) -> None:
                       isinstance(default, (int, float)) else f"a {type(default).__name__}")
             raise TypeError(f"{env_id}'s argument {key} takes {wanted} (default {default!r}), "
                             f"got the text {value!r} (env_kwargs.{key})")
-        whole = isinstance(default, int) and not isinstance(default, bool)
-        if _fraction(value) and (hint in (int, "int") or whole and "float" not in str(hint)):
+        integer = hint in (int, "int") or (isinstance(default, int) and not isinstance(
+            default, bool) and "float" not in str(hint))
+        if isinstance(value, float) and integer:
+            if not _fraction(value):
+                kwargs[key] = int(value)
+                continue
             shown = "" if default is inspect.Parameter.empty else f" (default {default!r})"
             raise TypeError(f"{env_id}'s argument {key} takes a whole number{shown}, got "
                             f"{value!r} (env_kwargs.{key})")
