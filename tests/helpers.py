@@ -156,3 +156,16 @@ def fail_allocations(monkeypatch: Any, name: str, rows: int, module: Any = torch
         return allocate(*shape, **kwargs)
 
     monkeypatch.setattr(module, name, failing)
+
+
+def evaluations_until(experiment: Any, frames: int, eval_every: int, bar: float) -> list[float]:
+    """The mean returns of 10 test episodes every ``eval_every`` frames of ``experiment`` up to
+    ``frames``, until one reaches ``bar``; the experiment is closed."""
+    evaluations: list[float] = []
+    for target in range(eval_every, frames + 1, eval_every):
+        experiment.train(frames=target)
+        evaluations.append(sum(experiment.test(episodes=10)) / 10)
+        if evaluations[-1] >= bar:
+            break
+    experiment.close()
+    return evaluations

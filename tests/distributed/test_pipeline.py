@@ -27,6 +27,17 @@ from looprl.distributed.run_state import DistributedResult, SampleCounts
 CARTPOLE = {"obs_dim": {"obs": 4}, "action_dim": 2}
 
 
+def _checkpointed_run(logdir, done: int = 0) -> None:
+    """A run directory in ``logdir`` whose controller checkpoint says ``done`` frames."""
+    from looprl.distributed.run_state import ControllerCheckpoint
+
+    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(logdir), quiet=True)
+    counts = run._open_logs()
+    run.result.frames = done
+    ControllerCheckpoint(2, run._log, run.result, counts).save(final=True)
+    run.close()
+
+
 def ppo_spec(**kwargs) -> AlgorithmSpec:
     return AlgorithmSpec(**{"env": "CartPole-v1", "policy": "actor-critic-separate",
                             "policy_args": CARTPOLE, "trainer": "ppo",
@@ -296,13 +307,8 @@ def test_a_resumed_run_whose_directory_moved_goes_on_where_it_is_now(tmp_path) -
     directory where it is now, as the logger does, not where the first run wrote it."""
     import shutil
 
-    from looprl.distributed.run_state import ControllerCheckpoint
 
-    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path / "a"),
-                         quiet=True)
-    counts = run._open_logs()
-    ControllerCheckpoint(2, run._log, run.result, counts).save(final=True)
-    run.close()
+    _checkpointed_run(tmp_path / "a")
     shutil.move(tmp_path / "a", tmp_path / "b")
     resumed = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path / "b"),
                              quiet=True, resume_from=str(tmp_path / "b"))
@@ -315,13 +321,8 @@ def test_a_resumed_run_whose_directory_moved_goes_on_where_it_is_now(tmp_path) -
 def test_a_resumed_runs_frames_per_second_count_the_frames_since_it_resumed(tmp_path) -> None:
     """(Was: all of the run's frames over the seconds since it resumed: a run resumed at frame
     2,001 of 2,000 said "2001 frames at 99779 frames/s", in ``results.json`` too.)"""
-    from looprl.distributed.run_state import ControllerCheckpoint
 
-    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path), quiet=True)
-    counts = run._open_logs()
-    run.result.frames = 500
-    ControllerCheckpoint(2, run._log, run.result, counts).save(final=True)
-    run.close()
+    _checkpointed_run(tmp_path, 500)
     resumed = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path),
                              quiet=True, resume_from=str(tmp_path))
     resumed._resume(_resumed_state(resumed))
@@ -422,14 +423,8 @@ def test_resuming_a_finished_run_is_the_clis_one_line(tmp_path, monkeypatch) -> 
     resume_from=...)`` of one went on to evaluate it again. Both share ``check_unfinished``,
     which ``run`` calls before Ray starts (was: after, seconds later)."""
     from looprl.distributed import controller
-    from looprl.distributed.run_state import ControllerCheckpoint
 
-    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=1_000,
-                         logdir=str(tmp_path), quiet=True)
-    counts = run._open_logs()
-    run.result.frames = 1_004
-    ControllerCheckpoint(2, run._log, run.result, counts).save(final=True)
-    run.close()
+    _checkpointed_run(tmp_path, 1_004)
     resumed = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=1_000,
                              logdir=str(tmp_path), quiet=True, resume_from=str(tmp_path))
     monkeypatch.setattr(controller, "start_ray", lambda runtime: pytest.fail("Ray started"))
@@ -443,14 +438,8 @@ def test_a_run_again_after_ray_failed_to_start_resumes_with_the_same_seeds(
     """(Was: the resume was applied before Ray started: ``run()`` again after a failed start
     added the resumed frames to the seed a second time, other env seeds than the first try's.)"""
     from looprl.distributed import controller
-    from looprl.distributed.run_state import ControllerCheckpoint
 
-    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=1_000,
-                         logdir=str(tmp_path), quiet=True)
-    counts = run._open_logs()
-    run.result.frames = 500
-    ControllerCheckpoint(2, run._log, run.result, counts).save(final=True)
-    run.close()
+    _checkpointed_run(tmp_path, 500)
     resumed = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=1_000, seed=7,
                              logdir=str(tmp_path), quiet=True, resume_from=str(tmp_path))
 
@@ -473,12 +462,8 @@ def test_a_run_again_after_ray_failed_to_start_resumes_with_the_same_seeds(
 def test_resuming_another_algorithms_run_is_one_line(tmp_path) -> None:
     """(Was: the trainer loaded a PPO run's checkpoint into a DQN preset's, and the actors
     failed later on the published parameters: "Unexpected key(s) in state_dict".)"""
-    from looprl.distributed.run_state import ControllerCheckpoint
 
-    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path), quiet=True)
-    counts = run._open_logs()
-    ControllerCheckpoint(2, run._log, run.result, counts).save(final=True)
-    run.close()
+    _checkpointed_run(tmp_path)
     resumed = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path),
                              quiet=True, name="dqn", resume_from=str(tmp_path))
     with pytest.raises(ValueError, match=f"resume_from={tmp_path} holds a run of ppo-ray on "

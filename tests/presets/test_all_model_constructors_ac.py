@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import torch
+from tests.helpers import evaluations_until
 from torch import nn
 
 from looprl.environments import GymEnvironment
@@ -123,13 +124,7 @@ def test_all_style_ppo_solves_cartpole(tmp_path: Any) -> None:
     assert isinstance(preset.model, SharedActorCritic)
     experiment = make_experiment(preset, CARTPOLE, train_steps=20_000, logdir=str(tmp_path),
                                  quiet=True, verbose=False, seed=1)
-    evaluations = []
-    for frames in range(3000, 20_001, 3000):
-        experiment.train(frames=frames)
-        evaluations.append(sum(experiment.test(episodes=10)) / 10)
-        if evaluations[-1] >= 195:
-            break
-    experiment.close()
+    evaluations = evaluations_until(experiment, 20_000, 3000, 195)
     assert max(evaluations) >= 195, evaluations
 
 

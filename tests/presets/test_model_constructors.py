@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from tests.helpers import evaluations_until
 
 from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment
@@ -79,13 +80,7 @@ def test_alls_default_constructors_learn_cartpole(name, frames, tmp_path) -> Non
     assert type(preset.model[-1]) is head  # (ALL's network, not the preset's own)
     experiment = make_experiment(preset, env, train_steps=frames, logdir=str(tmp_path),
                                  quiet=True, verbose=False, seed=1)
-    evaluations = []
-    for target in range(1_000, frames + 1, 1_000):
-        experiment.train(frames=target)
-        evaluations.append(sum(experiment.test(episodes=10)) / 10)
-        if evaluations[-1] >= 100:
-            break
-    experiment.close()
+    evaluations = evaluations_until(experiment, frames, 1_000, 100)
     assert max(evaluations) >= 100, evaluations
 
 
