@@ -104,7 +104,7 @@ class Copies:
             if runner.restarts is None or self.build is None:
                 if i is None or isinstance(error, EnvironmentFailure):
                     raise  # (a vector environment names its copies' faults itself)
-                raise failure(self.name, method, error, *self._place(i, method),
+                raise failure(self.name, method, error, *self.place(i, method),
                               copy=i) from error
             self._rebuild(runner, i, method, error)
             return None
@@ -252,14 +252,14 @@ class Copies:
             except Exception as error:
                 raise failure(self.name, "close", error, copy=i) from error
 
-    def _place(self, i: int, method: str) -> tuple[int, int | None]:
+    def place(self, i: int, method: str) -> tuple[int, int | None]:
         """The episode of copy ``i`` and, in ``step``, its step (from 1)."""
         return int(self.episode[i]), int(self.lengths[i]) + 1 if method == "step" else None
 
     def _rebuild(self, runner: Any, i: int, method: str, error: Exception) -> None:
         """Count ``error``, cut copy ``i``'s episode, and rebuild, seed and reset the copy."""
         restarts = runner.restarts
-        restarts.note(self.name, i, method, error, *self._place(i, method), runner.total_frames)
+        restarts.note(self.name, i, method, error, *self.place(i, method), runner.total_frames)
         if method == "step":
             runner.cut_episodes(np.flatnonzero(self.stream_copy == i))
         _close(self.envs[i])

@@ -83,5 +83,5 @@ def env_call(runner: Any) -> tuple[float, str, int | None, str, int | None, int 
     copies = runner._copies
     if copy is None:
         return time.monotonic() - since, copies.name, None, method, None, None
-    episode, step = copies._place(copy, method)
+    episode, step = copies.place(copy, method)
     return time.monotonic() - since, copies.name, copy, method, episode, step
