@@ -155,6 +155,23 @@ def test_a_log_directory_without_write_permission_is_one_line_in_the_cli(
     assert "Permission denied" in err and not any(read_only.iterdir())
 
 
+@pytest.mark.parametrize("argv", [
+    ["train", "ppo", "CartPole-v1", "--frames", "64", "--logdir", "{tmp}/{long}"],
+    ["run", "frames=64", "test_episodes=0", "hydra.run.dir='{tmp}/{long}/run'"],
+])
+def test_a_log_directory_name_too_long_for_the_file_system_is_one_line(
+        tmp_path: Path, argv: list[str], capsys: pytest.CaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A path component over 255 bytes was a traceback (Python 3.11's ``Path.exists``)."""
+    from looprl.cli import main
+
+    monkeypatch.delenv("LOOPRL_DEBUG", raising=False)
+    assert main([a.format(tmp=tmp_path, long="é" * 200) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("looprl: error: "), err
+    assert "File name too long" in err and "choose" in err and not any(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("frames", [None, "abc", True, 0, -5])
 def test_the_budget_must_be_a_positive_number(frames: object) -> None:
     with pytest.raises(ValueError) as error:

@@ -458,6 +458,20 @@ def test_resume_continues_a_run_and_refuses_another_config(tmp_path: Path, capsy
     assert (other / "results.json").read_bytes() == results
 
 
+def test_a_run_directory_whose_name_hydra_must_have_quoted_is_checked_and_resumed(
+        tmp_path: Path, capsys) -> None:
+    """``--resume 'my run=1, é'`` was Hydra's "LexerNoViableAltException" (the directory went
+    unquoted into hydra.run.dir=), and a quoted ``hydra.run.dir='...'`` was checked as the
+    directory named with its quotes: a finished run there was replaced."""
+    run_dir = tmp_path / "my run=1, é"
+    run([*SMALL, "checkpoint_every=192", f"hydra.run.dir='{run_dir}'"])
+    assert cli(["run", *SMALL, f"hydra.run.dir='{run_dir}'"]) == 2
+    assert "holds a finished run (results.json)" in capsys.readouterr().err
+    assert cli(["run", "--resume", str(run_dir), "frames=512"]) == 0
+    assert json.loads((run_dir / "results.json").read_text())["train"]["step"] >= 512
+    assert sorted(p.name for p in tmp_path.iterdir()) == [run_dir.name]
+
+
 def _tensorboard_steps(log_dir: Path, counter: str) -> list[int]:
     """The steps of every ``.../returns/<counter>`` scalar in the event files of ``log_dir``."""
     from tensorboard.backend.event_processing.event_file_loader import EventFileLoader

@@ -59,11 +59,31 @@ def test_existing_empty_dir_is_reused(tmp_path: Path) -> None:
         assert Path(logger.log_dir) == tmp_path / "a2c" / "Pong"
 
 
+def test_two_runs_starting_together_claim_two_directories(tmp_path: Path) -> None:
+    from looprl.experiments.run_files import claim_run_dir
+    # (the second claim comes before the first run wrote anything: its directory is empty)
+    first, second = (claim_run_dir(tmp_path / "dqn", "CartPole-v1") for _ in range(2))
+    assert (first.name, second.name) == ("CartPole-v1", "CartPole-v1_2")
+
+
 def test_slashes_in_names_stay_one_directory(tmp_path: Path) -> None:
     with ExperimentLogger("dqn", "ALE/Pong-v5", logdir=str(tmp_path)) as logger:
         assert Path(logger.log_dir) == tmp_path / "dqn" / "ALE_Pong-v5"
         meta = json.loads((Path(logger.log_dir) / "run.json").read_text())
     assert meta["env"] == "ALE/Pong-v5"
+
+
+def test_a_tilde_logdir_is_the_home_directory_and_a_chdir_moves_no_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    with ExperimentLogger("dqn", "CartPole-v1", logdir="~/runs") as logger:
+        monkeypatch.chdir(tmp_path / "home")  # (a relative run directory would move here)
+        logger.add_episode_return(10.0)
+    assert not (tmp_path / "~").exists()
+    results = tmp_path / "home" / "runs" / "dqn" / "CartPole-v1" / "results.csv"
+    assert Path(logger.log_dir) == results.parent
+    assert results.read_text().splitlines()[1:] == ["0,1,10.0"]
 
 
 def test_run_json_contents(tmp_path: Path) -> None:

@@ -51,6 +51,15 @@ def test_custom_filename_and_timesteps(tmp_path: Path) -> None:
     _assert_png(out)
 
 
+def test_a_tilde_runs_directory_is_the_home_directorys_as_for_the_loggers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    _fake_run(tmp_path / "runs", "dqn", "CartPole-v1", rows=3)
+    out = plot_returns_100("~/runs", filename="~/plots/curve.png")
+    assert out == str(tmp_path / "plots" / "curve.png")
+    _assert_png(out)
+
+
 def test_repeated_runs_of_one_agent(tmp_path: Path) -> None:
     for _ in range(2):
         logger = ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path))

@@ -125,7 +125,7 @@ def resume_arguments(argv: list[str]) -> list[str]:
     run's own overrides, then these, in its directory with ``resume=true``; ``ValueError``
     if they change the run's config (but ``frames`` and ``logging``)."""
     from looprl.experiments.checkpoint import check_run_files, check_unfinished
-    run_dirs = [a.partition("=")[2] for a in argv if a.startswith("hydra.run.dir=")]
+    run_dirs = [_path_value(a) for a in argv if a.startswith("hydra.run.dir=")]
     if "--resume" in argv:
         at = argv.index("--resume")
         if at + 1 >= len(argv):
@@ -161,7 +161,25 @@ def resume_arguments(argv: list[str]) -> list[str]:
         raise ValueError(f"{run_dir} was run with another config ({'; '.join(differences)}); "
                          "resume it with its own, or start a new run")
     check_unfinished(run_dir, new.runner.get("num_steps", new.frames))
-    return [*kept, *extra, f"hydra.run.dir={run_dir}", "resume=true"]
+    return [*kept, *extra, f"hydra.run.dir={_quoted(run_dir)}", "resume=true"]
+
+
+def _path_value(override: str) -> str:
+    """The path a ``key=value`` ``override`` names, Hydra's quotes taken off (``'my runs'``)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+    text = override.partition("=")[2]
+    try:
+        value = OverridesParser.create().parse_override(f"key={text}").value()
+    except OverrideParseException:  # (Hydra says what is wrong when it parses them)
+        return text
+    return value if isinstance(value, str) else text
+
+
+def _quoted(path: Path) -> str:
+    """``path`` as a Hydra override's value: quoted, as any character can be in it."""
+    from hydra.core.override_parser.types import Quote, QuotedString
+    return QuotedString(text=str(path), quote=Quote.single).with_quotes()
 
 
 def _saved_config(saved: Path) -> tuple[Any, list[str]]:
@@ -269,7 +287,7 @@ def check_run_dir(argv: list[str]) -> None:
     if _prints_only(argv):
         return
     key = _run_dir_key(argv)
-    given = [a.partition("=")[2] for a in argv if a.lstrip("+").partition("=")[0] == key]
+    given = [_path_value(a) for a in argv if a.lstrip("+").partition("=")[0] == key]
     check_writable(given[-1] if given else ".", f"{key}=..., or run it where you can write")
     if not given:
         return
@@ -289,7 +307,7 @@ def check_run_dir(argv: list[str]) -> None:
 def _check_creatable(directory: Path, given: str, key: str) -> None:
     """A one-line ``ValueError`` if ``directory`` cannot be made (``os.access`` can say yes
     where ``mkdir`` fails: ``/proc`` for root); what this makes, it removes (Hydra makes it)."""
-    missing = [path for path in (directory, *directory.parents) if not path.exists()]
+    missing = [path for path in (directory, *directory.parents) if not os.path.exists(path)]
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -298,7 +316,7 @@ def _check_creatable(directory: Path, given: str, key: str) -> None:
                          "write in") from None
     finally:
         for path in missing:
-            if path.is_dir():  # (made here: also where a deeper one failed)
+            if os.path.isdir(path):  # (made here: also where a deeper one failed)
                 path.rmdir()
 
 

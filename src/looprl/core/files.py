@@ -74,7 +74,8 @@ def _unreadable(path: Path, what: str, remedy: str, error: Exception) -> ValueEr
 def check_writable(path: str | Path, option: str) -> None:
     """A one-line ``ValueError`` (naming ``option``) unless ``path`` can be written in."""
     path = Path(path)
-    existing = next((p for p in (path, *path.parents) if p.exists()), Path.cwd())
+    # (os.path's: False for a name too long, which mkdir then reports, where Path's raises)
+    existing = next((p for p in (path, *path.parents) if os.path.exists(p)), Path.cwd())
     if not existing.is_dir():
         reason = "Not a directory"
     elif not os.access(existing, os.W_OK | os.X_OK):

@@ -150,9 +150,10 @@ def unpack_runs(archive: bytes, logdir: str) -> dict[str, str]:
         for run in Path(unpacked).glob("*/*/*"):
             if run.is_dir():
                 relative = run.relative_to(unpacked)
-                claimed[str(relative)] = str(claim_run_dir(Path(logdir, *relative.parts[:2]),
-                                                           run.name))
-                run.replace(claimed[str(relative)])
+                target = claim_run_dir(Path(logdir, *relative.parts[:2]), run.name)
+                (target / "run.json").unlink()  # (the claim's: the run's own replaces it)
+                run.replace(target)
+                claimed[str(relative)] = str(target)
         shutil.copytree(unpacked, logdir, dirs_exist_ok=True)  # (whatever else it wrote)
     return claimed
 

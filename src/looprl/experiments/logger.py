@@ -157,7 +157,8 @@ class ExperimentLogger(Logger):
         _check_names(agent_name=agent_name, env_name=env_name)
         self.agent_name, self.env_name, self.verbose = agent_name, env_name, verbose
         self.loss_every, self.frame, self.episode = int(loss_every), 0, 0
-        self._logdir, self._wandb_options = logdir, wandb
+        # (absolute: a later os.chdir moves no file; ``~``: the home directory, not a folder)
+        self._logdir, self._wandb_options = os.path.abspath(os.path.expanduser(logdir)), wandb
         self._open(run_name, run_info)
 
     def _open(self, run_name: str | None, run_info: dict[str, Any] | None) -> None:

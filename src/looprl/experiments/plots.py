@@ -208,8 +208,9 @@ def plot_returns_100(runs_dir: str = "runs", timesteps: int = -1,
         ValueError: no run has data, or ``timesteps`` is not a finite number.
     """
     check_finite("plot_returns_100's ", timesteps=timesteps)
-    runs = _load_runs(Path(runs_dir))
-    out = Path(filename) if filename is not None else Path(runs_dir) / "returns100.png"
+    runs_dir = Path(runs_dir).expanduser()  # (``~/runs``, as the loggers take it)
+    runs = _load_runs(runs_dir)
+    out = Path(filename).expanduser() if filename is not None else runs_dir / "returns100.png"
     out.parent.mkdir(parents=True, exist_ok=True)
     fig, kind = _figure(runs, timesteps), out.suffix[1:].lower()
     fig.savefig(out, dpi=100,

@@ -61,7 +61,8 @@ def json_text(data: Any, indent: int) -> str:
 
 
 def claim_run_dir(parent: Path, name: str) -> Path:
-    """Create and return the first of ``name``, ``name_2``, ... that is absent or empty."""
+    """Create and return the first of ``name``, ``name_2``, ... that is absent or empty, and
+    claim it by creating its ``run.json`` (only one of two processes that start together can)."""
     check_writable(parent, _OPTIONS)
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -74,11 +75,15 @@ def claim_run_dir(parent: Path, name: str) -> Path:
         candidate = parent / (name if index == 1 else f"{name}_{index}")
         try:
             candidate.mkdir()
-            return candidate
         except FileExistsError:
-            if candidate.is_dir() and not any(candidate.iterdir()):
-                return candidate
-        index += 1
+            if not candidate.is_dir() or any(candidate.iterdir()):
+                index += 1
+                continue
+        try:
+            (candidate / "run.json").open("x").close()
+            return candidate
+        except FileExistsError:  # (another process's, between mkdir and this)
+            index += 1
 
 
 def check_header(path: Path, remedy: str) -> None:
