@@ -127,6 +127,16 @@ def test_short_train_run_succeeds(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "evaluation: mean return" in capsys.readouterr().out
 
 
+def test_the_commands_train_prints_are_quoted_for_the_shell(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    logdir = tmp_path / "my runs"
+    assert main(["train", "ppo", "CartPole-v1", "--frames", "200", "--test-episodes", "0",
+                 "--logdir", str(logdir), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert f"tensorboard --logdir '{logdir}'" in out
+    assert f"looprl watch '{logdir / 'ppo' / 'CartPole-v1'}'" in out
+
+
 def test_train_wraps_the_environment_and_watch_plays_it_so(tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]
                                                           ) -> None:

@@ -21,6 +21,7 @@ import json
 import logging
 import math
 import os
+import shlex
 import signal
 import sys
 import warnings
@@ -126,10 +127,10 @@ def _saved(preset: Any, run_dir: Path, logdir: str, plot: bool) -> None:
     from looprl.experiments import plot_returns_100
     if not (run_dir / "preset.pt").exists():
         preset.save(str(run_dir / "preset.pt"))
-    print(f"logs:   {run_dir}  (tensorboard --logdir {logdir})")
+    print(f"logs:   {run_dir}  (tensorboard --logdir {shlex.quote(logdir)})")
     if plot:
         print(f"plot:   {plot_returns_100(str(run_dir), filename=str(run_dir / 'returns100.png'))}")
-    print(f"preset: {run_dir / 'preset.pt'}  (looprl watch {run_dir})")
+    print(f"preset: {run_dir / 'preset.pt'}  (looprl watch {shlex.quote(str(run_dir))})")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
