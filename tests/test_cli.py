@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib.util
 import io
 import json
@@ -356,6 +357,18 @@ def test_guarded_prints_a_bad_input_in_one_line(capsys: pytest.CaptureFixture[st
 
     assert guarded(lambda: 0) == 0 and guarded(bad) == 2
     assert capsys.readouterr().err == "looprl: error: seed must be whole\n"
+
+
+def test_a_full_disk_is_one_line_that_says_so(capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LOOPRL_DEBUG", raising=False)
+
+    def full() -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "runs/ppo/results.csv")
+
+    assert guarded(full) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the disk is full" in err and "--logdir" in err
 
 
 def test_watch_a_preset_file_outside_its_run_directory(
