@@ -105,7 +105,7 @@ def check_pendulum_round_trip(preset: Any, experiment: Any, path: str,
     assert torch.allclose(loaded.test_agent().act(states), expected)
     assert loaded.test_agent().act(State(obs[0])).shape == (1,)
     replayed = replay(loaded.test_agent())
-    # (the experiment sums float32 rewards, as every vector environment's rows hold them)
+    # (the experiment sums the env's float64 rewards, the replay the states' float32 ones)
     assert experiment.test(episodes=2) == pytest.approx(replayed, rel=1e-6)
 
 

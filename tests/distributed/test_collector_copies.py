@@ -182,3 +182,34 @@ def test_srl_copies_pass_namedarray_actions_as_they_are():
     runner.step(0, RolloutResult(action=NamedArray(x=np.array([[3.5]], np.float32))))
     received = runner.envs[0].received[0]
     assert isinstance(received, NamedArray) and received.x.tolist() == [3.5]
+
+
+class Tenths(gymnasium.Env):
+    """Reward 0.1 a step, episodes of 1,000 steps: a return of 100."""
+
+    observation_space = gymnasium.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.zeros(1, np.float32), 0.1, False, self.t == 1000, {}
+
+
+def test_a_return_sums_the_envs_rewards_in_float64_and_the_rows_keep_float32():
+    """Each 0.1 was rounded to float32 before the sum: a return of 100.0000015."""
+    from looprl.environments import GymVectorEnvironment
+    from looprl.environments.srl_adapters import GymnasiumEnvironment
+
+    vector = GymVectorEnvironment(gymnasium.vector.SyncVectorEnv([Tenths]), "Tenths")
+    for env in ((lambda: GymnasiumEnvironment(Tenths())), vector,  # (SRL copies; vector envs)
+                DuplicateEnvironment([GymEnvironment(Tenths(), name="Tenths")])):
+        runner = EnvRunner(env, segment_length=500)
+        rows, episodes = collect(runner, 1001)
+        assert [e.length for e in episodes] == [1000]
+        assert abs(episodes[0].ret - 100.0) < 1e-9, episodes[0].ret
+        assert rows[0].reward.dtype == np.float32 and rows[0].reward[1, 0] == np.float32(0.1)

@@ -189,7 +189,7 @@ def test_gymnasium_id_falls_back_to_the_adapter_and_passes_the_check():
     [first] = env.reset()
     assert set(first.obs) == {"obs"} and first.obs["obs"].shape == (4,)
     [result] = env.step([NamedArray(x=np.array([1]))])  # SRL's DiscreteAction(x=...) style
-    assert result.reward.dtype == np.float32 and result.done.dtype == bool
+    assert result.reward.dtype == np.float64 and result.done.dtype == bool  # (returns sum it)
     report = test_environment("CartPole-v1", steps=150)
     assert report.agent_count == 1 and report.obs_shapes == [{"obs": (4,)}]
     assert report.steps == 150 and report.episodes >= 1

@@ -27,7 +27,7 @@ from looprl.experiments import (
 )
 from looprl.experiments.experiment import seed_everything
 from looprl.meta import MetaComponent
-from looprl.presets.classic_control import dqn, ppo
+from looprl.presets.classic_control import a2c, dqn, ppo
 
 HEADER = ["frame", "mean", "std", "max", "min"]
 SMALL_DQN = dqn.hyperparameters(
@@ -357,6 +357,8 @@ def test_an_experiment_given_a_builder_says_to_build_it(tmp_path: Path) -> None:
     for experiment in (SingleEnvExperiment, ParallelEnvExperiment, make_experiment):
         with pytest.raises(TypeError, match=r"takes a built Preset, got a PresetBuilder: build"):
             experiment(ppo, env, logdir=str(tmp_path), quiet=True)
+    with pytest.raises(TypeError, match=r"build it first \(a2c\.env\(env\)\.build\(\)\)$"):
+        make_experiment(a2c, env, logdir=str(tmp_path), quiet=True)  # (was: "ppo.env(env)")
 
 
 def test_wrapped_environment_with_integer_observations_trains(tmp_path: Path) -> None:

@@ -174,6 +174,20 @@ def test_a_module_of_the_wrong_shape_is_one_line(name: str, key: str, constructo
     assert "\n" not in line and key in line and shape in line, line
 
 
+@pytest.mark.parametrize(("name", "key", "constructor"), [
+    ("a2c", "feature_model_constructor", lambda env: nn.Sequential(
+        fc_relu_features(env), nn.BatchNorm1d(64))),
+    ("ddpg", "policy_model_constructor", lambda env: nn.Sequential(
+        small_deterministic(env), nn.BatchNorm1d(1)))])
+def test_batch_norm_that_cannot_act_on_one_row_is_one_line(name: str, key: str,
+                                                           constructor: Any) -> None:
+    given = {**(CONTINUOUS[name] if name in CONTINUOUS else AC), key: constructor}
+    env = PENDULUM if name in CONTINUOUS else CARTPOLE
+    with pytest.raises(ValueError, match=rf"^{name.upper()}: the network {key}=.*BatchNorm "
+                       r"in training mode .* use nn.LayerNorm or nn.GroupNorm$"):
+        _builder(name).hyperparameters(**given).env(env).device("cpu").build()
+
+
 def test_features_and_a_constructor_are_one_line() -> None:
     with pytest.raises(ValueError, match="feature_model_constructor builds the network that "
                        "features='mlp' would"):

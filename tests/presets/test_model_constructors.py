@@ -150,6 +150,28 @@ def test_a_network_of_the_wrong_shape_is_one_line(name, function, wanted) -> Non
     assert "\n" not in str(error.value)
 
 
+def test_batch_norm_that_cannot_act_on_one_row_is_one_line_at_build() -> None:
+    """An agent acts on one row in training mode, where ``BatchNorm1d`` fails: the build says
+    so (was torch's traceback at the first acting step); the check leaves its statistics."""
+    def batch_norm(env):
+        return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4, 64),
+                                   torch.nn.BatchNorm1d(64), torch.nn.ReLU(),
+                                   torch.nn.Linear(64, 2))
+
+    with pytest.raises(ValueError, match=r"^dqn: the network model_constructor=\S+ built fails "
+                       r"on an input of shape \(1, 4\): .*BatchNorm in training mode cannot "
+                       r"normalise the batch of one row an agent acts on: use nn.LayerNorm or "
+                       r"nn.GroupNorm$"):
+        classic_control.dqn.hyperparameters(model_constructor=batch_norm).env(
+            _cartpole()).device("cpu").build()
+    from looprl.presets.constructors import run_checked
+
+    module = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
+    run_checked("dqn", "model_constructor", "f", module, [torch.ones(2, 4)], [(2, 3)])
+    assert module.training and not module[1].running_mean.any()
+    assert module[1].num_batches_tracked == 0
+
+
 def test_a_constructor_of_other_arguments_or_with_features_is_one_line() -> None:
     with pytest.raises(TypeError, match=r"^c51 calls model_constructor\(env, atoms=51\), as "
                        r"ALL's preset does, but .*fc_relu_q does not take that"):

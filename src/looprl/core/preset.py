@@ -76,5 +76,6 @@ def check_built(preset: Any, owner: str, also: tuple[type, ...] = ()) -> None:
     or is one of ``also``) where ``owner`` takes one; a builder is told to build it."""
     if isinstance(preset, (Preset, *also)) or callable(getattr(preset, "agent", None)):
         return
-    built = ": build it first (ppo.env(env).build())" if hasattr(preset, "build") else ""
+    name = getattr(preset, "default_name", "preset")
+    built = f": build it first ({name}.env(env).build())" if hasattr(preset, "build") else ""
     raise TypeError(f"{owner} takes a built Preset, got a {type(preset).__name__}{built}")

@@ -111,7 +111,7 @@ class DuplicateEnvironment(VectorEnvironment):
             first = np.asarray(rows[0][0])
             self._obs = np.zeros((n, *first.shape), first.dtype)
         obs, shape = self._obs, self._obs.shape[1:]
-        reward = np.empty(n, np.float32)  # (as every looprl vector env and SRL env gives them)
+        reward = np.empty(n)  # (float64, as the returns sum them; the states hold float32)
         terminated, truncated = np.empty(n, bool), np.empty(n, bool)
         for i, (observation, reward[i], terminated[i], truncated[i]) in enumerate(rows):
             if np.shape(observation) != shape:

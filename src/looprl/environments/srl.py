@@ -3,7 +3,8 @@
 ``reset()`` and ``step(actions)`` both return a list of one ``StepResult`` per agent, ``None``
 for an agent that does not act this step; ``step`` takes one action per agent in the same
 order (``None`` for an agent that got ``None``). Observations are dicts of numpy arrays;
-``reward``, ``done`` and ``truncated`` are arrays of shape ``(1,)`` (float32, bool, bool). After
+``reward``, ``done`` and ``truncated`` are arrays of shape ``(1,)`` (real numbers, bool, bool;
+``step_result`` keeps the reward a float64, which the episode's return sums). After
 every agent is done or truncated the caller calls ``reset()``.
 """
 
@@ -41,7 +42,7 @@ def step_result(obs: dict[str, Any], reward: float, done: bool, info: dict | Non
                 truncated: bool = False) -> StepResult:
     """A ``StepResult`` from plain values: arrays of shape ``(1,)`` with the standard dtypes."""
     return StepResult(obs={key: np.asarray(value) for key, value in obs.items()},
-                      reward=np.array([reward], dtype=np.float32), done=np.array([bool(done)]),
+                      reward=np.array([reward], dtype=np.float64), done=np.array([bool(done)]),
                       info=dict(info or {}), truncated=np.array([bool(truncated)]))
 
 

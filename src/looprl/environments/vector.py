@@ -230,7 +230,7 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
             raise self._failure("step", error) from error
         obs = as_observation(tuple_rows(obs, self.observation_space), self.name, batch_dims=1)
         self._state = None
-        self._arrays = (obs, np.asarray(reward, np.float32), terminated, truncated)
+        self._arrays = (obs, np.asarray(reward, np.float64), terminated, truncated)
         return self._arrays
 
     @property

@@ -28,7 +28,7 @@ from looprl.core import NamedArray, SampleBatch, State, StateArray
 from looprl.core.namedarray import as_numpy
 from looprl.memory.prioritized import Prioritized
 from looprl.memory.replay import STORE_CHUNK, ReplayBuffer
-from looprl.memory.windows import n_step_windows, segment_rows, stream_numbers
+from looprl.memory.windows import n_step_windows, stream_numbers, window_rows
 
 __all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer", "slot_bytes"]
 
@@ -154,7 +154,7 @@ class AtariReplayBuffer(ReplayBuffer):
         """Store each training row of ``[T + 1, B]`` segments; ``current_version`` is ignored."""
         self._close()
         rows = {key: as_numpy(value) for key, value in
-                segment_rows(sample, _frames(sample.obs)).items()}
+                window_rows(sample, _frames(sample.obs)).items()}
         rows["skip"] = _breaks(rows)
         self._skip(int(rows["skip"].sum()))
         shape = rows["reward"].shape

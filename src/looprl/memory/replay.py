@@ -29,8 +29,8 @@ from looprl.memory.windows import (
     leaves_of,
     n_step_windows,
     same_rows,
-    segment_rows,
     stream_numbers,
+    window_rows,
 )
 
 __all__ = ["ExperienceReplayBuffer", "ReplayBuffer", "replay_contents_saved", "transitions"]
@@ -310,7 +310,7 @@ class ExperienceReplayBuffer(ReplayBuffer):
         if self.n_step == 1 and self._views and self._put_steps(sample):
             return True
         sample = sample.to(self.device)
-        rows = segment_rows(sample, sample.obs)
+        rows = window_rows(sample, sample.obs)
         if self.n_step == 1 or sample.stream is None:
             start = torch.zeros(rows["reward"].shape[1], dtype=torch.long, device=self.device)
             self._write_windows(rows, start, cut=True)

@@ -12,8 +12,8 @@ import torch
 from looprl.core.namedarray import NamedArray, concat, recursive_apply
 from looprl.memory.segments import leaves
 
-__all__ = ["fields", "joined", "leaves_of", "n_step_windows", "same_rows", "segment_rows",
-           "stream_numbers"]
+__all__ = ["fields", "joined", "leaves_of", "n_step_windows", "same_rows", "stream_numbers",
+           "window_rows"]
 
 
 def n_step_windows(rows: dict[str, Any], start: Any, n: int, cut: bool
@@ -80,7 +80,7 @@ def leaves_of(x: Any, fn: Any) -> Any:
     return recursive_apply(x, fn) if isinstance(x, NamedArray) else fn(x)
 
 
-def segment_rows(sample: Any, obs: Any) -> dict[str, Any]:
+def window_rows(sample: Any, obs: Any) -> dict[str, Any]:
     """The rows ``{field: [T + 1, B, ...]}`` of a segment that ``n_step_windows`` reads."""
     return {"obs": obs, "action": torch.as_tensor(sample.action),
             "reward": torch.as_tensor(sample.reward), "done": torch.as_tensor(sample.done).bool(),

@@ -97,27 +97,38 @@ def space_sample(space: Any) -> torch.Tensor:
     return State({"observation": torch.as_tensor(space.sample())}).as_input("observation")
 
 
+_BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm,
+                nn.LazyBatchNorm1d, nn.LazyBatchNorm2d, nn.LazyBatchNorm3d)
+
+
 def run_checked(preset: str, key: str, value: Any, module: Any, inputs: Sequence[torch.Tensor],
                 shapes: Sequence[tuple[int, ...]] = (), what: str = "") -> Any:
-    """``module(*inputs)`` (no gradients; the random state and ``module``'s training mode as
-    they were) if its output has one of ``shapes`` (batch dimension included; none: any), else a
-    one-line ``ValueError`` naming ``key`` and the shapes (``what``: what the preset needs)."""
-    training = getattr(module, "training", None)
-    parameter = next(iter(module.parameters()), None) if isinstance(module, nn.Module) else None
+    """``module(*inputs)`` in its own mode, as the agent acts (no gradients; the random state
+    and ``module``'s buffers, batch-norm statistics included, as they were) if its output has
+    one of ``shapes`` (batch dimension included; none: any), else a one-line ``ValueError``
+    naming ``key`` and the shapes (``what``: what the preset needs)."""
+    modules = list(module.modules()) if isinstance(module, nn.Module) else []
+    parameter = next(iter(module.parameters()), None) if modules else None
     if parameter is not None:  # (a module made on its device: ALL's ``constructor(env).cuda()``)
         inputs = [x.to(parameter.device) for x in inputs]
+    buffers = [(buffer, buffer.clone()) for buffer in module.buffers()] if modules else []
     try:
         cuda = [parameter.device] if parameter is not None and parameter.is_cuda else []
         with torch.random.fork_rng(devices=cuda), torch.no_grad():
-            output = (module.eval() if training is not None else module)(*inputs)
+            output = module(*inputs)
     except Exception as error:  # (the user's module: any failure is a mismatch)
         first = str(error).strip().splitlines()[0] if str(error).strip() else ""
         given = ", ".join(str(tuple(x.shape)) for x in inputs)
+        norm = any(isinstance(m, _BATCH_NORMS) and m.training for m in modules)
         raise ValueError(f"{preset}: the network {key}={object_path(value)} built fails on "
-                         f"an input of shape {given}: {type(error).__name__}: {first}") from None
+                         f"an input of shape {given}: {type(error).__name__}: {first}" + (
+                             "; BatchNorm in training mode cannot normalise the batch of one "
+                             "row an agent acts on: use nn.LayerNorm or nn.GroupNorm"
+                             if norm else "")) from None
     finally:
-        if training is not None:
-            module.train(training)
+        with torch.no_grad():
+            for buffer, saved in buffers:
+                buffer.copy_(saved)
     got = tuple(getattr(output, "shape", ()))
     if shapes and got not in shapes:
         wanted = " or ".join(map(str, shapes)) + (f" ({what})" if what else "")
