@@ -167,6 +167,29 @@ def test_two_trainers_average_their_gradients_meeting_through_a_file_or_over_tcp
     assert user["keys"] == ["bias", "weight"]  # no DDP "module." prefix
 
 
+def test_ddp_looks_for_unused_parameters_only_where_a_loss_leaves_some_out(tmp_path):
+    """PPO's and DQN's losses train every parameter of looprl's networks: DDP does not look
+    for unused ones (was: always, an extra pass at every step and torch's warning "find_unused_
+    parameters=True was specified ... but did not find any unused parameters" in the user's
+    console); PPO's loss and PPG's policy phase leave an auxiliary value head out."""
+    group = TrainerGroup(0, 1, gpus=False, timeout=60)
+    group.join(f"file://{tmp_path / 'rendezvous'}")
+    try:
+        looked = {}
+        for name, made in (("ppo", policy()), ("shared", policy("actor-critic-shared")),
+                           ("auxiliary", policy("actor-critic-auxiliary")),
+                           ("dqn", Policy(type_="q-network", args={**CARTPOLE, "seed": 0}))):
+            group.distribute(made)
+            looked[name] = made.approximation._ddp.find_unused_parameters
+        user = LinearPolicy()
+        group.distribute(user)
+        looked["user"] = user.net.find_unused_parameters  # (unknown: DDP looks)
+    finally:
+        torch.distributed.destroy_process_group()
+    assert looked == {"ppo": False, "shared": False, "auxiliary": True, "dqn": False,
+                      "user": True}
+
+
 def test_more_trainers_than_actors_is_a_one_line_error():
     with pytest.raises(ValueError, match=r"^runtime.trainers \(3\) cannot exceed runtime.actors "
                                          r"\(2\): each trainer learns from its own actors$"):

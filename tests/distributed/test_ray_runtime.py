@@ -190,6 +190,27 @@ def test_a_run_called_again_after_ctrl_c_goes_on_with_the_same_frames(tmp_path):
         run.run()
 
 
+def test_the_parameter_server_is_placed_on_the_drivers_node(local_ray, monkeypatch):
+    """The server, which Ray never restarts and which hands the checkpoints to the driver,
+    runs on the driver's node (was: any node of a cluster, whose loss ended the run)."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from looprl.distributed.placement import WorkerPool
+    from looprl.distributed.run_state import DistributedResult, SampleCounts
+
+    pool, options = WorkerPool(ppo_spec(), runtime(), DistributedResult(), SampleCounts()), {}
+
+    def recorded(name: str, cls: object, args: tuple, **given: object) -> str:  # (not created)
+        options[name] = given
+        return name
+
+    monkeypatch.setattr(pool, "_start", recorded)
+    pool._create(None, seed=0, frames=None, meta_state={}, checkpoint_steps=0)
+    strategy = options["server"].get("scheduling_strategy")
+    assert isinstance(strategy, NodeAffinitySchedulingStrategy)
+    assert strategy.node_id == ray.get_runtime_context().get_node_id() and not strategy.soft
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
 def test_gpus_a_cluster_lacks_fail_after_the_placement_timeout_in_one_line(local_ray):
     """No node has the GPU a policy worker reserves: the line says so, and what to lower."""
@@ -200,6 +221,19 @@ def test_gpus_a_cluster_lacks_fail_after_the_placement_timeout_in_one_line(local
         DistributedRun(ppo_spec(), runtime(policy_workers=1, gpus_per_policy=1,
                                            placement_timeout=3),
                        frames=10**6, logdir=None, quiet=True).run()
+
+
+def test_a_run_larger_than_the_users_ray_instance_says_so_before_it_waits(local_ray, caplog):
+    """The user's own Ray instance (4 CPUs) cannot ever hold what the run reserves (5): a
+    warning line says so at once, before the wait for an autoscaler (was: silence for the
+    whole placement_timeout, 60 s by default)."""
+    caplog.set_level(logging.WARNING, "looprl.distributed")
+    with pytest.raises(RuntimeError, match="within 1s"):
+        DistributedRun(ppo_spec(), runtime(actors=1, cpus_per_trainer=4, placement_timeout=1),
+                       frames=10**6, logdir=None, quiet=True).run()
+    assert ("the run reserves 5 CPUs and 0 GPUs and the Ray cluster has 4 CPUs and 0 GPUs in "
+            "all: its workers wait up to runtime.placement_timeout=1s for an autoscaler"
+            ) in caplog.text
 
 
 def test_workers_that_start_too_slowly_are_one_line_that_says_so(local_ray):

@@ -133,3 +133,39 @@ def test_ctrl_c_while_looprl_starts_ray_leaves_no_ray_process(monkeypatch) -> No
     assert any("raylet" in command for command in commands), commands
     _assert_ended(ray_processes, 15)
     assert not ray.is_initialized()
+
+
+def test_ctrl_c_while_a_run_starts_ray_is_the_one_line_of_a_later_one(monkeypatch,
+                                                                      tmp_path: Path) -> None:
+    """``DistributedRun.run()`` interrupted while it starts its own Ray instance: the
+    ``TrainingInterrupted`` line of a Ctrl-C later in the run (was: a bare
+    ``KeyboardInterrupt``), nothing written, and no Ray process left."""
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        pytest.skip("Ray runs in this process already")
+    from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
+    from looprl.experiments import TrainingInterrupted
+    node = ray._private.node.Node
+    started, ray_processes = node.__init__, {}
+
+    def interrupted(self, *args, **kwargs):
+        started(self, *args, **kwargs)
+        ray_processes.update({pid: start for pid, start in _descendants(os.getpid()).items()
+                              if reaper._is_ray(pid)})
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(node, "__init__", interrupted)
+    spec = AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate",
+                         policy_args={"obs_dim": {"obs": 4}, "action_dim": 2}, trainer="ppo")
+    run = DistributedRun(spec, RuntimeConfig(actors=1, num_cpus=1, cpus_per_trainer=0),
+                         frames=1000, logdir=str(tmp_path), quiet=True)
+    stop: BaseException | None = None
+    try:  # (a bare KeyboardInterrupt would stop the whole test session: caught here)
+        run.run()
+    except KeyboardInterrupt as error:
+        stop = error
+    assert isinstance(stop, TrainingInterrupted)
+    assert str(stop) == "Training interrupted at frame 0; nothing written yet (Ray was starting)"
+    assert ray_processes
+    _assert_ended(ray_processes, 15)
+    assert not ray.is_initialized() and not list(tmp_path.iterdir())

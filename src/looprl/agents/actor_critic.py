@@ -17,7 +17,7 @@ from looprl.approximation import Approximation
 from looprl.core import RolloutRequest, RolloutResult, deterministic_rows
 from looprl.core.namedarray import NamedArray, as_tensor, namedarray
 from looprl.core.suggest import check_device, check_seed
-from looprl.nn import ActorCriticModel, orthogonal_init
+from looprl.nn import ActorCritic, ActorCriticModel, SharedActorCritic, orthogonal_init
 from looprl.nn.fields import Backbone, field_shapes, observation_fields, observation_tensor
 from looprl.policies import MASKED_Q
 from looprl.policies.distributions import CategoricalHead, GaussianActor, GaussianHead
@@ -181,6 +181,14 @@ class ActorCriticPolicy(ApproximationPolicy):
     @property
     def default_policy_state(self) -> NamedArray | None:
         return self._initial_state
+
+    @property
+    def unused_parameters(self) -> bool:
+        """An auxiliary value head's (PPO's loss and PPG's policy phase leave it out), or any
+        of a network not of looprl's."""
+        model = self.module
+        return getattr(model, "aux_head", None) is not None or not isinstance(
+            model, (ActorCritic, SharedActorCritic, ActorCriticNetwork))
 
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
         """Actions, log-probs, values and next policy states for a batch (no gradients)."""

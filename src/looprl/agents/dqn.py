@@ -54,6 +54,11 @@ class DQNPolicy(ApproximationPolicy):
     #: else once per call (a batched step of parallel environments)
     epsilon_per_row: bool = False
 
+    @property
+    def unused_parameters(self) -> bool:
+        """None: the losses take the network's one output, the action values."""
+        return False
+
     def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0, exploration: Any = None,
                  seed: int | None = None, evaluation_epsilon: float = 0.0):
         self.q = self.approximation = q  # (the optimized approximation)

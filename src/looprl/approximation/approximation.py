@@ -221,11 +221,12 @@ class Approximation:
         return RuntimeError(f"Approximation '{self.name}' has no optimizer: pass one to the "
                             f"constructor before calling {method}().")
 
-    def distribute(self, process_group: Any = None) -> Approximation:
+    def distribute(self, process_group: Any = None,
+                   find_unused_parameters: bool = True) -> Approximation:
         """Average gradients over ``process_group`` with DDP: every process must then make
         as many ``__call__`` passes (``no_grad``/``eval`` do not communicate). Copies and
-        pickles are not distributed."""
-        self._ddp = data_parallel(self.model, process_group)
+        pickles are not distributed. ``find_unused_parameters``: ``data_parallel``'s."""
+        self._ddp = data_parallel(self.model, process_group, find_unused_parameters)
         return self
 
     @property
@@ -293,9 +294,12 @@ def _check_parts(model: Any, optimizer: Any, clip_grad: Any, loss_scaling: Any, 
                          f"(it was built from another model's); {fix}")
 
 
-def data_parallel(model: nn.Module, process_group: Any = None) -> nn.Module:
-    """``model`` in a DDP wrapper over ``process_group`` that tolerates unused outputs and
-    makes no collective in forward passes."""
+def data_parallel(model: nn.Module, process_group: Any = None,
+                  find_unused_parameters: bool = True) -> nn.Module:
+    """``model`` in a DDP wrapper over ``process_group`` that makes no collective in forward
+    passes; ``find_unused_parameters``: a loss may leave some parameters without a gradient
+    (an output it does not use: DDP then looks for them after every forward pass, and torch
+    warns when it finds none); ``False`` where every loss trains all of them."""
     import inspect
 
     from torch.nn.parallel import DistributedDataParallel
@@ -303,7 +307,8 @@ def data_parallel(model: nn.Module, process_group: Any = None) -> nn.Module:
     no_sync = ("forward_sync_buffers" if "forward_sync_buffers" in inspect.signature(
         DistributedDataParallel).parameters else "broadcast_buffers")
     return DistributedDataParallel(model, process_group=process_group,
-                                   find_unused_parameters=True, **{no_sync: False})
+                                   find_unused_parameters=find_unused_parameters,
+                                   **{no_sync: False})
 
 
 #: parameters up to which a CPU model's gradient norm is taken over one concatenated vector

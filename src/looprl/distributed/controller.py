@@ -129,7 +129,13 @@ class DistributedRun:
         agents = _check_spec(self.spec, self.runtime.max_lag)
         # (before Ray: no run there, another's or a finished one is one line)
         resumed = _resumed_state(self) if self.resume_from is not None else None
-        self._started_ray = start_ray(self.runtime)
+        try:
+            self._started_ray = start_ray(self.runtime)
+        except KeyboardInterrupt:  # (Ctrl-C as Ray starts: the same line; nothing written)
+            raise TrainingInterrupted(
+                None if resumed is None else resumed.logger.log_dir,
+                0 if resumed is None else resumed.result.frames,
+                no_logs="nothing written yet (Ray was starting)") from None
         try:  # (applied once Ray started: a run() again after its failure resumes the same)
             counts = self._open_logs() if resumed is None else self._resume(resumed)
             self._pool = WorkerPool(self.spec, self.runtime, self.result, counts)

@@ -78,8 +78,10 @@ class TrainerGroup:
         """Let DDP average the gradients of ``policy.approximation`` or of a
         ``SingleModelPytorchPolicy``'s network over the group (``ValueError``: neither)."""
         approximation = getattr(policy, "approximation", None)
-        if hasattr(approximation, "distribute"):
-            approximation.distribute()
+        if hasattr(approximation, "distribute"):  # (DDP looks for unused parameters only
+            # where a loss may leave some out: else an extra pass and torch's warning)
+            approximation.distribute(
+                find_unused_parameters=getattr(policy, "unused_parameters", True))
         elif callable(getattr(policy, "distributed", None)):
             policy.distributed()
         else:

@@ -48,6 +48,7 @@ class WorkerPool:
         import ray
         self.meta_state = dict(meta_state or {})
         self.schedules.update(schedules or {})
+        _warn_cluster_too_small(ray, self.runtime)
         self._create(run_dir, seed, frames, self.meta_state, checkpoint_steps)
         self._wait_placed(ray)
         self.form_trainer_group()
@@ -59,6 +60,7 @@ class WorkerPool:
                 meta_state: dict[int, Any], checkpoint_steps: int) -> None:
         """Create the workers, named Ray actors that find each other by name."""
         import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         from looprl.distributed.trainer_worker import TrainerWorker
         from looprl.distributed.workers import ActorWorker, ParameterServer, PolicyWorker
@@ -69,7 +71,12 @@ class WorkerPool:
         saved = None if run_dir is None else Path(run_dir, TRAINER_CHECKPOINT)
         saved = ((checkpoint_steps, saved.read_bytes())
                  if saved is not None and saved.is_file() else None)
-        server = start("server", ParameterServer, (ray.cloudpickle.dumps(self.spec), saved))
+        # the server, never restarted, runs on the driver's node: it lives as long as the
+        # controller it hands the checkpoints to, whichever other node is lost
+        here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(),
+                                              soft=False)
+        server = start("server", ParameterServer, (ray.cloudpickle.dumps(self.spec), saved),
+                       scheduling_strategy=here)
         trainers = [start(name, TrainerWorker, (rt, server, seed, rank),
                           num_cpus=rt.cpus_per_trainer, num_gpus=rt.gpus_per_trainer, **grouped)
                     for rank, name in enumerate(self.trainers)]
@@ -227,6 +234,20 @@ class WorkerPool:
         self.workers.clear()
         for path in self._rendezvous:
             Path(path).unlink(missing_ok=True)
+
+
+def _warn_cluster_too_small(ray: Any, rt: RuntimeConfig) -> None:
+    """Warn (one line) if the cluster has fewer CPUs or GPUs in all than the run reserves: the
+    workers then wait ``placement_timeout`` for an autoscaler to add nodes. (A local instance
+    the run starts is sized first: ``check_local_resources``.)"""
+    total = ray.cluster_resources()
+    if rt.reserved_cpus() > total.get("CPU", 0) or rt.reserved_gpus() > total.get("GPU", 0):
+        logger.warning(
+            "the run reserves %g CPUs and %g GPUs and the Ray cluster has %g CPUs and %g GPUs "
+            "in all: its workers wait up to runtime.placement_timeout=%gs for an autoscaler to "
+            "add nodes; lower runtime.actors or the runtime.cpus_per_*/gpus_per_* options, or "
+            "give Ray more (ray.init(num_cpus=...))", rt.reserved_cpus(), rt.reserved_gpus(),
+            total.get("CPU", 0), total.get("GPU", 0), rt.placement_timeout)
 
 
 def _check_node_fits(ray: Any, rt: RuntimeConfig, missing: list[str]) -> None:

@@ -57,11 +57,12 @@ class ExperimentResult:
 class TrainingInterrupted(KeyboardInterrupt):
     """Ctrl-C during ``run_experiment``: the run's logs (in ``log_dir``) were flushed and
     closed; ``frame``: frames trained until then; ``results``: the ``ExperimentResult`` of
-    each run that completed before it."""
+    each run that completed before it; ``no_logs``: what its line says without a ``log_dir``."""
 
-    def __init__(self, log_dir: str | None, frame: int, results: Sequence[Any] = ()):
+    def __init__(self, log_dir: str | None, frame: int, results: Sequence[Any] = (),
+                 no_logs: str = "no logs (logdir=None)"):
         super().__init__(f"Training interrupted at frame {frame:,}; " + (
-            "no logs (logdir=None)" if log_dir is None else f"logs in {log_dir}"))
+            no_logs if log_dir is None else f"logs in {log_dir}"))
         self.log_dir = log_dir
         self.frame = frame
         self.results = list(results)
