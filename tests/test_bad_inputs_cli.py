@@ -497,7 +497,9 @@ def test_a_run_resumed_twice_with_more_frames_gives_each_key_once(tmp_path: Path
 # ---------------------------------------------------------------- a full disk
 @pytest.mark.parametrize("failure", [OSError(errno.ENOSPC, "No space left on device"),
                                      RuntimeError("PytorchStreamWriter failed writing file "
-                                                  "data/0: file write failed")])
+                                                  "data/0: file write failed"),
+                                     RuntimeError("[enforce fail at inline_container.cc:672] . "
+                                                  "unexpected pos 50048 vs 49936")])
 def test_a_full_disk_while_checkpointing_is_reported_as_one(
         failure: Exception, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from looprl.experiments import SingleEnvExperiment

@@ -55,6 +55,8 @@ def config_dir(tmp_path: Path) -> Path:
     (directory / "experiment" / "mighty.yaml").write_text(  # (Mighty's algorithm/ppo.yaml)
         "# @package _global_\nalgorithm: PPO\nalgorithm_kwargs: {learning_rate: 0.001}\n")
     (directory / "experiment" / "meta_list.yaml").write_text("# @package _global_\nmeta: [rnd]\n")
+    (directory / "experiment" / "commented.yaml").write_text(  # (the header read too late)
+        "# my_configs/experiment/commented.yaml\n" + EXPERIMENT)
     (directory / "my_run.yaml").write_text(OWN_CONFIG)
     return directory
 
@@ -117,6 +119,9 @@ def test_an_algorithm_file_of_ones_own_runs_without_hydras_warning(config_dir, t
     (["+experiment=mighty", *QUIET], "algorithm: 'PPO' in the composed config (set by an "
                                      "experiment or a config file, as Mighty's"),
     (["+experiment=meta_list", *QUIET], "meta: ['rnd'] in the composed config"),
+    # (was Hydra's "Could not override 'algorithm@experiment.algorithm'")
+    (["+experiment=commented", *QUIET], "Hydra reads its '# @package _global_' line only "
+                                        "above every other line"),
     (["+experiment=acrobot_dqn", "keep_checkpoints=0", *QUIET],
      "keep_checkpoints must be positive"),
     (["keep_checkpoints=2", *QUIET], "keep_checkpoints=2 keeps the checkpoints checkpoint_every"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from pathlib import Path
 
 from looprl.configs import (
     _VALUED_FLAGS,
@@ -17,7 +18,15 @@ from looprl.configs import (
     runners,
     runtimes,
 )
-from looprl.configs.sources import PRIMARY, config_keys, config_name, key_hint, user_groups
+from looprl.configs.sources import (
+    PRIMARY,
+    check_header,
+    config_dir,
+    config_keys,
+    config_name,
+    key_hint,
+    user_groups,
+)
 from looprl.core.ranges import check_ranges
 from looprl.core.suggest import check_choice, check_once, did_you_mean
 from looprl.meta.registry import own_name
@@ -171,13 +180,17 @@ def _check_listed_once(group: str, choices: list[str]) -> None:
 
 def _check_appended(overrides: list[str], groups: list[str]) -> None:
     """Choosing one of the user's ``groups`` needs ``+`` (``+experiment=NAME``) with the
-    ``looprl`` config."""
+    ``looprl`` config, and the chosen file its ``# @package`` header on top."""
     if config_name(overrides) != PRIMARY:  # (also checks -cn, and -cd's directory)
         return
     for arg in overrides:
-        if not arg.startswith(("+", "-", "~")) and arg.partition("=")[0] in groups:
-            raise ValueError(f"{arg}: the looprl config has no {arg.partition('=')[0]} in its "
+        group, _, name = arg.partition("=")
+        if not arg.startswith(("+", "-", "~")) and group in groups:
+            raise ValueError(f"{arg}: the looprl config has no {group} in its "
                              f"defaults; add it with +{arg}")
+        path = (config_dir(overrides) or Path()) / group.lstrip("+") / f"{name}.yaml"
+        if group.startswith("+") and group[1:] in groups and path.is_file():
+            check_header(path)
 
 
 def _meta_key(option: str) -> str:

@@ -9,13 +9,15 @@ YAML file in it a config ``-cn NAME`` can start from (``defaults: [looprl, ...]`
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from looprl.core.suggest import did_you_mean
 
-__all__ = ["GROUPS", "MIGHTY_KEYS", "PRIMARY", "check_config_keys", "compose", "config_dir",
-           "config_keys", "config_name", "flag_value", "key_hint", "saved_sources", "user_groups"]
+__all__ = ["GROUPS", "MIGHTY_KEYS", "PRIMARY", "check_config_keys", "check_header", "compose",
+           "config_dir", "config_keys", "config_name", "flag_value", "key_hint", "saved_sources",
+           "user_groups"]
 
 #: the config ``looprl run`` composes unless ``-cn`` names another
 PRIMARY = "looprl"
@@ -82,6 +84,19 @@ def user_groups(argv: list[str] | tuple[str, ...]) -> dict[str, list[str]]:
         if option:
             groups.setdefault(group, []).append("/".join(option))
     return groups
+
+
+def check_header(path: Path) -> None:
+    """A ``# @package`` line of ``path`` below another line (a comment too) is a one-line
+    ``ValueError``: Hydra reads a header only above every other line, and ignored it (then
+    an experiment's ``override /algorithm: ...`` failed as "Could not override ...")."""
+    lines = [line.strip() for line in path.read_text().splitlines() if line.strip()]
+    header = next((at for at, line in enumerate(lines) if re.match(r"#\s*@package", line)), 0)
+    other = next((at for at, line in enumerate(lines) if not re.match(r"#\s*@", line)), header)
+    if other < header:
+        raise ValueError(f"{path}: Hydra reads its {lines[header]!r} line only above every "
+                         f"other line, and {lines[other]!r} comes first: make it the file's "
+                         "first line")
 
 
 def compose(argv: list[str] | tuple[str, ...], overrides: list[str]) -> Any:
