@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from looprl.agents.dqn import DQNTrainer, q_network_policy
+from looprl.agents.dqn import DQNTrainer, q_network_policy, row_weights
 from looprl.agents.losses import n_step_bootstrap
 from looprl.core import NamedArray, SampleBatch, StateArray, Trainer
 from looprl.memory import PrioritizedReplayBuffer, make_sample_buffer
@@ -134,3 +134,19 @@ def test_dqn_with_prioritized_replay_round_trip():
     last = {int(i): float(p) for i, p in zip(index, result.priorities)}  # later duplicates win
     for slot, priority in last.items():
         assert replay.tree[slot] == pytest.approx(priority + replay.epsilon, rel=1e-5)
+
+
+def test_row_weights_are_none_only_where_all_would_be_one():
+    batch = _windows(n_step=1)
+    ended = batch.done[0] | batch.truncated[0]
+    plain = SampleBatch(obs=batch.obs, action=batch.action, reward=batch.reward,
+                        done=batch.done, truncated=batch.truncated)
+    weights = row_weights(plain)
+    if ended.any():
+        assert weights is not None and torch.equal(weights == 0, ended)
+    clean = plain.done.clone(), plain.truncated.clone()
+    clean[0][0], clean[1][0] = False, False
+    ones = SampleBatch(obs=batch.obs, action=batch.action, reward=batch.reward, done=clean[0],
+                       truncated=clean[1])
+    assert row_weights(ones) is None
+    assert row_weights(batch) is not None  # (importance weights: always given)

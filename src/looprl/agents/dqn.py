@@ -217,10 +217,15 @@ class DQNTrainer(PolicyTrainer):
         return TrainerStepResult(stats, self.steps, priorities=priorities)
 
 
-def row_weights(batch: SampleBatch) -> torch.Tensor:
+def row_weights(batch: SampleBatch) -> torch.Tensor | None:
     """Row 0's importance weight per column (1 without), 0 where row 0 ended an episode, scaled
-    by ``B / transitions``: a loss's mean over the columns is over their transitions alone."""
-    transition = ~(batch.done[0] | batch.truncated[0])
+    by ``B / transitions``: a loss's mean over the columns is over their transitions alone.
+    ``None`` (all ones: the loss's plain mean, the same numbers) on the CPU when no row 0 ended
+    and there are no importance weights (asking waits for an accelerator: there, the weights)."""
+    ended = batch.done[0] | batch.truncated[0]
+    if batch.weight is None and ended.device.type == "cpu" and not ended.any():
+        return None
+    transition = ~ended
     weights = transition * (len(transition) / transition.sum().clamp_min(1))
     return weights if batch.weight is None else weights * batch.weight[0]
 
