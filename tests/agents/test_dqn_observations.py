@@ -168,7 +168,7 @@ def test_the_gradient_pass_goes_through_ddp(monkeypatch: pytest.MonkeyPatch, tmp
 
     wrap = approximation_module.data_parallel
     monkeypatch.setattr(approximation_module, "data_parallel",
-                        lambda model, group=None: Recording(wrap(model, group)))
+                        lambda model, *args: Recording(wrap(model, *args)))
     dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'group'}", rank=0,
                             world_size=1)  # a group of one: DDP's collectives run, trivially
     try:
