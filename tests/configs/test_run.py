@@ -97,6 +97,28 @@ def test_looprl_run_writes_a_run_directory(tmp_path: Path) -> None:
     assert (tmp_path / "preset.pt").exists()
 
 
+def test_a_local_run_ends_with_its_summary_as_a_ray_run_does(tmp_path: Path) -> None:
+    """``looprl run`` printed nothing after its progress lines (a ``runtime=ray`` run logs
+    its frames and test return): its result was in ``results.json`` only."""
+    run(["frames=64", "test_episodes=2", "algorithm.n_envs=2", "algorithm.n_steps=32",
+         "algorithm.hidden=16", f"hydra.run.dir={tmp_path}"])
+    results = json.loads((tmp_path / "results.json").read_text())
+    train, mean = results["train"], results["eval"]["mean_eval_reward"]
+    assert (f"ppo on CartPole-v1: {train['step']} frames, {train['episodes']} episodes, "
+            f"test return {mean:.1f}") in (tmp_path / "app.log").read_text()
+
+
+def test_a_run_closes_the_log_file_hydra_opened(tmp_path: Path) -> None:
+    """Its ``app.log`` handler was dropped open: Python's ``ResourceWarning`` (unclosed file),
+    once per run (or job of a multirun) in a process."""
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run(["frames=64", "test_episodes=0", "algorithm.n_envs=2", "algorithm.n_steps=32",
+             "algorithm.hidden=16", "logging.quiet=true", f"hydra.run.dir={tmp_path}"])
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+
+
 def test_results_json_is_strict_json_with_null_for_nan(tmp_path: Path) -> None:
     """Without test episodes the mean test return is NaN, which strict JSON cannot hold: it is
     written as null (it was written as NaN)."""

@@ -185,6 +185,23 @@ def test_runs_of_a_multirun_have_labels_that_tell_them_apart(
         "dqn (0/dqn/CartPole-v1)", "dqn (1/dqn/CartPole-v1)", "dqn (CartPole-v1_2)"]
 
 
+def test_a_large_sweep_in_one_panel_keeps_its_axes(tmp_path: Path,
+                                                   saved_figures: list[Figure]) -> None:
+    """30 runs of one environment (``looprl plot`` of a multirun): their legend was taller
+    than the panel, matplotlib warned "constrained_layout not applied because axes sizes
+    collapsed to zero" and drew the axes squashed under it."""
+    import warnings
+    for job in range(30):
+        _fake_run(tmp_path / str(job), "dqn", "CartPole-v1", 3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plot_returns_100(str(tmp_path))
+    assert not [str(w.message) for w in caught]
+    (ax,) = [ax for ax in saved_figures[0].axes if ax.get_visible()]
+    assert len(ax.get_legend().get_texts()) == 30
+    assert ax.get_position().height > 0.3  # (of the figure)
+
+
 def test_fewer_than_100_episodes_are_plotted(tmp_path: Path, saved_figures: list[Figure]) -> None:
     log_dir = _episode_run(tmp_path, "ppo", "CartPole-v1", [float(i) for i in range(30)])
     assert (Path(log_dir) / "returns100.csv").read_text() == "frame,mean,std,max,min\n"

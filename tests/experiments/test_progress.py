@@ -71,6 +71,38 @@ def test_plain_lines_at_every_tenth_when_not_a_terminal() -> None:
     assert all(" fps, " in line and " elapsed" in line for line in lines)
 
 
+def test_plain_lines_of_a_later_call_start_at_its_first_frame() -> None:
+    """A second ``train(frames=...)`` (or a resumed run) began at frame 1,001 of 2,000: its
+    first line, printed at once, read "1,001/2,000 frames (50%), 0 fps"."""
+    buffer = io.StringIO()
+    with TrainingProgress(2000, "dqn", console=_plain_console(buffer)) as bar:
+        for frame in range(1001, 2001):
+            bar.update(frame, 45, 21.0)
+    lines = buffer.getvalue().splitlines()
+    assert lines[0].startswith("dqn: 1,200/2,000 frames (60%), ")
+    assert not any(" 0 fps" in line for line in lines)
+
+
+def test_a_later_train_call_shows_the_experiments_frames_and_episodes(
+        tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A ``train(frames=N)`` with its N frames already done printed "0/N frames (0%), 0 fps,
+    episodes 0, return(100) -"."""
+    from looprl.environments import GymEnvironment
+    from looprl.experiments import make_experiment
+    from looprl.presets.classic_control import dqn
+
+    env = GymEnvironment("CartPole-v1")
+    preset = dqn.env(env).hyperparameters(hidden=16).device("cpu").build()
+    experiment = make_experiment(preset, env, train_steps=200, logdir=str(tmp_path), seed=0)
+    experiment.train(frames=200)
+    capsys.readouterr()
+    experiment.train(frames=200)
+    experiment.close()
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"dqn on CartPole-v1: {experiment.frame}/200 frames (100%), ")
+    assert f"episodes {experiment.episode}, " in line and experiment.episode > 0
+
+
 def test_a_run_past_its_budget_has_no_time_left() -> None:
     """A run stops at a step (or, on Ray, a poll) after its budget: the frames go past it,
     the time left stays 0 (it read "-1:59:59 left")."""

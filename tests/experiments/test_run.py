@@ -113,6 +113,20 @@ def test_a_run_that_never_trained_says_so(tmp_path: Path,
         caplog.clear()
 
 
+def test_a_search_warns_once_that_its_agents_never_trained(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Each individual of an ES generation or Optuna trial with the same too-small budget
+    repeated the same warning (4 lines for 2 generations of 2)."""
+    preset = SMALL_DQN.hyperparameters(replay_start_size=500).env("CartPole-v1").build()
+    with caplog.at_level("WARNING"):
+        for _ in range(3):
+            experiment = make_experiment(preset, GymEnvironment("CartPole-v1"), train_steps=50,
+                                         logdir=str(tmp_path), quiet=True, seed=0)
+            experiment.train(frames=50)
+            experiment.close()
+    assert caplog.text.count("the agent never trained in its 50 frames") == 1
+
+
 def test_run_experiment_verbose_false_writes_no_losses(tmp_path: Path) -> None:
     (result,) = run_experiment(
         SMALL_DQN, GymEnvironment("CartPole-v1"), 500,

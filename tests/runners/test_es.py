@@ -186,6 +186,20 @@ def test_bad_inputs_are_one_line_errors(small_ppo):
         assert "\n" not in str(info.value)
 
 
+def test_a_cma_option_cma_cannot_read_is_one_line_not_its_warnings(small_ppo):
+    """cma warned (``UserWarning: "abc" is not a safe string``, 4 times for ``popsize``)
+    before the error, and for ``tolfun`` kept "abc" and searched on."""
+    import warnings
+    for option in ("tolfun", "popsize"):
+        with warnings.catch_warnings(record=True) as caught, pytest.raises(
+                TypeError, match=f"^strategy_options of cma: a value of \\{{'{option}': 'abc'\\}} "
+                                 "has a type cma cannot take \\(\"abc\" is not a safe string\\)"):
+            warnings.simplefilter("always")
+            _es(small_ppo, search_targets={"lr": (1e-4, 1e-2)}, strategy="cma",
+                strategy_options={option: "abc"})
+        assert not [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+
+
 def test_searching_the_parameters_of_a_preset_without_one_model_says_how_to_search():
     from looprl.presets import continuous
     # was "The sac preset has no 'model' network to search", with no way out

@@ -128,6 +128,17 @@ def test_eval_every_keeps_the_best_agent_so_far(small_ppo, tmp_path):
                 str(tmp_path / "best.gif"), "--max-steps", "20"]) == 0
 
 
+def test_eval_every_shows_no_progress_of_an_empty_last_chunk(small_ppo, capsys):
+    """Its loop's last ``train(0)``, after the final evaluation, printed the final progress
+    line again, at "0 fps"."""
+    runner = OnlineRunner(small_ppo, "CartPole-v1", num_steps=128, seed=0, eval_episodes=1,
+                          eval_every=64)
+    runner.run()
+    runner.close()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines and not [line for line in lines if " 0 fps" in line]
+
+
 def test_eval_every_without_evaluation_episodes_is_refused(small_ppo, tmp_path):
     # was: every evaluation a NaN row of eval_results.csv, no best_preset.pt ever saved, and
     # results' "best" the first NaN, silently

@@ -69,6 +69,10 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
     train_results, eval_results = run.runner.run()
     if run.runner.preset is not None:
         run.runner.preset.save(str(Path(output_dir) / "preset.pt"))
+    if cfg.runner.name == "online" and not cfg.logging.quiet:  # (as a Ray run's, below)
+        log.info("%s on %s: %d frames, %d episodes, test return %.1f", run.runner.experiment.name,
+                 cfg.env, train_results["step"], train_results["episodes"],
+                 eval_results["mean_eval_reward"])
     run.runner.close()
     return _write_results(cfg, output_dir, train_results, eval_results)
 
@@ -424,6 +428,8 @@ def main(argv: list[str]) -> int:
         app()
     finally:  # Hydra configures logging for its jobs: leave the caller's as it was
         sys.argv = saved
+        for handler in set(root.handlers) - set(handlers):  # (its app.log: a file left open)
+            handler.close()
         root.handlers[:], root.level = handlers, level
         if claimed is not None and claimed.is_dir() and not any(claimed.iterdir()):
             _remove_if_empty(claimed)  # (Hydra stopped before the run began)

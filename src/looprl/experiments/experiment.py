@@ -16,7 +16,7 @@ from looprl.agents.shell import seed_units
 from looprl.collector import EnvRunner, Episode
 from looprl.core import Preset, RolloutResult, StateArray
 from looprl.core.preset import check_built
-from looprl.core.suggest import check_count, check_seed
+from looprl.core.suggest import check_count, check_seed, warn_once
 from looprl.environments import AtariEnvironment, Environment, VectorEnvironment
 from looprl.environments.base import wrapped_seed
 from looprl.environments.bodies import body_states
@@ -107,11 +107,12 @@ def warn_untrained(experiment: Experiment) -> None:
 
 
 def warn_never_trained(name: str, env: str, frames: int) -> None:
-    """The warning of a run (on any runtime) whose budget ended before its first update."""
-    log.warning("%s on %s: the agent never trained in its %d frames (its first update needs "
-                "more: replay_start_size and update_frequency, n_envs x n_steps or "
-                "min_batch_size); its results are those of the untrained agent. Raise the frames "
-                "or lower those hyperparameters", name, env, frames)
+    """The warning of a run (on any runtime) whose budget ended before its first update
+    (once: a search's trials and individuals share their budget)."""
+    warn_once(log, "%s on %s: the agent never trained in its %d frames (its first update needs "
+              "more: replay_start_size and update_frequency, n_envs x n_steps or "
+              "min_batch_size); its results are those of the untrained agent. Raise the frames "
+              "or lower those hyperparameters", name, env, frames)
 
 
 def flush_logger(logger: Any) -> None:
@@ -226,8 +227,7 @@ class Experiment:
     def _attach(self, components: list[MetaComponent]) -> None:
         self.hub = agent_hub(components, self.agent, self.training_env)
 
-    def _check_render(self) -> None:
-        """``ValueError`` if ``render=True`` but the environment cannot show itself."""
+    def _check_render(self) -> None:  # (ValueError: render=True, and env cannot show itself)
         if self.render:
             check_window(self.env)
 
@@ -264,6 +264,7 @@ class Experiment:
         status = dashboard(self.logger, self._hp, self.agent_returns100)
         with TrainingProgress(total, f"{self.name} on {self.env.name}", quiet=self.quiet,
                               status=status) as self._progress:
+            self._progress.update(self.frame, self.episode, self.logger.mean_return100)
             try:
                 self._train(frames, episodes)
             except FloatingPointError as error:

@@ -138,8 +138,8 @@ def _step(logger: ExperimentLogger, step: str | int) -> int:
 
 
 class ExperimentLogger(Logger):
-    """Logger writing into one run directory (``log_dir``); the loop sets its ``frame``
-    and ``episode`` counters.
+    """Logger writing into one run directory (``log_dir``, absolute: a later ``os.chdir`` moves
+    no file; ``~`` is the home directory); the loop sets its ``frame`` and ``episode`` counters.
 
     Args:
         verbose: when False, ``add_loss``, ``add_schedule`` and ``add_info`` write nothing.
@@ -157,7 +157,6 @@ class ExperimentLogger(Logger):
         _check_names(agent_name=agent_name, env_name=env_name)
         self.agent_name, self.env_name, self.verbose = agent_name, env_name, verbose
         self.loss_every, self.frame, self.episode = int(loss_every), 0, 0
-        # (absolute: a later os.chdir moves no file; ``~``: the home directory, not a folder)
         self._logdir, self._wandb_options = os.path.abspath(os.path.expanduser(logdir)), wandb
         self._open(run_name, run_info)
 

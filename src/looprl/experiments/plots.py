@@ -183,7 +183,9 @@ def _figure(runs: list[_Run], timesteps: int) -> Figure:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(5.5 * ncols, 4.0 * nrows), layout="constrained")
+    legend = max(sum(run.env == env for run in runs) for env in envs)  # (its lines)
+    height = max(4.0, 1.5 + 0.2 * legend)  # (a sweep's: the axes keep room beside it)
+    fig = Figure(figsize=(5.5 * ncols, height * nrows), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
     agents = sorted({run.agent for run in runs})  # one color each, the same in every subplot

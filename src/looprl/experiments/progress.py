@@ -121,8 +121,8 @@ class TrainingProgress:
         self._last = (frame, episode, mean_return)
         now = time.monotonic()
         if self._lines is not None:
-            if self._first_frame is None:
-                self._first_frame = frame
+            if self._first_frame is None:  # (a later train() call's: its next tenth on)
+                self._first_frame, self._next_line_frame = frame, self._next_milestone(frame)
             if frame >= self._next_line_frame or now >= self._next_refresh:
                 self._print_line(now)
         elif now >= self._next_refresh:

@@ -245,7 +245,8 @@ class Runner:
             self.new_agent(train_steps=num_steps)
         start, logger = time.perf_counter(), self.experiment.logger
         seen = len(logger.returns)
-        self.experiment.train(frames=self.experiment.frame + num_steps)
+        if num_steps:  # (0: nothing to train, no progress line to show)
+            self.experiment.train(frames=self.experiment.frame + num_steps)
         returns = logger.returns[seen:]
         return {"step": self.experiment.frame, "episodes": self.experiment.episode,
                 "returns": returns, "mean_return": mean_return(returns),

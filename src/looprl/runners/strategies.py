@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -65,13 +66,17 @@ class CMAES:
             settings["AdaptSigma"] = cma.sigma_adaptation.CMAAdaptSigmaCSA
         settings.update(options or {})
         try:
-            self._es = cma.CMAEvolutionStrategy(x0, float(sigma), settings)
+            with warnings.catch_warnings():  # (a value it cannot read: cma warns, keeps it)
+                warnings.filterwarnings("error", category=UserWarning,
+                                        module="cma.options_parameters")
+                self._es = cma.CMAEvolutionStrategy(x0, float(sigma), settings)
         except ValueError as error:  # (cma's lists every valid option, over many lines)
             raise ValueError(f"strategy_options of cma: {str(error).splitlines()[0]} (the "
                              "options are cma.CMAOptions())") from None
-        except TypeError as error:  # (a value of another type: cma's names no option)
+        except (TypeError, UserWarning) as error:  # (another type: cma's names no option)
             raise TypeError(f"strategy_options of cma: a value of {options} has a type cma "
-                            f"cannot take ({error}); see cma.CMAOptions()") from None
+                            f"cannot take ({str(error).partition(' (known words')[0]}); see "
+                            "cma.CMAOptions()") from None
 
     @property
     def mean(self) -> np.ndarray:
