@@ -125,7 +125,8 @@ def test_short_train_run_succeeds(tmp_path: Path, capsys: pytest.CaptureFixture[
     code = main(["train", "ppo", "CartPole-v1", "--frames", "400", "--test-episodes", "1",
                  "--logdir", str(tmp_path), "--quiet"])
     assert code == 0
-    assert "evaluation: mean return" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "evaluation: mean return" in out and out.split("over 1 ")[1].startswith("episode\n")
 
 
 def test_the_commands_train_prints_are_quoted_for_the_shell(

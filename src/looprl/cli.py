@@ -116,7 +116,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(f"{result.agent} on {result.env}: {result.frames:,} frames, {result.episodes:,} episodes")
     if result.test_returns:
         print(f"evaluation: mean return {result.test_mean:.1f} +/- {result.test_std:.1f} "
-              f"over {len(result.test_returns)} episodes")
+              f"over {len(result.test_returns)} episode{'s' * (len(result.test_returns) > 1)}")
     _saved(preset, Path(result.log_dir), args.logdir, plot=result.episodes > 0)
     return 0
 
