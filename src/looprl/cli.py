@@ -113,10 +113,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"interrupted at frame {stop.frame:,}; the preset as trained so far is saved")
         _saved(preset, Path(stop.log_dir), args.logdir, plot=False)
         return 130
-    print(f"{result.agent} on {result.env}: {result.frames:,} frames, {result.episodes:,} episodes")
-    if result.test_returns:
-        print(f"evaluation: mean return {result.test_mean:.1f} +/- {result.test_std:.1f} "
-              f"over {len(result.test_returns)} episode{'s' * (len(result.test_returns) > 1)}")
+    if args.quiet:  # (else run_experiment printed it)
+        print(result.summary())
     _saved(preset, Path(result.log_dir), args.logdir, plot=result.episodes > 0)
     return 0
 

@@ -163,6 +163,8 @@ def test_not_quiet_draws_progress(tmp_path: Path, capfd: pytest.CaptureFixture[s
     )
     out, err = capfd.readouterr()
     assert "frames" in out + err
+    # the summary, as ALL printed its test returns unless quiet
+    assert re.search(r"^evaluation: mean return \S+ \+/- 0\.0 over 1 episode$", out, re.M)
 
 
 def test_single_env_experiment_train_twice_continues(tmp_path: Path) -> None:

@@ -53,6 +53,14 @@ class ExperimentResult:
     def test_std(self) -> float:
         return float(np.std(self.test_returns)) if self.test_returns else math.nan
 
+    def summary(self) -> str:
+        """The lines ``run_experiment`` prints unless ``quiet`` (as ALL's printed its test
+        returns): the frames and episodes trained, and the evaluation's mean return."""
+        n = len(self.test_returns)
+        return f"{self.agent} on {self.env}: {self.frames:,} frames, {self.episodes:,} episodes" + (
+            f"\nevaluation: mean return {self.test_mean:.1f} +/- {self.test_std:.1f} over {n} "
+            f"episode{'s' * (n > 1)}" if n else "")
+
 
 class TrainingInterrupted(KeyboardInterrupt):
     """Ctrl-C during ``run_experiment``: the run's logs (in ``log_dir``) were flushed and
@@ -230,9 +238,8 @@ def _run(experiment: Experiment, frames: float, test_episodes: int) -> Experimen
     result = ExperimentResult(experiment.name, experiment.env.name,
                               str(experiment.logger.log_dir), experiment.frame,
                               experiment.episode, returns, each)
-    if returns:
-        log.info("%s on %s: test return %.1f +/- %.1f over %d episodes", result.agent,
-                 result.env, result.test_mean, result.test_std, len(returns))
+    if not experiment.quiet:
+        print(result.summary(), flush=True)
     return result
 
 
