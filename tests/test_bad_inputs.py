@@ -110,6 +110,29 @@ def test_a_checkpoint_of_a_module_since_removed_is_one_line(tmp_path: Path, monk
               "start the run anew")
 
 
+@pytest.mark.parametrize("module", ["__main__", "__mp_main__"])  # (a spawned child's copy)
+def test_a_checkpoint_of_a_class_of_the_users_script_says_to_move_it_to_a_module(
+        tmp_path: Path, monkeypatch, module: str) -> None:
+    import types
+
+    class MyEnv:
+        """A user's class, defined in the script."""
+
+    MyEnv.__module__, MyEnv.__qualname__ = module, "MyEnv"
+    script = types.ModuleType(module)
+    script.MyEnv = MyEnv
+    monkeypatch.setitem(sys.modules, module, script)
+    saved = tmp_path / "checkpoint.pt"
+    torch.save({"env": MyEnv()}, saved)
+    if module == "__main__":  # (another script: its __main__ has no such class)
+        monkeypatch.delattr(script, "MyEnv")
+    else:  # (the parent of the spawned child that wrote it)
+        monkeypatch.delitem(sys.modules, module)
+    with pytest.raises(ValueError) as error:
+        load_file(saved, "checkpoint", "start the run anew")
+    _one_line(error, "defined in the script that wrote it", "in a module that both import")
+
+
 def test_a_file_as_log_directory_is_one_line(tmp_path: Path) -> None:
     logdir = tmp_path / "a_file"
     logdir.write_text("")

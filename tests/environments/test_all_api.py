@@ -106,6 +106,21 @@ def test_a_vector_environment_over_an_async_vector_env_refuses_copies_and_keeps_
         env.close()
 
 
+def test_a_vector_environment_over_a_wrapped_spawned_async_vector_env_refuses_copies() -> None:
+    vec_env = gymnasium.wrappers.vector.RecordEpisodeStatistics(gymnasium.make_vec(
+        "CartPole-v1", num_envs=1, vectorization_mode="async", vector_kwargs={"context": "spawn"}))
+    env = GymVectorEnvironment(vec_env, "cartpole")
+    try:
+        assert env.reset(seed=0).shape == (1,)
+        with pytest.raises(TypeError, match="^cartpole: .*AsyncVectorEnv.*make a new one"):
+            copy.deepcopy(env)
+        with pytest.raises(TypeError, match="cannot be copied or pickled"):
+            pickle.dumps(env)
+        assert env.step(torch.tensor([1])).shape == (1,)  # (a half-made copy closed its pipes)
+    finally:
+        env.close()
+
+
 def test_gym_environment_with_alls_keywords() -> None:
     seen = []
 

@@ -340,6 +340,23 @@ def test_vector_unknown_id() -> None:
         GymVectorEnvironment("CartPol-v1", 2)
 
 
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])  # (native, sync fallback)
+def test_a_vectorization_mode_is_one_line_pointing_to_a_made_async_vector_env(env_id) -> None:
+    with pytest.raises(TypeError, match=r"no vectorization_mode.*gymnasium\.make_vec\(id"):
+        GymVectorEnvironment(env_id, 2, vectorization_mode="async")
+
+
+def test_gym_make_arguments_next_to_a_factory_are_refused_not_dropped() -> None:
+    with pytest.raises(TypeError, match=r"\['max_episode_steps'\].*inside the factory"):
+        GymVectorEnvironment(partial(gym.make, "CartPole-v1"), 2, max_episode_steps=5)
+    env = GymEnvironment("CartPole-v1", wrap_env=gym.wrappers.FlattenObservation,
+                         max_episode_steps=5).duplicate(2)  # (its copies' factory holds them)
+    env.reset()
+    for _ in range(4):
+        env.step(torch.tensor([0, 1]))
+    assert env.step(torch.tensor([0, 1])).done.all()
+
+
 def test_invalid_action_is_a_clear_error() -> None:
     env = GymEnvironment("CartPole-v1")
     env.reset()

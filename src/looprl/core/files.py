@@ -12,6 +12,9 @@ import torch
 
 __all__ = ["check_writable", "find_one", "load_file", "save_atomically", "write_atomically"]
 
+#: a script's own module, and its copy in a process started with ``spawn`` (macOS, Windows)
+_SCRIPT_MODULES = ("__main__", "__mp_main__")
+
 
 def save_atomically(obj: Any, path: str | Path) -> None:
     """``torch.save(obj)`` at ``path`` through a temporary file beside it, renamed over it at
@@ -43,6 +46,8 @@ def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None
         return torch.load(path if data is None else io.BytesIO(data), weights_only=False,
                           map_location=map_location)
     except ModuleNotFoundError as error:
+        if error.name in _SCRIPT_MODULES:
+            raise _of_a_script(path, what, f"the module {error.name!r}") from None
         if (error.name or "").startswith("looprl."):  # as ``looprl.memory.nstep`` went
             raise ValueError(f"{path} holds a {what} written by another version of looprl: "
                              f"its module {error.name!r} was removed or renamed since; "
@@ -53,6 +58,8 @@ def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None
     except AttributeError as error:
         if "Can't get attribute" not in str(error):
             raise _unreadable(path, what, remedy, error) from None
+        if any(f"module '{name}'" in str(error) for name in _SCRIPT_MODULES):
+            raise _of_a_script(path, what, str(error).splitlines()[0]) from None
         raise ValueError(f"{path} holds a {what} written by another version of looprl: "
                          f"{str(error).splitlines()[0]} (a class it refers to was renamed or "
                          f"removed since); {remedy}") from None
@@ -63,6 +70,14 @@ def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None
         raise _unreadable(path, what, remedy, error) from None
     except Exception as error:  # a damaged pickle can fail in any of a dozen ways
         raise _unreadable(path, what, remedy, error) from None
+
+
+def _of_a_script(path: Path, what: str, missing: str) -> ValueError:
+    """The error of a file that refers to a class (or function) of the script that wrote it."""
+    return ValueError(f"{path} holds a {what} that refers to a class or function defined in "
+                      f"the script that wrote it, which pickle finds only in that script "
+                      f"({missing}): define it in a module that both import (a .py file "
+                      f"beside the script), and write the {what} again")
 
 
 def _unreadable(path: Path, what: str, remedy: str, error: Exception) -> ValueError:

@@ -207,14 +207,15 @@ class GymEnvironment(Environment):
 
     def duplicate(self, n: int) -> GymVectorEnvironment:
         """``n`` copies as a ``GymVectorEnvironment`` (deep copies of a given ``gym.Env``)."""
+        kwargs: dict[str, Any] = {}
         if self._given is not None:
             env = partial(deep_copy, self.env, self.name)
         elif self._wrap_env is not None:  # made from the id, each copy wrapped alike
             env = partial(_made_and_wrapped, self._id, self._wrap_env, self._make_kwargs)
         else:
-            env = self._id
+            env, kwargs = self._id, self._make_kwargs
         return GymVectorEnvironment(env, n, device=self.device, name=self.name,
-                                    seed=self.given_seed, **self._make_kwargs)
+                                    seed=self.given_seed, **kwargs)
 
 
 def gym_registrations(*envs: Any) -> dict[str, Any]:

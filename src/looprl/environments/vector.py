@@ -35,7 +35,18 @@ from looprl.environments.gym_helpers import (
 
 def make_vector_env(env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: Any
                     ) -> gym.vector.VectorEnv:
-    """Gymnasium's own vector env of ``env_id`` (an id or a factory), else a ``SyncVectorEnv``."""
+    """Gymnasium's own vector env of ``env_id`` (an id or a factory), else a ``SyncVectorEnv``;
+    ``kwargs``: ``gym.make``'s, of an id only."""
+    if "vectorization_mode" in kwargs or "vector_kwargs" in kwargs:
+        raise TypeError("GymVectorEnvironment(env, n_envs) steps its copies in this process and "
+                        "takes no vectorization_mode or vector_kwargs: for Gymnasium's other "
+                        "vector environments (copies in subprocesses), make one and give it, "
+                        "GymVectorEnvironment(gymnasium.make_vec(id, n_envs, "
+                        "vectorization_mode='async'), name)")
+    if callable(env_id) and kwargs:
+        raise TypeError(f"GymVectorEnvironment(factory, n_envs) got gym.make arguments "
+                        f"{sorted(kwargs)}, which a factory does not take: pass them to "
+                        f"gymnasium.make inside the factory")
     if not callable(env_id):
         check_env_id(env_id)
         if gym.spec(env_id).vector_entry_point:
@@ -168,9 +179,10 @@ class NumpyVectorEnvironment(VectorEnvironment):
             raise self._failure("close", error) from error
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        """As ``object``'s, refused in one line over an ``AsyncVectorEnv``: a copy of its pipes
-        to the subprocesses would close the original's when it is dropped."""
-        if isinstance(self.env, gym.vector.AsyncVectorEnv):
+        """As ``object``'s, refused in one line over an ``AsyncVectorEnv`` (in vector wrappers
+        too): a copy of its pipes to the subprocesses would close the original's when it is
+        dropped."""
+        if isinstance(self.env.unwrapped, gym.vector.AsyncVectorEnv):
             raise TypeError(f"{self.name}: a {type(self).__name__} over a gymnasium "
                             "AsyncVectorEnv (copies in subprocesses) cannot be copied or "
                             "pickled; make a new one for each copy")
