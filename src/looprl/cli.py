@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import errno
 import importlib
 import json
 import logging
@@ -113,8 +114,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"interrupted at frame {stop.frame:,}; the preset as trained so far is saved")
         _saved(preset, Path(stop.log_dir), args.logdir, plot=False)
         return 130
-    if args.quiet:  # (else run_experiment printed it)
-        print(result.summary())
+    print(result.summary())
     _saved(preset, Path(result.log_dir), args.logdir, plot=result.episodes > 0)
     return 0
 
@@ -390,6 +390,9 @@ def guarded(command: Callable[[], int]) -> int:
         message, cause = one_line(error), error.__cause__
         if cause is not None and type(error).__module__.startswith("hydra"):  # (its reason)
             message = f"{message}: {str(cause).strip().splitlines()[0]}"
+        if getattr(error, "errno", None) == errno.ENOSPC and "disk is full" not in message:
+            message += (" (the disk is full: free some space, or write the run elsewhere: "
+                        "--logdir, logdir=, hydra.run.dir=; what was written so far is kept)")
         print(f"looprl: error: {message}", file=sys.stderr)
         return 2
 

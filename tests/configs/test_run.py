@@ -105,7 +105,10 @@ def test_a_local_run_ends_with_its_summary_as_a_ray_run_does(tmp_path: Path) -> 
     results = json.loads((tmp_path / "results.json").read_text())
     train, mean = results["train"], results["eval"]["mean_eval_reward"]
     assert (f"ppo on CartPole-v1: {train['step']} frames, {train['episodes']} episodes, "
-            f"test return {mean:.1f}") in (tmp_path / "app.log").read_text()
+            f"test return {mean:.1f} over 2 episodes\n") in (tmp_path / "app.log").read_text()
+    run(["frames=64", "test_episodes=0", "algorithm.n_envs=2", "algorithm.n_steps=32",
+         "algorithm.hidden=16", f"hydra.run.dir={tmp_path / 'none'}"])
+    assert "episodes\n" in (tmp_path / "none" / "app.log").read_text()  # (no "test return nan")
 
 
 def test_a_run_closes_the_log_file_hydra_opened(tmp_path: Path) -> None:

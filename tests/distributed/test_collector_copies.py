@@ -206,9 +206,10 @@ def test_a_return_sums_the_envs_rewards_in_float64_and_the_rows_keep_float32():
     from looprl.environments.srl_adapters import GymnasiumEnvironment
 
     vector = GymVectorEnvironment(gymnasium.vector.SyncVectorEnv([Tenths]), "Tenths")
-    for env in ((lambda: GymnasiumEnvironment(Tenths())), vector,  # (SRL copies; vector envs)
-                DuplicateEnvironment([GymEnvironment(Tenths(), name="Tenths")])):
-        runner = EnvRunner(env, segment_length=500)
+    for env, process in (((lambda: GymnasiumEnvironment(Tenths())), None),  # (SRL copies)
+                         (vector, None), (vector, lambda states: states),  # (bodies)
+                         (DuplicateEnvironment([GymEnvironment(Tenths(), name="Tenths")]), None)):
+        runner = EnvRunner(env, segment_length=500, process=process)
         rows, episodes = collect(runner, 1001)
         assert [e.length for e in episodes] == [1000]
         assert abs(episodes[0].ret - 100.0) < 1e-9, episodes[0].ret

@@ -17,7 +17,8 @@ import torch
 
 from helpers import LinearPolicy, kill_worker_when
 from looprl.agents import PPGTrainer, PPOTrainer
-from looprl.agents.dqn import DQNTrainer
+from looprl.agents.dqn import DQNPolicy, DQNTrainer
+from looprl.approximation import QNetwork
 from looprl.core import NamedArray, Policy, SampleBatch
 from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
 from looprl.distributed.ddp import TrainerGroup, rendezvous, tcp_rendezvous
@@ -184,10 +185,14 @@ def test_ddp_looks_for_unused_parameters_only_where_a_loss_leaves_some_out(tmp_p
         user = LinearPolicy()
         group.distribute(user)
         looked["user"] = user.net.find_unused_parameters  # (unknown: DDP looks)
+        linear = torch.nn.Linear(4, 2)  # (a user's network)
+        own_q = DQNPolicy(QNetwork(linear, torch.optim.Adam(linear.parameters())), 2)
+        group.distribute(own_q)
+        looked["user q"] = own_q.approximation._ddp.find_unused_parameters
     finally:
         torch.distributed.destroy_process_group()
     assert looked == {"ppo": False, "shared": False, "auxiliary": True, "dqn": False,
-                      "user": True}
+                      "user": True, "user q": True}
 
 
 def test_more_trainers_than_actors_is_a_one_line_error():

@@ -156,15 +156,17 @@ def test_quiet_prints_nothing(tmp_path: Path, capfd: pytest.CaptureFixture[str])
     assert out == "" and err == ""
 
 
-def test_not_quiet_draws_progress(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    run_experiment(
-        SMALL_DQN, GymEnvironment("CartPole-v1"), 300,
-        logdir=str(tmp_path), quiet=False, test_episodes=1,
-    )
+def test_not_quiet_draws_progress(tmp_path: Path, capfd: pytest.CaptureFixture[str],
+                                  caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("INFO", logger="looprl"):
+        run_experiment(
+            SMALL_DQN, GymEnvironment("CartPole-v1"), 300,
+            logdir=str(tmp_path), quiet=False, test_episodes=1,
+        )
     out, err = capfd.readouterr()
     assert "frames" in out + err
-    # the summary, as ALL printed its test returns unless quiet
-    assert re.search(r"^evaluation: mean return \S+ \+/- 0\.0 over 1 episode$", out, re.M)
+    # the summary (ALL printed its test returns unless quiet)
+    assert re.search(r"^evaluation: mean return \S+ \+/- 0\.0 over 1 episode$", caplog.text, re.M)
 
 
 def test_single_env_experiment_train_twice_continues(tmp_path: Path) -> None:

@@ -178,7 +178,8 @@ def test_bad_inputs_are_one_line_errors(small_ppo):
           for rate in (-1, 0, "abc", float("inf"))],
         (dict(search_targets={"lr": (1e-4, 1e-2)}, strategy="cma",
               strategy_options={"popsize": "abc"}), TypeError,
-         r"^strategy_options of cma: a value of \{'popsize': 'abc'\} has a type cma cannot"),
+         r"^strategy_options of cma: a value of \{'popsize': 'abc'\} is of a type or has a "
+         r"text cma cannot read"),
     ]
     for kwargs, error, message in cases:
         with pytest.raises(error, match=message) as info:
@@ -193,7 +194,8 @@ def test_a_cma_option_cma_cannot_read_is_one_line_not_its_warnings(small_ppo):
     for option in ("tolfun", "popsize"):
         with warnings.catch_warnings(record=True) as caught, pytest.raises(
                 TypeError, match=f"^strategy_options of cma: a value of \\{{'{option}': 'abc'\\}} "
-                                 "has a type cma cannot take \\(\"abc\" is not a safe string\\)"):
+                                 "is of a type or has a text cma cannot read "
+                                 "\\(\"abc\" is not a safe string\\)"):
             warnings.simplefilter("always")
             _es(small_ppo, search_targets={"lr": (1e-4, 1e-2)}, strategy="cma",
                 strategy_options={option: "abc"})

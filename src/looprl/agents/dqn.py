@@ -56,8 +56,10 @@ class DQNPolicy(ApproximationPolicy):
 
     @property
     def unused_parameters(self) -> bool:
-        """None: the losses take the network's one output, the action values."""
-        return False
+        """None in looprl's networks (the losses take their one output, the action values);
+        a user's network may have some."""
+        model = getattr(self.q.model, "model", self.q.model)  # (inside QModule, QDistModule)
+        return not type(model).__module__.startswith("looprl.")
 
     def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0, exploration: Any = None,
                  seed: int | None = None, evaluation_epsilon: float = 0.0):

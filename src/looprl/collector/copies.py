@@ -308,7 +308,8 @@ class VectorCopies(Copies):
         self._start_streams(env.n_envs, 1, env.name, build)  # (one environment, not a list)
         self.env = env
         self.process = process
-        self.arrays = process is None and hasattr(env, "step_arrays")  # no StateArray made
+        self.raw = hasattr(env, "step_arrays")  # (its rewards as they came: float64)
+        self.arrays = process is None and self.raw  # no StateArray made
         self.everyone = np.ones(env.n_envs, dtype=bool)  # the copies a step moves, mostly
         self.everyone.flags.writeable = False
         self._ones = np.ones(env.n_envs, dtype=np.int64)  # (``lengths += 1``, cheaper)
@@ -340,15 +341,17 @@ class VectorCopies(Copies):
         if len(asked) != self.env.n_envs:
             raise RuntimeError(f"a vector environment steps all of its {self.env.n_envs} copies "
                                f"at once; {len(asked)} were asked for actions")
-        step = self.env.step_arrays if self.arrays else self.env.step
+        step = self.env.step_arrays if self.raw else self.env.step
         output = self._call(runner, None, "step", step, action)
         if output is None:
             return ~self.everyone  # rebuilt and reset: none stepped
         if self.arrays:
             obs, reward, terminated, truncated = output
             rows, over = (obs, reward, terminated, truncated > terminated), terminated | truncated
-        else:
-            rows, reward, over = self._rows(output), as_numpy(output.reward), as_numpy(output.done)
+        else:  # (the rows of the processed states; the return of the rewards as they came)
+            state = self.env.state if self.raw else output
+            rows, over = self._rows(state), as_numpy(state.done)
+            reward = output[1] if self.raw else as_numpy(state.reward)
         self.lengths += self._ones
         stepped = self.everyone
         if self.ended:  # the previous step ended some: those copies reset (actions ignored)

@@ -20,7 +20,7 @@ from looprl.configs import (
 )
 from looprl.configs.sources import (
     PRIMARY,
-    check_header,
+    check_package_header,
     config_dir,
     config_keys,
     config_name,
@@ -181,16 +181,18 @@ def _check_listed_once(group: str, choices: list[str]) -> None:
 def _check_appended(overrides: list[str], groups: list[str]) -> None:
     """Choosing one of the user's ``groups`` needs ``+`` (``+experiment=NAME``) with the
     ``looprl`` config, and the chosen file its ``# @package`` header on top."""
-    if config_name(overrides) != PRIMARY:  # (also checks -cn, and -cd's directory)
+    if not groups or config_name(overrides) != PRIMARY:  # (also checks -cn, -cd's directory)
         return
+    directory = config_dir(overrides)  # (groups: there is one)
     for arg in overrides:
         group, _, name = arg.partition("=")
         if not arg.startswith(("+", "-", "~")) and group in groups:
             raise ValueError(f"{arg}: the looprl config has no {group} in its "
                              f"defaults; add it with +{arg}")
-        path = (config_dir(overrides) or Path()) / group.lstrip("+") / f"{name}.yaml"
-        if group.startswith("+") and group[1:] in groups and path.is_file():
-            check_header(path)
+        if group.startswith("+") and group[1:] in groups:
+            path = Path(directory, group[1:], f"{name}.yaml")
+            if path.is_file():
+                check_package_header(path)
 
 
 def _meta_key(option: str) -> str:

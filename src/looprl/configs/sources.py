@@ -15,9 +15,9 @@ from typing import Any
 
 from looprl.core.suggest import did_you_mean
 
-__all__ = ["GROUPS", "MIGHTY_KEYS", "PRIMARY", "check_config_keys", "check_header", "compose",
-           "config_dir", "config_keys", "config_name", "flag_value", "key_hint", "saved_sources",
-           "user_groups"]
+__all__ = ["GROUPS", "MIGHTY_KEYS", "PRIMARY", "check_config_keys", "check_package_header",
+           "compose", "config_dir", "config_keys", "config_name", "flag_value", "key_hint",
+           "saved_sources", "user_groups"]
 
 #: the config ``looprl run`` composes unless ``-cn`` names another
 PRIMARY = "looprl"
@@ -86,7 +86,7 @@ def user_groups(argv: list[str] | tuple[str, ...]) -> dict[str, list[str]]:
     return groups
 
 
-def check_header(path: Path) -> None:
+def check_package_header(path: Path) -> None:
     """A ``# @package`` line of ``path`` below another line (a comment too) is a one-line
     ``ValueError``: Hydra reads a header only above every other line, and ignored it (then
     an experiment's ``override /algorithm: ...`` failed as "Could not override ...")."""

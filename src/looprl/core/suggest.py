@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import errno
 import linecache
 import logging
 import math
@@ -200,8 +199,4 @@ def is_out_of_memory(error: BaseException) -> bool:
 def one_line(error: BaseException) -> str:
     """``error``'s message on one line (a ``KeyError``'s without its quotes)."""
     message = error.args[0] if type(error) is KeyError and error.args else error
-    text = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
-    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
-        text += (" (the disk is full: free some space, or write the run elsewhere: --logdir, "
-                 "logdir=, hydra.run.dir=; what was written so far is kept)")
-    return text
+    return " ".join(part.strip() for part in str(message).splitlines() if part.strip())

@@ -129,7 +129,7 @@ class WorkerPool:
     def _not_placed(self, ray: Any, missing: list[str]) -> None:
         rt, free, total = self.runtime, ray.available_resources(), ray.cluster_resources()
         _check_node_fits(ray, rt, missing)
-        if rt.reserved_cpus() <= total.get("CPU", 0) and rt.reserved_gpus() <= total.get("GPU", 0):
+        if _holds(total, rt):
             actors = any(name.startswith(("actor", "eval")) for name in missing)
             raise RuntimeError(
                 f"worker(s) {missing} did not start within {rt.placement_timeout:g}s, although "
@@ -236,12 +236,18 @@ class WorkerPool:
             Path(path).unlink(missing_ok=True)
 
 
+def _holds(resources: dict[str, float], rt: RuntimeConfig) -> bool:
+    """Whether ``resources`` (Ray's) hold the CPUs and GPUs the run reserves."""
+    return (rt.reserved_cpus() <= resources.get("CPU", 0)
+            and rt.reserved_gpus() <= resources.get("GPU", 0))
+
+
 def _warn_cluster_too_small(ray: Any, rt: RuntimeConfig) -> None:
     """Warn (one line) if the cluster has fewer CPUs or GPUs in all than the run reserves: the
     workers then wait ``placement_timeout`` for an autoscaler to add nodes. (A local instance
     the run starts is sized first: ``check_local_resources``.)"""
     total = ray.cluster_resources()
-    if rt.reserved_cpus() > total.get("CPU", 0) or rt.reserved_gpus() > total.get("GPU", 0):
+    if not _holds(total, rt):
         logger.warning(
             "the run reserves %g CPUs and %g GPUs and the Ray cluster has %g CPUs and %g GPUs "
             "in all: its workers wait up to runtime.placement_timeout=%gs for an autoscaler to "

@@ -151,8 +151,9 @@ def unpack_runs(archive: bytes, logdir: str) -> dict[str, str]:
             if run.is_dir():
                 relative = run.relative_to(unpacked)
                 target = claim_run_dir(Path(logdir, *relative.parts[:2]), run.name)
-                (target / "run.json").unlink()  # (the claim's: the run's own replaces it)
-                run.replace(target)
+                for item in run.iterdir():  # (into the claimed directory: never left empty)
+                    item.replace(target / item.name)  # (the run's run.json over the claim's)
+                run.rmdir()
                 claimed[str(relative)] = str(target)
         shutil.copytree(unpacked, logdir, dirs_exist_ok=True)  # (whatever else it wrote)
     return claimed

@@ -54,8 +54,8 @@ class ExperimentResult:
         return float(np.std(self.test_returns)) if self.test_returns else math.nan
 
     def summary(self) -> str:
-        """The lines ``run_experiment`` prints unless ``quiet`` (as ALL's printed its test
-        returns): the frames and episodes trained, and the evaluation's mean return."""
+        """The lines ``run_experiment`` logs (INFO) unless ``quiet`` and ``looprl train`` prints:
+        the frames and episodes trained, and the evaluation's mean return."""
         n = len(self.test_returns)
         return f"{self.agent} on {self.env}: {self.frames:,} frames, {self.episodes:,} episodes" + (
             f"\nevaluation: mean return {self.test_mean:.1f} +/- {self.test_std:.1f} over {n} "
@@ -238,8 +238,8 @@ def _run(experiment: Experiment, frames: float, test_episodes: int) -> Experimen
     result = ExperimentResult(experiment.name, experiment.env.name,
                               str(experiment.logger.log_dir), experiment.frame,
                               experiment.episode, returns, each)
-    if not experiment.quiet:
-        print(result.summary(), flush=True)
+    if not experiment.quiet:  # (logging.basicConfig(level=logging.INFO) shows it)
+        log.info("%s", result.summary())
     return result
 
 

@@ -97,8 +97,8 @@ def space_sample(space: Any) -> torch.Tensor:
     return State({"observation": torch.as_tensor(space.sample())}).as_input("observation")
 
 
-_BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm,
-                nn.LazyBatchNorm1d, nn.LazyBatchNorm2d, nn.LazyBatchNorm3d)
+#: (a lazy one becomes one of these at its first forward pass)
+_BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
 
 
 def run_checked(preset: str, key: str, value: Any, module: Any, inputs: Sequence[torch.Tensor],
@@ -111,7 +111,8 @@ def run_checked(preset: str, key: str, value: Any, module: Any, inputs: Sequence
     parameter = next(iter(module.parameters()), None) if modules else None
     if parameter is not None:  # (a module made on its device: ALL's ``constructor(env).cuda()``)
         inputs = [x.to(parameter.device) for x in inputs]
-    buffers = [(buffer, buffer.clone()) for buffer in module.buffers()] if modules else []
+    buffers = [(buffer, buffer.clone()) for buffer in module.buffers()  # (a lazy one's: none)
+               if not isinstance(buffer, nn.parameter.UninitializedBuffer)] if modules else []
     try:
         cuda = [parameter.device] if parameter is not None and parameter.is_cuda else []
         with torch.random.fork_rng(devices=cuda), torch.no_grad():

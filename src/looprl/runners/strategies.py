@@ -74,8 +74,9 @@ class CMAES:
             raise ValueError(f"strategy_options of cma: {str(error).splitlines()[0]} (the "
                              "options are cma.CMAOptions())") from None
         except (TypeError, UserWarning) as error:  # (another type: cma's names no option)
-            raise TypeError(f"strategy_options of cma: a value of {options} has a type cma "
-                            f"cannot take ({str(error).partition(' (known words')[0]}); see "
+            raise TypeError(f"strategy_options of cma: a value of {options} is of a type or "
+                            f"has a text cma cannot read "
+                            f"({str(error).partition(' (known words')[0]}); see "
                             "cma.CMAOptions()") from None
 
     @property
