@@ -12,7 +12,10 @@ import torch
 
 pytest.importorskip("pettingzoo")
 
-from pettingzoo.butterfly import knights_archers_zombies_v11  # noqa: E402
+try:  # (v11 since PettingZoo 1.25; v10 in 1.24, the floor)
+    from pettingzoo.butterfly import knights_archers_zombies_v11 as kaz
+except ImportError:
+    from pettingzoo.butterfly import knights_archers_zombies_v10 as kaz
 from pettingzoo.classic import rps_v2, tictactoe_v3  # noqa: E402
 
 from looprl.core import MultiagentState  # noqa: E402
@@ -102,7 +105,7 @@ def test_parallel_rps_is_converted_and_truncates_with_mask_one():
 
 
 def test_parallel_butterfly_environment_routes_every_agent():
-    env = MultiagentPettingZooEnv(knights_archers_zombies_v11.parallel_env(max_cycles=10))
+    env = MultiagentPettingZooEnv(kaz.parallel_env(max_cycles=10))
     assert env.observation_space("knight_0").shape == (135,)
     env.reset(seed=0)
     agents = set()

@@ -42,7 +42,7 @@ def test_a_study_resumes_from_its_storage(small_ppo, tmp_path, kind):
     results, eval_results = _runner(small_ppo, storage).run()  # a new runner, same storage
     assert results["step"] == 4 and [h["number"] for h in results["history"]] == [0, 1, 2, 3]
     assert len(optuna.load_study(study_name="looprl", storage=str(storage) if kind == "sqlite"
-                                 else _journal(storage)).trials) == 4
+                                 else _runner(small_ppo, storage)._storage()).trials) == 4
     values = [h["values"] for h in results["history"]]
     assert values[:2] == [h["values"] for h in first["history"]]
     assert values[2] not in values[:2]  # the resumed sampler does not repeat the first trials
@@ -50,11 +50,6 @@ def test_a_study_resumes_from_its_storage(small_ppo, tmp_path, kind):
     assert best["value"] == max(h["value"] for h in results["history"])
     assert 1e-4 <= best["values"]["lr"] <= 1e-2 and best["values"]["clip"] in (0.1, 0.2)
     assert eval_results["mean_eval_reward"] >= 1
-
-
-def _journal(path):
-    journal = optuna.storages.journal
-    return journal.JournalStorage(journal.JournalFileBackend(str(path)))
 
 
 def test_trials_are_pruned_from_their_intermediate_evaluations(small_ppo, tmp_path):

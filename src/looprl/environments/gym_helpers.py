@@ -209,16 +209,15 @@ def check_env_id(env_id: str) -> None:
     placeholders of the ids it dropped (MuJoCo's v2/v3, which needed mujoco-py)."""
     if env_id in gym.registry:
         dropped = gym.registry[env_id]
-        if isinstance(dropped.entry_point, str) or _imports(dropped.entry_point):
+        needs = _needs(dropped.entry_point)
+        if not needs:  # (one that does not import: gym.make says what to install)
             return
         newest = max((spec for spec in gym.registry.values() if _imports(spec.entry_point) and (
             spec.namespace, spec.name) == (dropped.namespace, dropped.name)),
             key=lambda spec: spec.version or 0, default=None)
         if newest is None:  # (shimmy's: Gymnasium's line says what to install)
             return
-        needs = getattr(dropped.entry_point, "__name__", "").removeprefix("_raise_")
-        raise ImportError(f"{env_id} needs {needs.removesuffix('_error').replace('_', '-')}, "
-                          f"which Gymnasium 1.x dropped: use {newest.id}")
+        raise ImportError(f"{env_id} needs {needs}, which Gymnasium 1.x dropped: use {newest.id}")
     game = atari_game(env_id)
     if game is not None:
         raise ValueError(f"{atari_hint(env_id, game)} or play it in AtariEnvironment({game!r})")
@@ -241,16 +240,29 @@ def makeable_ids() -> Iterator[str]:
     return (env_id for env_id, spec in list(gym.registry.items()) if _imports(spec.entry_point))
 
 
-@functools.cache
 def _imports(entry_point: Any) -> bool:
     """Whether a Gymnasium spec's ``entry_point`` (``module:Class`` or a callable) makes one."""
-    if not isinstance(entry_point, str):  # (gymnasium.envs's own functions raise, placeholders)
-        return callable(entry_point) and getattr(entry_point, "__module__", "") != "gymnasium.envs"
+    return _needs(entry_point) is None
+
+
+@functools.cache
+def _needs(entry_point: Any) -> str | None:
+    """What a Gymnasium spec's ``entry_point`` needs that is not here: ``"mujoco-py"`` (or
+    ``"shimmy"``) for Gymnasium's placeholders of the ids it dropped (its own functions that
+    raise; before Gymnasium 1.2, the MuJoCo v2/v3 classes, which raise when made without
+    mujoco-py), ``""`` for one that does not import; ``None``: it makes one."""
+    if not isinstance(entry_point, str):
+        if getattr(entry_point, "__module__", "") == "gymnasium.envs":
+            name = entry_point.__name__.removeprefix("_raise_").removesuffix("_error")
+            return name.replace("_", "-")
+        return None if callable(entry_point) else ""
     module, _, attr = entry_point.partition(":")
     try:
-        return hasattr(importlib.import_module(module), attr)
+        made = getattr(importlib.import_module(module), attr)
     except Exception:  # noqa: BLE001 - whatever it raises, gym.make would raise it too
-        return False
+        return ""
+    mujoco_py = any(base.__name__ == "MuJocoPyEnv" for base in getattr(made, "__mro__", ()))
+    return "mujoco-py" if mujoco_py and importlib.util.find_spec("mujoco_py") is None else None
 
 
 def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) -> Any:

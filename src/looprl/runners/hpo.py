@@ -99,8 +99,9 @@ class OptunaRunner(Runner):
             return storage
         if "://" in str(storage):
             return str(storage)
-        journal = self.optuna.storages.journal
-        return journal.JournalStorage(journal.JournalFileBackend(os.fspath(storage)))
+        storages = self.optuna.storages  # (the file backend is JournalFileStorage before Optuna 4)
+        backend = getattr(getattr(storages, "journal", None), "JournalFileBackend", None)
+        return storages.JournalStorage((backend or storages.JournalFileStorage)(os.fspath(storage)))
 
     def _named(self, value: Any, module: str, names: dict[str, str], **kwargs: Any) -> Any:
         """``value`` (a sampler or pruner), or the one of ``optuna.{module}`` it names."""
