@@ -181,7 +181,7 @@ def _check_listed_once(group: str, choices: list[str]) -> None:
 def _check_appended(overrides: list[str], groups: list[str]) -> None:
     """Choosing one of the user's ``groups`` needs ``+`` (``+experiment=NAME``) with the
     ``looprl`` config, and the chosen file its ``# @package`` header on top."""
-    if not groups or config_name(overrides) != PRIMARY:  # (also checks -cn, -cd's directory)
+    if config_name(overrides) != PRIMARY or not groups:  # (also checks -cn, -cd's directory)
         return
     directory = config_dir(overrides)  # (groups: there is one)
     for arg in overrides:
