@@ -497,6 +497,16 @@ def test_a_run_directory_whose_name_hydra_must_have_quoted_is_checked_and_resume
     assert sorted(p.name for p in tmp_path.iterdir()) == [run_dir.name]
 
 
+def test_a_tilde_in_the_run_directory_is_the_home_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neither the shell (after ``=``) nor Hydra expands it: the run went to ``./~/runs/x``."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    run([*SMALL, "hydra.run.dir=~/runs/x"])
+    assert (tmp_path / "home" / "runs" / "x" / "results.json").is_file()
+    assert not (tmp_path / "~").exists()
+
+
 def _tensorboard_steps(log_dir: Path, counter: str) -> list[int]:
     """The steps of every ``.../returns/<counter>`` scalar in the event files of ``log_dir``."""
     from tensorboard.backend.event_processing.event_file_loader import EventFileLoader

@@ -383,6 +383,9 @@ def main(argv: list[str]) -> int:
     from hydra.types import RunMode
     argv = [f"++{a}" if a.startswith(("context.ranges.", "env_kwargs.", "env_kwargs=")) else a
             for a in argv]  # (new keys: env_kwargs's default is {})
+    argv = [f"{a.partition('=')[0]}={os.path.expanduser(a.partition('=')[2])}" if a.startswith(
+        ("hydra.run.dir=~", "hydra.sweep.dir=~")) else a for a in argv]  # (the shell and Hydra
+    # leave a ~ after = as it is: a folder named ~)
     register(argv)
     argv = expand_shorthands(argv)
     check_given_once(argv)
