@@ -72,7 +72,8 @@ class Worker:
 
 def run_spec(server: str) -> AlgorithmSpec:
     """The run's spec, which the ``ParameterServer`` named ``server`` keeps."""
-    return ray.cloudpickle.loads(ray.get(named(server).spec.remote()))
+    handle = named(server)  # (held: before Ray 2.48 a call on an unheld handle lost the actor)
+    return ray.cloudpickle.loads(ray.get(handle.spec.remote()))
 
 
 def named(name: str | None) -> Any:
