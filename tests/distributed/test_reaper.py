@@ -110,6 +110,23 @@ def _kill_left(driver: subprocess.Popen) -> None:
     driver.kill()
 
 
+def test_a_ctrl_c_inside_ray_init_is_held_until_it_returns() -> None:
+    """A ``KeyboardInterrupt`` raised inside ``ray.init`` could be swallowed by a handler Ray
+    runs there (the run then trained on): it is raised once ``ray.init`` returns; a second
+    Ctrl-C raises at once; the process's handlers are as they were after."""
+    before, went_on = signal.getsignal(signal.SIGINT), []
+    with pytest.raises(KeyboardInterrupt):
+        with reaper.signals_kept():
+            signal.raise_signal(signal.SIGINT)
+            went_on.append("held")
+    with pytest.raises(KeyboardInterrupt):
+        with reaper.signals_kept():
+            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
+            went_on.append("a second one held too")
+    assert went_on == ["held"] and signal.getsignal(signal.SIGINT) is before
+
+
 def test_ctrl_c_while_looprl_starts_ray_leaves_no_ray_process(monkeypatch) -> None:
     """A notebook's Ctrl-C while a run starts its own Ray instance, after Ray's processes
     started and before ``ray.init`` returned: they end (was: a whole instance left running,

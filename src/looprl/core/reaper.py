@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["LOOPBACK", "local_instance_settings", "sigterm_kept", "start_local_ray",
+__all__ = ["LOOPBACK", "local_instance_settings", "signals_kept", "start_local_ray",
            "start_reaper"]
 
 LOOPBACK = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": a local instance on 127.0.0.1 only
@@ -47,7 +47,7 @@ def start_local_ray(num_cpus: int | None, **init: Any) -> None:
     local_instance_settings()
     start_reaper()
     try:
-        with sigterm_kept():
+        with signals_kept():
             ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
                      logging_level=logging.WARNING, log_to_driver=False, **init)
     except BaseException:  # (Ctrl-C or a failure halfway: what it started would live on)
@@ -66,15 +66,32 @@ def _stop_ray_processes() -> None:
 
 
 @contextlib.contextmanager
-def sigterm_kept() -> Iterator[None]:
+def signals_kept() -> Iterator[None]:
     """Keep this process's SIGTERM handler across ``ray.init``, which replaces it with one that
-    prints a crash report and aborts (``looprl``'s handler stops the run as Ctrl-C does)."""
-    handler = signal.getsignal(signal.SIGTERM)
+    prints a crash report and aborts (``looprl``'s handler stops the run as Ctrl-C does), and
+    hold a Ctrl-C until ``ray.init`` returns, then raise it: inside, a ``KeyboardInterrupt``
+    could be swallowed by a handler Ray runs (the run then trained on). A second Ctrl-C
+    raises at once."""
+    main = threading.current_thread() is threading.main_thread()
+    handler, interrupt = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    held: list[int] = []
+
+    def hold(number: int, frame: Any) -> None:
+        if held:
+            raise KeyboardInterrupt
+        held.append(number)
+
+    if main and interrupt is not None:
+        signal.signal(signal.SIGINT, hold)
     try:
         yield
     finally:
-        if handler is not None and threading.current_thread() is threading.main_thread():
+        if main and interrupt is not None:
+            signal.signal(signal.SIGINT, interrupt)
+        if main and handler is not None:
             signal.signal(signal.SIGTERM, handler)
+    if held:
+        raise KeyboardInterrupt
 
 
 def local_instance_settings() -> None:

@@ -10,7 +10,7 @@ import socket
 from typing import Any
 
 from looprl.core.imports import import_extra
-from looprl.core.reaper import LOOPBACK, local_instance_settings, sigterm_kept, start_local_ray
+from looprl.core.reaper import LOOPBACK, local_instance_settings, signals_kept, start_local_ray
 from looprl.core.suggest import did_you_mean
 from looprl.distributed.config import RuntimeConfig, starts_local
 
@@ -45,7 +45,7 @@ def start_ray(runtime: RuntimeConfig) -> bool:
         if address != "auto":
             _check_reachable(address)
         try:
-            with sigterm_kept():
+            with signals_kept():
                 ray.init(address=address, runtime_env=runtime.runtime_env,
                          logging_level=logging.WARNING)
         except ConnectionError as error:
