@@ -180,6 +180,7 @@ def test_a_log_directory_without_write_permission_is_one_line_in_the_cli(
 
 @pytest.mark.parametrize("argv", [
     ["train", "ppo", "CartPole-v1", "--frames", "64", "--logdir", "{tmp}/{long}"],
+    ["train", "ppo", "CartPole-v1", "--frames", "64", "--logdir", "{tmp}/x/{long}/y"],  # (no x/)
     ["run", "frames=64", "test_episodes=0", "hydra.run.dir='{tmp}/{long}/run'"],
 ])
 def test_a_log_directory_name_too_long_for_the_file_system_is_one_line(

@@ -64,9 +64,13 @@ def claim_run_dir(parent: Path, name: str) -> Path:
     """Create and return the first of ``name``, ``name_2``, ... that is absent or empty, and
     claim it by creating its ``run.json`` (only one of two processes that start together can)."""
     check_writable(parent, _OPTIONS)
+    missing = [path for path in (parent, *parent.parents) if not os.path.exists(path)]
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:
+        for path in missing:  # (those it made before it failed deeper)
+            if os.path.isdir(path):
+                path.rmdir()
         raise ValueError(f"cannot write the run's logs in {parent}: "
                          f"{error.strerror or error} ({error.filename or parent}); choose a "
                          f"log directory you can write to ({_OPTIONS})") from None
