@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pytest
 
+from helpers import evaluations_until
 from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment
 from looprl.experiments.experiment import seed_everything
@@ -50,11 +51,5 @@ def test_beats_random_on_cartpole(builder, frames, eval_every, tmp_path):
     experiment = make_experiment(
         preset, env, train_steps=frames, logdir=str(tmp_path), quiet=True, verbose=False, seed=1
     )
-    evaluations = []
-    for target in range(eval_every, frames + 1, eval_every):
-        experiment.train(frames=target)
-        evaluations.append(sum(experiment.test(episodes=10)) / 10)
-        if evaluations[-1] >= BAR:
-            break
-    experiment.close()
+    evaluations = evaluations_until(experiment, frames, eval_every, BAR)
     assert max(evaluations) >= BAR, f"{preset.name} evaluations: {evaluations}"
