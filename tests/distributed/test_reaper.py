@@ -127,6 +127,21 @@ def test_a_ctrl_c_inside_ray_init_is_held_until_it_returns() -> None:
     assert went_on == ["held"] and signal.getsignal(signal.SIGINT) is before
 
 
+def test_a_ctrl_c_while_joining_a_cluster_leaves_it(monkeypatch) -> None:
+    """The Ctrl-C held until ``ray.init`` joined the cluster: the process leaves it again."""
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        pytest.skip("Ray runs in this process already")
+    from looprl.distributed import RuntimeConfig, cluster
+    left = []
+    monkeypatch.setattr(cluster, "_check_reachable", lambda address: None)
+    monkeypatch.setattr(ray, "init", lambda **kwargs: signal.raise_signal(signal.SIGINT))
+    monkeypatch.setattr(ray, "shutdown", lambda: left.append(True))
+    with pytest.raises(KeyboardInterrupt):
+        cluster.start_ray(RuntimeConfig(address="10.0.0.1:6379"))
+    assert left == [True]
+
+
 def test_ctrl_c_while_looprl_starts_ray_leaves_no_ray_process(monkeypatch) -> None:
     """A notebook's Ctrl-C while a run starts its own Ray instance, after Ray's processes
     started and before ``ray.init`` returned: they end (was: a whole instance left running,

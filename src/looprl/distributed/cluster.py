@@ -48,6 +48,9 @@ def start_ray(runtime: RuntimeConfig) -> bool:
             with signals_kept():
                 ray.init(address=address, runtime_env=runtime.runtime_env,
                          logging_level=logging.WARNING)
+        except KeyboardInterrupt:  # (held until ray.init returned: leave the cluster)
+            ray.shutdown()
+            raise
         except ConnectionError as error:
             raise ConnectionError(f"runtime.address={runtime.address!r}: {error_line(error)}; "
                                   "start a cluster with `ray start --head` or leave "
