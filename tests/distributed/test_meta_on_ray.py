@@ -67,7 +67,7 @@ def test_looprl_run_dqn_with_rnd_on_ray(local_ray, tmp_path: Path):
     from looprl.configs.app import main
 
     code = main(["algorithm=dqn", "meta=[rnd]", "runtime=ray", "runtime.actors=1",
-                 "runtime.envs_per_actor=2", "algorithm.replay_start_size=200",
+                 "runtime.envs_per_actor=2", "runtime.sync=true", "algorithm.replay_start_size=200",
                  "algorithm.hidden=32", "frames=800", "test_episodes=1", "logging.quiet=true",
                  f"hydra.run.dir={tmp_path}"])
     assert code == 0
