@@ -29,8 +29,7 @@ class C51Policy(DQNPolicy):
         self.dist = self.approximation = dist  # (the optimized one: what DDP wraps)
 
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> torch.Tensor:
-        """Distributions ``[..., num_actions, num_atoms]`` of ``sample.obs``, with gradients
-        (leading shape: that of ``sample.reward``, else ``[B]``)."""
+        """Distributions ``[..., num_actions, num_atoms]`` of ``sample.obs`` (as ``DQNPolicy``)."""
         return self._on_rows(self.dist, sample)
 
 

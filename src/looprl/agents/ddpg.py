@@ -12,13 +12,12 @@ from torch import nn
 
 from looprl.agents.losses.continuous import critic_loss, deterministic_actor_loss, twin_critic_loss
 from looprl.agents.losses.value import td_target
-from looprl.agents.segments import PolicyTrainer, on_device
+from looprl.agents.segments import ApproximationPolicy, PolicyTrainer, on_device
 from looprl.agents.shell import ReplayAgent
 from looprl.approximation import Approximation
 from looprl.approximation.q_continuous import ContinuousQ
 from looprl.core import (
     Hyperparameter,
-    Policy,
     RolloutRequest,
     RolloutResult,
     SampleBatch,
@@ -54,7 +53,7 @@ def frozen(module: nn.Module) -> Iterator[None]:
             param.requires_grad_(True)
 
 
-class ContinuousPolicy(Policy):
+class ContinuousPolicy(ApproximationPolicy):
     """Acting half of DDPG, TD3 and SAC over a ``Box`` action space, for ``actor`` (a
     ``DeterministicPolicy`` or ``SoftDeterministicPolicy``): evaluation rows get its ``mode``,
     the first ``random_steps`` other rows uniform random actions, the others its ``explore``."""
@@ -66,11 +65,8 @@ class ContinuousPolicy(Policy):
         self.rows = 0  # rows ``rollout`` acted on, evaluation excluded
 
     @property
-    def module(self) -> nn.Module:
-        return self.actor.model
-
-    def approximations(self) -> dict[str, Approximation]:
-        return {self.actor.name: self.actor}
+    def approximation(self) -> Approximation:  # type: ignore[override]
+        return self.actor
 
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
         obs = observation_tensor(request.obs, self.device)

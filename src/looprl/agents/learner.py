@@ -169,8 +169,7 @@ class Learner(StepLoop, AgentBase):
         return self.schedule is not None
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """The policy's and the trainer's ``hp/*`` keys, and the schedule's (replay):
-        ``batch_size``, ``update_frequency`` and ``gradient_steps``."""
+        """The policy's, the trainer's and (replay) the schedule's ``hp/*`` keys."""
         own = {} if self.schedule is None else {
             name: Hyperparameter.attribute(self.schedule, name, int)
             for name in ("batch_size", "update_frequency", "gradient_steps")}
@@ -257,8 +256,7 @@ class Learner(StepLoop, AgentBase):
         return {} if self.hooks is None else self.hooks.log_scalars()
 
     def state_dict(self) -> dict[str, Any]:
-        """The trainer, its policy (with optimizer), the counters and the meta components'
-        ``state_dict`` (the update hooks'), for a checkpoint."""
+        """The trainer (with its policy), the counters and the update hooks' ``state_dict`` s."""
         return {"trainer": self.trainer, **{key: getattr(self, key) for key in _COUNTERS},
                 "meta": [] if self.hooks is None else [c.state_dict() for c in self.hooks.stack]}
 
@@ -279,8 +277,8 @@ class Learner(StepLoop, AgentBase):
 
 
 def buffer_kind(trainer: Any, buffer: str | None = None) -> str:
-    """The kind of buffer ``make_learner`` gives ``trainer``: ``buffer``, else the trainer's
-    ``sample_buffer``, else ``"on_policy"`` (a trainer that names none)."""
+    """``make_learner``'s buffer kind: ``buffer``, else ``trainer.sample_buffer``, else
+    ``"on_policy"``."""
     return buffer or getattr(trainer, "sample_buffer", None) or "on_policy"
 
 

@@ -216,8 +216,7 @@ class OnPolicyTrainer(PolicyTrainer):
         return {}
 
     def _begin_update(self, optimizer_steps: int) -> None:
-        """The learning rate of the schedule before an update of ``optimizer_steps`` steps
-        (unless ``hp/lr/<name>`` dropped the schedule)."""
+        """Start the schedule's rate for ``optimizer_steps`` steps (unless ``hp/lr`` dropped it)."""
         if self._lr_schedule is not None and (
                 self._policy.approximation.lr_scheduler is self._lr_schedule):
             self._lr_schedule.start(self.updates, optimizer_steps)

@@ -68,11 +68,10 @@ class PPGTrainer(PPOTrainer):
 
     def auxiliary_phase(self) -> dict[str, torch.Tensor]:
         """Distil the phase's value targets into the auxiliary head; clear the memory."""
-        if self.recurrent and len({m.returns.shape[1] for m in self._memory}) > 1:
-            self._memory.clear()
+        memory, self._memory = self._memory, []
+        if self.recurrent and len({m.returns.shape[1] for m in memory}) > 1:
             raise ValueError("PPG with a recurrent policy needs segments of one length T")
-        memory = NamedArray.cat(self._memory)
-        self._memory.clear()
+        memory = NamedArray.cat(memory)
         n = memory.returns.shape[0]
         size = self._units_per_minibatch(memory, self.aux_minibatch_size)
         memory = self._with_old_policy(memory, size)

@@ -25,12 +25,6 @@ class ApproximationPolicy(Policy):
     def approximations(self) -> dict[str, Any]:
         return {self.approximation.name: self.approximation}
 
-    @property
-    def unused_parameters(self) -> bool:
-        """Whether a trainer's loss may leave some of the network's parameters without a
-        gradient (DDP's ``find_unused_parameters``, ``TrainerGroup.distribute``): unknown."""
-        return True
-
 
 class PolicyTrainer(Trainer):
     """A ``Trainer`` of the policy it was made with (its ``_policy``)."""

@@ -68,8 +68,7 @@ class LearningAgent(AgentBase):
         return action
 
     def eval(self, state: Any) -> Any:
-        """ALL's ``agent.eval(state)``: the policy's evaluation action (greedy, or the mean
-        action) for ``state`` with its current parameters; nothing is written or learned."""
+        """ALL's ``agent.eval(state)``: the policy's evaluation action; nothing is learned."""
         return Actor(self.policy, evaluation=True).act(state)
 
     def _fit(self, rows: int) -> None:
