@@ -19,6 +19,7 @@ from looprl.environments import (
     EnvironmentFailure,
     GymEnvironment,
     GymnasiumEnvironment,
+    GymVectorEnvironment,
 )
 from looprl.environments.base import Environment
 from looprl.presets import continuous
@@ -354,6 +355,39 @@ def test_a_reward_or_terminated_of_the_wrong_kind_is_named_in_every_form(reward,
             made.step(action)
     for flag in (True, np.bool_(False), 1, np.array(True)):  # (bools, and 0/1 flags, are fine)
         assert GymEnvironment(Returning(terminated=flag)).step(0).done == bool(flag)
+
+
+class VectorRewards(gym.vector.VectorEnv):
+    """A user's own vector environment of two copies whose ``step`` returns ``rewards``."""
+
+    def __init__(self, rewards):
+        self.num_envs, self.rewards = 2, rewards
+        self.single_observation_space, self.single_action_space = BOX, gym.spaces.Discrete(2)
+        self.observation_space = gym.vector.utils.batch_space(BOX, 2)
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, 2)
+
+    def reset(self, seed=None, options=None):
+        return np.zeros((2, 4), np.float32), {}
+
+    def step(self, actions):
+        flags = np.zeros(2, bool)
+        return np.zeros((2, 4), np.float32), self.rewards, flags, flags.copy(), {}
+
+
+@pytest.mark.parametrize("rewards, named", [
+    (np.array([1.0, None], dtype=object), "the reward a NoneType None for copy 1"),
+    ([None, 2.0], "the reward a NoneType None for copy 0"),
+    (np.array(["1", "2"]), "the reward a str_ np.str_\\('1'\\) for copy 0")])
+def test_a_reward_that_is_no_number_in_a_users_vector_env_is_named(rewards, named):
+    """A user's ``VectorEnv`` whose rewards hold ``None`` (made NaN by NumPy: the run stopped
+    later as diverging) or text: one line naming the env, the copy and the step."""
+    env = GymVectorEnvironment(VectorRewards(rewards), "users_vec")
+    env.reset()
+    with pytest.raises(TypeError, match=rf"^users_vec.step\(\) returned {named} \(vector step 1 "):
+        env.step(np.array([0, 1]))
+    env = GymVectorEnvironment(VectorRewards(np.array([1.0, 2], dtype=object)), "users_vec")
+    env.reset()
+    assert env.step(np.array([0, 1])).reward.tolist() == [1.0, 2.0]
 
 
 def test_a_box_dimension_of_zero_width_is_named_by_gaussian_ppo():

@@ -429,3 +429,16 @@ def test_a_checkpoint_saved_outside_its_run_leaves_its_folder_alone(tmp_path) ->
     loaded.close()
     assert sorted(path.name for path in (tmp_path / "saved").iterdir()) == [CHECKPOINT]
     assert (run_dir / "results.csv").read_text().startswith("frame,")
+
+
+def test_a_checkpoint_into_a_removed_run_directory_says_it_was_removed(tmp_path: Path) -> None:
+    """The run directory removed while the run goes on: its checkpoint says so in one line."""
+    import shutil
+
+    from looprl.presets.classic_control import dqn
+
+    env = GymEnvironment("CartPole-v1")
+    experiment = make_experiment(dqn.env(env).build(), env, logdir=str(tmp_path), quiet=True)
+    shutil.rmtree(experiment.logger.log_dir)
+    with pytest.raises(FileNotFoundError, match="was removed while the run wrote to it"):
+        save_checkpoint(experiment)

@@ -320,6 +320,28 @@ def test_an_unclosed_logger_whose_folder_was_removed_says_so_at_exit(tmp_path: P
     assert "Traceback" not in done.stderr, done.stderr
 
 
+def test_a_run_directory_removed_while_the_run_writes_is_one_line(tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    """A run directory removed under a running logger: one line saying so at its next write
+    (scalars or rows), once (``close`` then has nothing to write), not ``[Errno 2]`` of one of
+    its files, nor a traceback from the event writer's thread."""
+    import shutil
+    import threading
+
+    thread_errors: list[Any] = []
+    monkeypatch.setattr(threading, "excepthook", thread_errors.append)
+    monkeypatch.setattr("looprl.experiments.logger._SCALAR_SECONDS", 0.0)  # (each hands over)
+    logger = ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path))
+    logger.add_episode_return(1.0)
+    logger.flush()
+    shutil.rmtree(logger.log_dir)
+    removed = f"run directory {logger.log_dir} was removed while the run wrote to it"
+    with pytest.raises(FileNotFoundError, match=removed):
+        logger.add_episode_return(2.0)
+    logger.close()
+    assert not thread_errors
+
+
 def test_scalars_reach_the_event_file_in_batches_with_their_own_times(tmp_path: Path,
                                                                       monkeypatch) -> None:
     """TensorBoard scalars wait in the logger (one hand-over to the writer's thread per batch,

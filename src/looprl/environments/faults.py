@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 __all__ = ["EnvironmentFailure", "EnvironmentOutputError", "PolicyActionError", "failure",
-           "gym_reset_output", "gym_step_output", "place", "unpack_hint"]
+           "gym_reset_output", "gym_step_output", "place", "unpack_hint", "vector_rewards"]
 
 STEP_API = "Gymnasium's 5-tuple (observation, reward, terminated, truncated, info)"
 RESET_API = "Gymnasium's (observation, info) pair"
@@ -120,6 +120,21 @@ def gym_reset_output(output: Any, name: str) -> tuple[Any, dict[str, Any]]:
     old = "" if isinstance(output, tuple) else f", {OLD_GYM}"
     raise EnvironmentOutputError(f"{name}.reset() returned {_described(output)}{old}; looprl "
                                  f"expects {RESET_API} with info a dict")
+
+
+def vector_rewards(rewards: Any, name: str, step: int) -> np.ndarray:
+    """The rewards of ``name``'s vector ``step`` (since reset) as float64, or
+    ``EnvironmentOutputError`` for one that is no number (``None`` in an object array, which
+    NumPy makes NaN); looked at one by one only when they are no array of numbers."""
+    array = np.asarray(rewards)
+    if array.dtype.kind not in "biuf":
+        bad = next((i for i, value in enumerate(array.ravel()) if not _one_number(value)), None)
+        if bad is not None:
+            raise EnvironmentOutputError(
+                f"{name}.step() returned the reward {_described(array.ravel()[bad])} for copy "
+                f"{bad} (vector step {step} since reset); looprl expects one number (a float) "
+                "per copy")
+    return np.asarray(array, np.float64)
 
 
 def _one_number(value: Any) -> bool:

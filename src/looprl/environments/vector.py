@@ -21,6 +21,7 @@ from looprl.environments.faults import (
     gym_reset_output,
     gym_step_output,
     unpack_hint,
+    vector_rewards,
 )
 from looprl.environments.gym_helpers import (
     SHAPE_ERRORS,
@@ -242,7 +243,7 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
             raise self._failure("step", error) from error
         obs = as_observation(tuple_rows(obs, self.observation_space), self.name, batch_dims=1)
         self._state = None
-        self._arrays = (obs, np.asarray(reward, np.float64), terminated, truncated)
+        self._arrays = (obs, vector_rewards(reward, self.name, self._t), terminated, truncated)
         return self._arrays
 
     @property

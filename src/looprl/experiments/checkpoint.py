@@ -26,7 +26,7 @@ import torch
 from looprl.core.files import load_file, save_atomically
 from looprl.core.suggest import check_count, check_flag, warn_once
 from looprl.experiments.logger import checkpoint_dir
-from looprl.experiments.run_files import CSV_HEADERS, check_header
+from looprl.experiments.run_files import CSV_HEADERS, check_header, removed
 from looprl.memory.replay import replay_contents_saved
 
 __all__ = ["CHECKPOINT", "check_checkpointing", "check_run_files", "check_unfinished",
@@ -73,6 +73,8 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
         OSError: the file could not be written (a full disk: ``errno.ENOSPC``).
     """
     keep = getattr(experiment, "keep_checkpoints", None) if path is None else None  # (older)
+    if path is None and not os.path.isdir(experiment.logger.log_dir):
+        raise removed(experiment.logger.log_dir)
     path = Path(path) if path is not None else Path(experiment.logger.log_dir) / CHECKPOINT
     if not path.parent.is_dir():  # (torch's error was taken for one of pickling)
         raise FileNotFoundError(f"Cannot write the checkpoint {path}: the directory "

@@ -99,7 +99,10 @@ def _flush_at_exit(path: Path, lines: list[str], writer: SummaryWriter,
                     len(scalars), writer.log_dir)
         scalars.clear()
     _write_scalars(writer, scalars)
-    writer.close()
+    try:
+        writer.close()
+    except OSError as error:  # (its thread failed: the folder was removed under it)
+        log.warning("could not close the TensorBoard event file in %s: %s", writer.log_dir, error)
 
 
 def _to_array(values: Any) -> np.ndarray:
@@ -260,6 +263,8 @@ class ExperimentLogger(Logger):
             self._wandb.log({tag: value, "frame": self.frame})
 
     def _hand_scalars(self) -> None:
+        if self._pending_scalars:  # (the writer's thread would fail with a traceback)
+            self._check_dir()
         _write_scalars(self._writer, self._pending_scalars)
         self._handed = time.monotonic()
 
@@ -332,7 +337,18 @@ class ExperimentLogger(Logger):
         self._hand_scalars()
         self._writer.flush()
 
+    def _check_dir(self) -> None:
+        """A one-line ``FileNotFoundError`` if the run directory was removed (once: what was
+        buffered is dropped, and ``flush``/``close`` have nothing left to write)."""
+        if not os.path.isdir(self.log_dir):
+            for rows in (self._pending_rows, self._pending_scalars, self._loss_rows,
+                         self._log_rows, self._hp_rows):
+                rows.clear()
+            raise files.removed(self.log_dir)
+
     def _write_rows(self) -> None:
+        if self._pending_rows or self._loss_rows or self._log_rows or self._hp_rows:
+            self._check_dir()
         files.append_lines(self._returns_path, self._pending_rows)
         self._hp_columns = files.write_tables(Path(self.log_dir), self._loss_rows, self._log_rows,
                                               self._hp_rows, self._hp_columns)

@@ -16,8 +16,8 @@ from looprl.core.files import check_writable
 from looprl.core.imports import object_path
 
 __all__ = ["CSV_HEADERS", "append_lines", "check_header", "claim_run_dir", "json_text",
-           "cut_back", "json_value", "keep_events", "keep_rows", "keep_until", "safe_component",
-           "write_run_json", "write_tables"]
+           "cut_back", "json_value", "keep_events", "keep_rows", "keep_until", "removed",
+           "safe_component", "write_run_json", "write_tables"]
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +88,14 @@ def claim_run_dir(parent: Path, name: str) -> Path:
             return candidate
         except FileExistsError:  # (another process's, between mkdir and this)
             index += 1
+
+
+def removed(run_dir: str | Path) -> FileNotFoundError:
+    """The one-line error of a run whose directory ``run_dir`` was removed while it ran."""
+    return FileNotFoundError(f"The run directory {run_dir} was removed while the run wrote to "
+                             "it: its logs are lost; run it again (in another log "
+                             f"directory: {_OPTIONS}), and remove a run directory only once "
+                             "its run has ended")
 
 
 def check_header(path: Path, remedy: str) -> None:
