@@ -326,9 +326,8 @@ def test_a_run_directory_removed_while_the_run_writes_is_one_line(tmp_path: Path
     (scalars or rows), once (``close`` then has nothing to write), not ``[Errno 2]`` of one of
     its files, nor a traceback from the event writer's thread."""
     import shutil
-    import threading
 
-    thread_errors: list[Any] = []
+    thread_errors: list[object] = []
     monkeypatch.setattr(threading, "excepthook", thread_errors.append)
     monkeypatch.setattr("looprl.experiments.logger._SCALAR_SECONDS", 0.0)  # (each hands over)
     logger = ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path))

@@ -22,8 +22,7 @@ class TargetNetwork(ABC):
     _target: nn.Module
 
     def __call__(self, *inputs: Any) -> Any:
-        """Evaluate the target network under ``torch.no_grad()`` (``set_grad_enabled(False)``:
-        the same mode, cheaper to enter)."""
+        """Evaluate the target network under ``torch.no_grad()`` (``set_grad_enabled(False)``)."""
         with torch.set_grad_enabled(False):
             return self._target(*inputs)
 

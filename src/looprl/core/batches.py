@@ -38,8 +38,7 @@ class RolloutResult:
 
 def deterministic_rows(request: RolloutRequest, rows: int | None = None) -> bool | torch.Tensor:
     """``request.is_evaluation`` as a bool (every row agrees) or a per-row bool tensor ``[B]``
-    (SRL's ``[B, 1]`` flattened; a one-line ``ValueError`` if it has not ``rows`` rows, where
-    given)."""
+    (SRL's ``[B, 1]`` flattened); a one-line ``ValueError`` if it has not ``rows`` rows."""
     evaluation = getattr(request, "is_evaluation", None)
     if evaluation is None:
         return False

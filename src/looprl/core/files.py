@@ -63,12 +63,11 @@ def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None
         raise ValueError(f"{path} holds a {what} written by another version of looprl: "
                          f"{str(error).splitlines()[0]} (a class it refers to was renamed or "
                          f"removed since); {remedy}") from None
-    except RuntimeError as error:
-        if "CUDA" in str(error) and not torch.cuda.is_available():
+    except Exception as error:  # a damaged pickle can fail in any of a dozen ways
+        if isinstance(error, RuntimeError) and "CUDA" in str(error) \
+                and not torch.cuda.is_available():
             raise ValueError(f"{path} was saved by a run on a GPU and torch here sees none: "
                              "load it on a machine with a GPU") from None
-        raise _unreadable(path, what, remedy, error) from None
-    except Exception as error:  # a damaged pickle can fail in any of a dozen ways
         raise _unreadable(path, what, remedy, error) from None
 
 

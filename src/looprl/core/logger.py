@@ -62,7 +62,3 @@ class Logger:
 
 class DummyLogger(Logger):
     """A logger that records nothing but the counters ``frame`` and ``episode``."""
-
-    def __init__(self) -> None:
-        self.frame = 0
-        self.episode = 0

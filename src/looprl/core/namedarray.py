@@ -380,18 +380,14 @@ def recursive_aggregate(xs: Sequence[T], aggregate_fn: Callable[[list[Any]], Any
     fields, in any order, as SRL's; or leaves: ``aggregate_fn(xs)``). As SRL's, a leaf that is
     ``None`` in some items only is zeros like another item's. ``ValueError`` if ``xs`` is
     empty, fields differ or ``aggregate_fn`` fails (naming the field)."""
-    return _aggregate_all(xs, aggregate_fn, fill=True)
+    return _aggregate(list(xs), aggregate_fn, fill=True)
 
 
-def _aggregate_all(xs: Sequence[T], fn: Callable[[list[Any]], Any], fill: bool) -> T:
-    """``recursive_aggregate``; ``fill=False``: a leaf ``None`` in some items only is an error."""
+def _aggregate(xs: list[Any], fn: Callable[[list[Any]], Any], fill: bool, path: str = "") -> Any:
+    """``recursive_aggregate`` of the leaves or NamedArrays ``xs`` found at field ``path``;
+    ``fill=False``: a leaf ``None`` in some items only is an error."""
     if not xs:
         raise ValueError("cannot aggregate an empty sequence of NamedArrays")
-    return _aggregate(list(xs), fn, "", fill)
-
-
-def _aggregate(xs: list[Any], fn: Callable[[list[Any]], Any], path: str, fill: bool) -> Any:
-    """``recursive_aggregate`` of the leaves or NamedArrays ``xs`` found at field ``path``."""
     field = f"field {path!r}" if path else "the item"  # (cheap: not per step)
     nones = sum(x is None for x in xs)
     if nones:
@@ -413,8 +409,8 @@ def _aggregate(xs: list[Any], fn: Callable[[list[Any]], Any], path: str, fill: b
             what = x._fields if isinstance(x, NamedArray) else f"a {type(x).__name__}"
             raise ValueError(f"cannot aggregate NamedArrays with different fields ({field}): "
                              f"{fields} and {what}")
-    values = [_aggregate([x.__dict__[name] for x in xs], fn,
-                         f"{path}.{name}" if path else name, fill) for name in fields]
+    values = [_aggregate([x.__dict__[name] for x in xs], fn, fill,
+                         f"{path}.{name}" if path else name) for name in fields]
     return type(first)._from_fields(fields, values)
 
 
@@ -430,9 +426,9 @@ def _per_library(np_fn: Callable, torch_fn: Callable, dim: int) -> Callable[[lis
 
 def stack(xs: Sequence[T], dim: int = 0) -> T:
     """Stacks ``xs`` along a new dimension ``dim``."""
-    return _aggregate_all(xs, _per_library(np.stack, torch.stack, dim), fill=False)
+    return _aggregate(list(xs), _per_library(np.stack, torch.stack, dim), fill=False)
 
 
 def concat(xs: Sequence[T], dim: int = 0) -> T:
     """Concatenates ``xs`` along ``dim``."""
-    return _aggregate_all(xs, _per_library(np.concatenate, torch.cat, dim), fill=False)
+    return _aggregate(list(xs), _per_library(np.concatenate, torch.cat, dim), fill=False)

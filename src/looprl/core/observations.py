@@ -13,8 +13,7 @@ __all__ = ["as_observation", "not_numeric", "observation_dtype"]
 
 def as_observation(obs: Any, source: str = "The environment", batch_dims: int = 0
                    ) -> np.ndarray:
-    """An observation (led by ``batch_dims`` batch dimensions) as networks take it: of
-    ``observation_dtype``."""
+    """An observation (led by ``batch_dims`` batch dimensions) of ``observation_dtype``."""
     if type(obs) is not np.ndarray:
         try:
             obs = np.asarray(obs)

@@ -39,8 +39,7 @@ class Preset(ABC):
         """Build an evaluation agent from a copy of the current parameters."""
 
     def save(self, filename: str) -> None:
-        """Save the preset (configuration and current weights) with ``torch.save``, at once
-        (through a temporary file: an interrupted save leaves no half-written file)."""
+        """``torch.save`` the preset (configuration and weights) through ``save_atomically``."""
         save_atomically(self, filename)
 
 

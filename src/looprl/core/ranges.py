@@ -41,8 +41,7 @@ TINY = 1.1754943508222875e-38
 
 
 def is_finite(value: int | float) -> bool:
-    """Whether ``value`` is finite and at most ``LARGEST`` in size (an int too large for a
-    float is not)."""
+    """Whether ``value`` is finite and at most ``LARGEST`` in size (False: an int beyond floats)."""
     try:
         return math.isfinite(value) and abs(value) <= LARGEST
     except OverflowError:

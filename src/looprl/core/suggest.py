@@ -136,8 +136,7 @@ def _is_bool(value: Any) -> bool:
 
 
 def check_positive(optional: bool = False, **values: Any) -> None:
-    """A one-line ``ValueError`` for a value that is not positive (``None`` passes where
-    ``optional``)."""
+    """A one-line ``ValueError`` for a value not positive (``None`` passes where ``optional``)."""
     for name, value in values.items():
         try:
             positive = value > 0 if value is not None else optional

@@ -213,8 +213,7 @@ class PLR(MetaComponent):
         return self.levels[int(unseen[self.rng.integers(len(unseen))])], False
 
     def setup(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """Take the levels from the environment, or have its copies play only the levels given
-        (once)."""
+        """Take the environment's levels, or have its copies play only the levels given (once)."""
         if self._placed:
             return metrics
         wrappers = contextual_envs(metrics["env"])

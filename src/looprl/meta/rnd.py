@@ -28,7 +28,7 @@ from looprl.core.suggest import (
 )
 from looprl.environments.bodies import RunningMeanStd
 from looprl.meta.component import MetaComponent
-from looprl.nn import FEATURE_EXTRACTORS, feature_extractor, orthogonal_init
+from looprl.nn import FEATURE_EXTRACTORS, feature_extractor, linear_head
 from looprl.nn.fields import image_extractor
 
 _RND_STREAM = 0x52D  # (RND's networks apart from the policy's, drawn from the same seed)
@@ -166,9 +166,8 @@ class RND(MetaComponent):
         self.obs_shape = shape
 
     def seed_run(self, seed: int) -> None:
-        """Build the networks and draw recent observations from the run's ``seed`` (a stream
-        of its own), unless RND was given a ``seed``: every process of a run (a Ray actor, the
-        trainer) builds the same networks, as a local run builds them once."""
+        """Seed the networks and the draws of recent observations from the run's ``seed`` (a
+        stream of its own) unless RND has a ``seed``: every process builds the same networks."""
         if self.seed is None:
             stream = np.random.SeedSequence([seed, _RND_STREAM])
             self._network_seed = int(stream.generate_state(1)[0])
@@ -186,8 +185,7 @@ class RND(MetaComponent):
         else:
             body = feature_extractor({"type": "mlp", "hidden": self.hidden}
                                      if network == "mlp" else network, shape)
-        return nn.Sequential(body, orthogonal_init(nn.Linear(body.out_features,
-                                                             self.feature_dim), 1.0))
+        return linear_head(body, self.feature_dim)
 
     def get_reward(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Add ``weight * bonus`` to the transition's reward (``intrinsic_reward``)."""

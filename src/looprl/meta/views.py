@@ -24,8 +24,7 @@ def hook_tensor(value: Any) -> torch.Tensor:
 
 
 def observation_rows(obs: Any) -> torch.Tensor:
-    """Observation rows as the hooks see them (a ``NamedArray``'s field ``obs``; ``float64`` as
-    ``float32``)."""
+    """Observation rows as hooks see them (a ``NamedArray``'s ``obs``; float64 as float32)."""
     rows = hook_tensor(obs["obs"] if isinstance(obs, NamedArray) else obs)
     return rows.float() if rows.dtype == torch.float64 else rows
 
