@@ -97,18 +97,24 @@ def test_looprl_run_writes_a_run_directory(tmp_path: Path) -> None:
     assert (tmp_path / "preset.pt").exists()
 
 
-def test_a_local_run_ends_with_its_summary_as_a_ray_run_does(tmp_path: Path) -> None:
+def test_a_local_run_ends_with_its_summary_on_stdout_and_logs_on_stderr(tmp_path: Path,
+                                                                        capfd) -> None:
     """``looprl run`` printed nothing after its progress lines (a ``runtime=ray`` run logs
-    its frames and test return): its result was in ``results.json`` only."""
+    its frames and test return): its result was in ``results.json`` only. It prints its summary
+    on stdout as ``looprl train`` does, and its log lines go to stderr (Hydra's console handler
+    wrote them to stdout), and to ``app.log``."""
     run(["frames=64", "test_episodes=2", "algorithm.n_envs=2", "algorithm.n_steps=32",
          "algorithm.hidden=16", f"hydra.run.dir={tmp_path}"])
     results = json.loads((tmp_path / "results.json").read_text())
     train, mean = results["train"], results["eval"]["mean_eval_reward"]
-    assert (f"ppo on CartPole-v1: {train['step']} frames, {train['episodes']} episodes, "
-            f"test return {mean:.1f} over 2 episodes\n") in (tmp_path / "app.log").read_text()
+    out, err = capfd.readouterr()
+    assert out == (f"ppo on CartPole-v1: {train['step']} frames, {train['episodes']} episodes, "
+                   f"test return {mean:.1f} over 2 episodes\n")
+    warning = "[looprl.presets.common][WARNING] - ppo: minibatch_size=256 is larger"
+    assert warning in err and warning in (tmp_path / "app.log").read_text()
     run(["frames=64", "test_episodes=0", "algorithm.n_envs=2", "algorithm.n_steps=32",
          "algorithm.hidden=16", f"hydra.run.dir={tmp_path / 'none'}"])
-    assert "episodes\n" in (tmp_path / "none" / "app.log").read_text()  # (no "test return nan")
+    assert capfd.readouterr().out.endswith("episodes\n")  # (no "test return nan")
 
 
 def test_a_run_closes_the_log_file_hydra_opened(tmp_path: Path) -> None:
@@ -465,6 +471,7 @@ def test_resume_continues_a_run_and_refuses_another_config(tmp_path: Path, capsy
     # a finished run resumed within its budget: one line, nothing run, nothing appended (was:
     # evaluated again, a second test point at the same step; on both runtimes)
     finished = (tmp_path / "results.json").read_bytes()
+    capsys.readouterr()  # (the resumed run's log lines, on stderr)
     assert cli(["run", "--resume", str(tmp_path), "frames=300"]) == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and f"{tmp_path} is a finished run ({results['step']} frames): " \

@@ -176,9 +176,10 @@ class StatsPolicy(MyGRUPolicy):
         self.obs_mean = checkpoint["obs_mean"]
 
 
-def test_distributed_run_test_loads_a_policy_checkpoint_holding_numpy(tmp_path) -> None:
+def test_distributed_run_test_loads_a_policy_checkpoint_holding_numpy(tmp_path, capfd) -> None:
     """(Was: torch.load's weights-only ``UnpicklingError``, a traceback after the run had
-    trained; ``looprl watch`` loaded the same ``policy.pt``.)"""
+    trained; ``looprl watch`` loaded the same ``policy.pt``.) Its evaluation shows its progress
+    as a local run's does (it showed none)."""
     from tests.distributed.seed004_user import SignPair
 
     from looprl.distributed import DistributedRun, RuntimeConfig
@@ -189,6 +190,7 @@ def test_distributed_run_test_loads_a_policy_checkpoint_holding_numpy(tmp_path) 
     run = DistributedRun(spec, RuntimeConfig(actors=1), frames=100, logdir=None)
     run.result.log_dir = str(tmp_path)  # (a finished run's directory)
     assert len(run.test(episodes=2)) == 2
+    assert ": evaluation: 2/2 episodes (100%)" in capfd.readouterr().err
 
 
 def test_a_users_trainer_whose_loss_goes_nan_stops_the_trainer_worker_in_one_line() -> None:

@@ -641,3 +641,22 @@ def test_a_checkpointed_mujoco_env_keeps_its_arguments() -> None:
     assert pickle.loads(pickle.dumps(env)).env.unwrapped._reset_noise_scale == 0.05
     copies = GymEnvironment("InvertedDoublePendulum-v5", healthy_reward=3.0).duplicate(2)
     assert pickle.loads(pickle.dumps(copies)).env.envs[1].unwrapped._healthy_reward == 3.0
+
+
+def test_an_out_of_date_ids_warning_is_shown_at_its_first_make_only(monkeypatch) -> None:
+    """``looprl train ppo CartPole-v0`` printed Gymnasium's warning twice: its training
+    environment's ``gym.make``, then its evaluation copies' ``gym.make_vec``."""
+    import warnings
+
+    from looprl.environments import gym_helpers
+
+    monkeypatch.setattr(gym_helpers, "_MADE_IDS", set())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # (as after any catch_warnings: Gymnasium's "once")
+        env = GymEnvironment("CartPole-v0")
+        copies = env.duplicate(2)
+        GymEnvironment("CartPole-v0").close()
+    old = [w for w in caught if "CartPole-v0 is out of date" in str(w.message)]
+    assert len(old) == 1, old
+    copies.close()
+    env.close()

@@ -458,7 +458,8 @@ def test_a_never_ending_multiagent_episode_is_cut(monkeypatch, caplog):
     with caplog.at_level(logging.WARNING):
         returns = multiagent.play(env, agents, episodes=2, seed=0)
     assert len(returns["a"]) == 2 and 0 < returns["a"][0] <= 40
-    assert caplog.text.count("ran 40 steps without ending: cut there") == 2
+    assert caplog.text.count("ran 40 steps without ending: cut there") == 1  # (the first)
+    assert "2 episodes of forever were cut at the cap of 40 steps" in caplog.text
 
 
 def test_a_never_ending_multiagent_training_episode_is_cut(monkeypatch, tmp_path, caplog):
@@ -487,7 +488,8 @@ def test_a_never_ending_multiagent_training_episode_is_cut(monkeypatch, tmp_path
     with caplog.at_level(logging.WARNING):
         experiment.train(frames=60)
     assert (experiment.episode, experiment.frame) == (2, 60)  # (cut at 30 steps each)
-    assert "ran 30 steps without ending: cut there" in caplog.text
+    assert caplog.text.count("ran 30 steps without ending: cut there") == 1
+    assert "2 episodes of forever were cut at the cap of 30 steps" in caplog.text  # (the total)
     experiment.close()
 
 

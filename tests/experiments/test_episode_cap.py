@@ -98,7 +98,25 @@ def test_a_vector_environment_cut_reports_the_long_episode_and_restarts_every_co
     assert runner.request().done.tolist() == [True, True]  # both truncated: all restart
     assert _step(runner, 1) == [] and runner.request().done.tolist() == [False, False]
     assert _step(runner, 4) == [(1, 3.0, 3), (0, 4.0, 4)]  # (the restart earned nothing)
-    assert caplog.text.count("an episode of endless ran 4 steps without ending") == 2
+    assert caplog.text.count("an episode of endless ran 4 steps without ending") == 1
+    assert runner.cuts == 2  # (the first cut warns; a loop says their total: report_cuts)
+
+
+def test_the_cap_warns_once_per_evaluation_and_the_total_at_its_end(tmp_path, monkeypatch,
+                                                                     caplog) -> None:
+    """An evaluation of 6 episodes of an environment without a time limit printed the cap's
+    warning 6 times (a training call, one per cut episode: test_misbehaving_envs)."""
+    monkeypatch.setattr(gym_helpers, "DEFAULT_EPISODE_CAP", 5)
+    env = GymEnvironment(Endless(), name="endless")
+    preset = dqn.hyperparameters(hidden=8).env(env).device("cpu").build()
+    experiment = make_experiment(preset, env, logdir=str(tmp_path), quiet=True, seed=0)
+    with caplog.at_level(logging.WARNING):
+        assert experiment.test(episodes=6) == [5.0] * 6
+    lines = [r.getMessage() for r in caplog.records if "endless" in r.getMessage()]
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("an episode of endless ran 5 steps without ending: cut there")
+    assert lines[1] == "6 episodes of endless were cut at the cap of 5 steps"
+    experiment.close()
 
 
 def test_training_on_a_vector_environment_is_not_cut_play_episodes_is(monkeypatch) -> None:

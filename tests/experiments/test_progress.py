@@ -111,7 +111,19 @@ def test_a_run_past_its_budget_has_no_time_left() -> None:
         for frame in (60, 336):
             bar.update(frame, 1, None)
     lines = buffer.getvalue().splitlines()
-    assert lines[-1].startswith("ppo: 336/100 frames (336%), ") and " 0:00:00 left" in lines[-1]
+    assert lines[-1].startswith("ppo: 336 frames (budget 100 reached), ")
+    assert " 0:00:00 left" in lines[-1]
+
+
+def test_the_bar_of_a_run_past_its_budget_shows_the_budget_reached() -> None:
+    """A vector step's last frames go past the budget: the bar read "1,007/1,000 frames"
+    (and the plain line "(101%)")."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=200, color_system=None)
+    with TrainingProgress(1000, "ppo", console=console) as bar:
+        bar.update(1007, 3, 20.0)
+    assert "1,007 frames (budget 1,000 reached)" in buffer.getvalue()
+    assert "1,007/1,000" not in buffer.getvalue()
 
 
 def test_plain_lines_also_by_time_and_for_episode_budgets() -> None:
@@ -211,3 +223,23 @@ def test_a_local_multiagent_run_shows_each_agents_return_as_a_ray_run(
     assert line == (f"return(100) by agent: player_1 {means['player_1']:.4g}  "
                     f"player_2 {means['player_2']:.4g}")
     run.close()
+
+
+def test_an_evaluation_shows_its_progress_unless_quiet(tmp_path, capsys) -> None:
+    """``test(episodes=N)`` (``--test-episodes``) showed nothing while it ran."""
+    from looprl.environments import GymEnvironment
+    from looprl.experiments import make_experiment
+    from looprl.presets.classic_control import dqn
+
+    env = GymEnvironment("CartPole-v1")
+    preset = dqn.env(env).hyperparameters(hidden=8).device("cpu").build()
+    experiment = make_experiment(preset, env, logdir=str(tmp_path), seed=0)
+    returns = experiment.test(episodes=3)
+    lines = capsys.readouterr().err.splitlines()  # (not a terminal: plain lines)
+    assert lines[-1].startswith("dqn on CartPole-v1: evaluation: 3/3 episodes (100%), ")
+    assert lines[-1].endswith(f"return(100) {sum(returns) / 3:.4g}")
+    assert " episodes/s, " in lines[-1] and "fps" not in lines[-1]
+    experiment.quiet = True
+    experiment.test(episodes=2)
+    assert capsys.readouterr().err == ""
+    experiment.close()

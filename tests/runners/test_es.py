@@ -262,3 +262,16 @@ def test_a_search_whose_every_individual_diverged_evaluates_nothing(small_ppo, m
                                 search_targets={"lr": (1e-4, 1e-2, "log")}).run()
     assert results["best"] is None and eval_results == {}
     assert results["history"][0]["fitness"] == [-np.inf, -np.inf]
+
+
+@pytest.mark.parametrize("targets", [{"lr": (1e-4, 1e-2, "log")}, {"hp/clip": (0.05, 0.5)}],
+                         ids=["fresh agents", "one agent"])
+def test_each_individuals_progress_lines_name_it(small_ppo, targets, capsys):
+    """``looprl run runner=es`` showed one progress block per individual, all alike."""
+    _es(small_ppo, search_targets=targets, iterations=1, popsize=2, quiet=False).run()
+    lines = capsys.readouterr().err.splitlines()
+    for individual in ("gen001_ind000", "gen001_ind001"):
+        assert any(line.startswith(f"ppo on CartPole-v1 [{individual}]: ") for line in lines)
+        assert any(line.startswith(f"ppo on CartPole-v1 [{individual}]: evaluation: 1/1 "
+                                   "episodes (100%)") for line in lines)
+    assert all(line.startswith("ppo on CartPole-v1 [") for line in lines), lines

@@ -19,7 +19,7 @@ from looprl.memory.segments import SegmentBuffer, leaves, segment_rows
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks
 
-__all__ = ["Episode", "EnvRunner", "RolloutSizeError", "check_result"]
+__all__ = ["Episode", "EnvRunner", "RolloutSizeError", "check_result", "report_cuts"]
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +54,14 @@ class EnvRunner:
         first_stream: this runner's first stream number in its segments' ``stream`` field.
         restarts: recover from an exception in an env copy (``None``: raise it): its episode
             is cut, the copy rebuilt (a vector environment: all of it), reseeded and reset.
-        max_episode_steps: cut an episode at this many steps (truncated), report it and warn:
-            an SRL copy's alone; in a vector environment, which cannot reset one copy, every
-            copy then restarts (``truncate``). ``None``: an SRL env's ``env_cap``; a vector
+        max_episode_steps: cut an episode at this many steps (truncated), report it and warn
+            (at the first cut; ``cuts`` counts them all: ``report_cuts``): an SRL copy's
+            alone; in a vector environment, which cannot reset one copy, every copy then
+            restarts (``truncate``). ``None``: an SRL env's ``env_cap``; a vector
             environment's episodes are not cut (its own time limits end them).
 
     Attributes:
+        cuts: the episodes cut at ``max_episode_steps`` so far.
         env_call: ``(time.monotonic() at its start, copy, method)`` of the env call in
             progress, ``None`` if none.
     """
@@ -81,6 +83,7 @@ class EnvRunner:
         self.restarts = restarts
         self.seed = seed
         self.env_call: tuple[float, int | None, str] | None = None
+        self.cuts = 0
         self.envs, copies, groups = env_copies(env_name, env_args, n_envs, groups, process)
         self._copies = copies
         self.max_episode_steps = (copies.default_cap if max_episode_steps is None
@@ -384,18 +387,30 @@ def _ending(runner: EnvRunner, asked: np.ndarray, obs: Any, action: np.ndarray,
             np.concatenate((action[keep], *(row[1] for row in rows))))
 
 
+def report_cuts(runner: EnvRunner, before: int) -> None:
+    """Warn how many episodes ``runner`` cut at its cap since it had cut ``before`` (at the end
+    of a training or evaluation call), unless none, or only the one its warning named."""
+    cut = runner.cuts - before
+    if cut and runner.cuts > 1:
+        log.warning("%d episode%s of %s %s cut at the cap of %d steps", cut, "s" * (cut > 1),
+                    runner._copies.name, "were" if cut > 1 else "was", runner._cap)
+
+
 def _cut_long(runner: EnvRunner, stepped: np.ndarray) -> None:
     """Cut (truncated), report and warn about the episodes ``max_episode_steps`` long (the
-    copies' ``cut``). An episode grows by one step an ``advance`` at most: the next check waits
-    until one can reach the cap."""
+    copies' ``cut``); the runner's first cut only warns, ``cuts`` counts them. An episode grows
+    by one step an ``advance`` at most: the next check waits until one can reach the cap."""
     copies, cap = runner._copies, runner._cap
     runner._unchecked = max(1, cap - int(copies.lengths.max()))
     long = stepped & ~copies.over & (copies.lengths >= cap)
     if long.any():
-        log.warning("an episode of %s ran %d steps without ending: cut there (the cap: "
-                    "max_episode_steps, by default the env's time limit, else %d; looprl watch: "
-                    "--max-steps)",
-                    copies.name, cap, DEFAULT_EPISODE_CAP)
+        if not runner.cuts:
+            log.warning("an episode of %s ran %d steps without ending: cut there (the cap: "
+                        "max_episode_steps, by default the env's time limit, else %d; looprl "
+                        "watch: --max-steps); later ones are counted, their total logged at "
+                        "the end",
+                        copies.name, cap, DEFAULT_EPISODE_CAP)
+        runner.cuts += int(long.sum())
         copies.over |= long
         copies.report(runner, long)
         copies.cut(runner, long)

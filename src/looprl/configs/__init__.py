@@ -140,7 +140,8 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
         "resume": False,
         "logging": {"quiet": False, "verbose": True, "wandb": None},
         "hydra": {"help": {"app_name": "looprl run", "header": HELP_HEADER,
-                           "footer": HELP_FOOTER}},
+                           "footer": HELP_FOOTER},  # (log lines on stderr, as looprl train's)
+                  "job_logging": {"handlers": {"console": {"stream": "ext://sys.stderr"}}}},
     })
 
 

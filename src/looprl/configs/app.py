@@ -70,7 +70,7 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
     if run.runner.preset is not None:
         run.runner.preset.save(str(Path(output_dir) / "preset.pt"))
     if cfg.runner.name == "online" and not cfg.logging.quiet:  # (as a Ray run's, below)
-        _log_summary(f"{run.runner.experiment.name} on {cfg.env}: {train_results['step']} "
+        _print_summary(f"{run.runner.experiment.name} on {cfg.env}: {train_results['step']} "
                      f"frames, {train_results['episodes']} episodes", eval_results)
     run.runner.close()
     return _write_results(cfg, output_dir, train_results, eval_results)
@@ -117,17 +117,18 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
              "restarts": [list(r) for r in result.restarts], "log_dir": result.log_dir,
              "meta": result.meta}
     if not cfg.logging.quiet:
-        _log_summary(f"{run.name} on {cfg.env} (Ray, {run.runtime.actors} actors): "
+        _print_summary(f"{run.name} on {cfg.env} (Ray, {run.runtime.actors} actors): "
                      f"{result.frames} frames at {result.frames_per_second:.0f} frames/s",
                      evaluation)
     return _write_results(cfg, output_dir, train, evaluation)
 
 
-def _log_summary(run: str, evaluation: dict[str, Any]) -> None:
-    """Log what ``run`` did, and the final evaluation's mean return where it had episodes."""
+def _print_summary(run: str, evaluation: dict[str, Any]) -> None:
+    """Print what ``run`` did, and the final evaluation's mean return where it had episodes, on
+    stdout (as ``looprl train`` does; the log lines go to stderr)."""
     n = len(evaluation.get("returns", []))
-    log.info("%s%s", run, f", test return {evaluation['mean_eval_reward']:.1f} over {n} "
-             f"episode{'s' * (n > 1)}" if n else "")
+    print(run + (f", test return {evaluation['mean_eval_reward']:.1f} over {n} "
+                 f"episode{'s' * (n > 1)}" if n else ""), flush=True)
 
 
 def resume_arguments(argv: list[str]) -> list[str]:

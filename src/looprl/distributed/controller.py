@@ -35,6 +35,7 @@ from looprl.environments.contextual import contextual_envs
 from looprl.experiments.diagnose import diverged
 from looprl.experiments.episodes import check_test
 from looprl.experiments.experiment import evaluation_seed, warn_never_trained
+from looprl.experiments.progress import TrainingProgress
 from looprl.experiments.run import TrainingInterrupted, check_frames, warn_budget_extended
 from looprl.experiments.run_files import json_text
 from looprl.meta.component import MetaComponent
@@ -183,7 +184,10 @@ class DistributedRun:
         if made is not None and made != (spec.env, spec.env_args):  # (another env: its copies)
             spec = replace(spec, env=made[0], env_args=made[1], copies=None)
         saved = load_file(policy, "trained policy", "train the run again", map_location="cpu")
-        played = pipeline.evaluation_episodes(spec, saved, episodes, seed=self.test_seed)
+        with TrainingProgress(episodes, f"{self.name} on {self.spec.env_label}: evaluation",
+                              quiet=self.quiet, unit="episodes") as progress:
+            played = pipeline.evaluation_episodes(spec, saved, episodes, seed=self.test_seed,
+                                                  progress=progress)
         returns = [episode.ret for episode in played]
         if env is None and self._log is not None:  # (then the monitor's ``agent_logs`` too)
             each = {agent: [episode.returns[i] for episode in played]
@@ -226,7 +230,6 @@ class DistributedRun:
 
     def _loop(self, callback: Callable[[DistributedRun], None] | None) -> None:
         """Poll the workers twice a second until ``_budget_spent``."""
-        from looprl.experiments.progress import TrainingProgress
         start = last = time.perf_counter()
         description = f"{self.name} on {self.spec.env_label} ({self.runtime.actors} actors)"
         with TrainingProgress(self.frames, description, quiet=self.quiet,

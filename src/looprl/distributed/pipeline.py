@@ -184,12 +184,13 @@ test_pipeline.__test__ = False  # not a pytest test
 
 
 def evaluation_episodes(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None,
-                        episodes: int = 10, seed: int = 0) -> list[Episode]:
+                        episodes: int = 10, seed: int = 0, progress: Any = None
+                        ) -> list[Episode]:
     """``episodes`` evaluation episodes of the policy restored from ``checkpoint`` (``None``: a
     new one; ``Episode.returns``: each agent's return), Ray's final evaluation: the policy's
     evaluation ``Actor``, its random numbers seeded with ``seed``, over ``min(test_copies,
     episodes)`` env copies reset from ``seed`` (the preset's local copies where it has them),
-    as a local run's evaluation."""
+    as a local run's evaluation; ``progress``: ``play_episodes``'."""
     from looprl.experiments.episodes import play_episodes
     policy = spec.make_policy()
     if checkpoint is not None:
@@ -200,7 +201,7 @@ def evaluation_episodes(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None,
     build, process = spec.collector_env(copies)
     runner = EnvRunner(build, None, copies, None, policy.default_policy_state, seed=seed,
                        is_evaluation=True, process=process)
-    return play_episodes(runner, actor.rollout, episodes)
+    return play_episodes(runner, actor.rollout, episodes, progress=progress)
 
 
 #: the key of a published ``get_checkpoint()`` (a policy that exposes no ``module``)

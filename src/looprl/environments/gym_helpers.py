@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import importlib.util
@@ -12,6 +13,7 @@ import os
 import re
 import sys
 import traceback
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -29,6 +31,24 @@ from looprl.environments.faults import PolicyActionError, failure
 log = logging.getLogger(__name__)
 
 
+#: the ids made so far (``warned_once``)
+_MADE_IDS: set[str] = set()
+
+
+@contextlib.contextmanager
+def warned_once(env_id: str) -> Iterator[None]:
+    """Around a ``gym.make`` or ``gym.make_vec`` of ``env_id``: Gymnasium's warning that the id
+    is out of date (``CartPole-v0``) at its first make in this process only (Gymnasium warns
+    again after any ``warnings.catch_warnings``: an evaluation's copies repeated it)."""
+    if env_id not in _MADE_IDS:
+        _MADE_IDS.add(env_id)
+        yield
+        return
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", ".*is out of date", DeprecationWarning)
+        yield
+
+
 def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
     """``gym.make`` with a one-line error for unknown environment ids (and MuJoCo ones that
     ``require_mujoco`` refuses)."""
@@ -37,7 +57,8 @@ def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
         require_mujoco()
     check_text_arguments(env_id, kwargs)
     try:
-        env = gym.make(env_id, **kwargs)
+        with warned_once(env_id):
+            env = gym.make(env_id, **kwargs)
     except ModuleNotFoundError as error:  # (Gymnasium's phys2d and tabular ids need jax)
         if error.name is None:
             raise

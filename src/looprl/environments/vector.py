@@ -31,6 +31,7 @@ from looprl.environments.gym_helpers import (
     make_gym_env,
     shape_changed,
     space_shape_error,
+    warned_once,
 )
 
 
@@ -51,8 +52,9 @@ def make_vector_env(env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: 
     if not callable(env_id):
         check_env_id(env_id)
         if gym.spec(env_id).vector_entry_point:
-            return gym.make_vec(env_id, num_envs=n_envs, vectorization_mode="vector_entry_point",
-                                **kwargs)
+            with warned_once(env_id):
+                return gym.make_vec(env_id, num_envs=n_envs,
+                                    vectorization_mode="vector_entry_point", **kwargs)
         # (not make_vec's "sync" mode: it makes its copies with a closure, which a checkpoint
         # cannot pickle)
         env_id = partial(make_gym_env, env_id, **kwargs)

@@ -12,10 +12,12 @@ import numpy as np
 import torch
 
 from looprl.collector import EnvRunner, Episode
+from looprl.collector.runner import report_cuts
 from looprl.core import ParallelPreset, RolloutRequest, RolloutResult, StateArray
 from looprl.core.suggest import check_count, is_whole
 from looprl.environments import Environment, MultiagentEnvironment
 from looprl.environments.gym import refuse_gymnasium
+from looprl.experiments.progress import TrainingProgress
 from looprl.presets.common import multiagent_advice
 
 __all__ = ["check_episodes", "check_parallel_preset", "check_spaces", "check_test", "dashboard",
@@ -59,14 +61,17 @@ def single_action(agent: Any, states: StateArray) -> torch.Tensor:
 
 def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResult],
                   episodes: int, show: Callable[[], Any] = lambda: None,
-                  max_steps: float = math.inf) -> list[Episode]:
+                  max_steps: float = math.inf, progress: TrainingProgress | None = None
+                  ) -> list[Episode]:
     """Play ``episodes`` episodes on ``runner`` (from the state it is in), ``act`` answering
     each of its requests; their ``Episode`` s, as they end.
 
     Each env copy plays its share (the first ``episodes % n`` copies one more), so that short
-    episodes are not favoured. ``show()`` runs once per state. The runner cuts an episode
-    after ``max_steps`` steps (default: its ``max_episode_steps``, else its ``env_cap``), with
-    a warning, and it is counted; in a vector environment every copy then starts a new episode.
+    episodes are not favoured. ``show()`` runs once per state; ``progress`` (started, in
+    episodes) is updated at each step. The runner cuts an episode after ``max_steps`` steps
+    (default: its ``max_episode_steps``, else its ``env_cap``), with a warning at its first
+    cut and their total at the end, and it is counted; in a vector environment every copy then
+    starts a new episode.
     """
     check_episodes(episodes)
     check_count(optional=True, max_steps=None if max_steps == math.inf else max_steps)
@@ -80,6 +85,7 @@ def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
     own = runner.max_episode_steps
     runner.max_episode_steps = int(max_steps if max_steps < math.inf else (
         runner.env_cap if own is None else own))
+    cuts, mean = runner.cuts, None
     try:
         show()
         while quota.any():
@@ -91,7 +97,11 @@ def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
                 if quota[episode.env] > 0:
                     played.append(episode)
                     quota[episode.env] -= 1
+                    mean = float(np.mean([e.ret for e in played[-100:]]))
             show()
+            if progress is not None:
+                progress.update(len(played), len(played), mean)
+        report_cuts(runner, cuts)
     finally:
         runner.max_episode_steps = own
     return played

@@ -14,6 +14,7 @@ import numpy as np
 
 from looprl.agents.shell import seed_units
 from looprl.collector import EnvRunner, Episode
+from looprl.collector.runner import report_cuts
 from looprl.core import Preset, RolloutResult, StateArray
 from looprl.core.preset import check_built
 from looprl.core.suggest import check_count, check_seed, warn_once
@@ -173,6 +174,9 @@ class Experiment:
     #: ``test`` seeds its episodes with ``seed + TEST_SEED_OFFSET`` (runners turn it on; off
     #: in a ``SingleEnvExperiment``: the env's own draws, as seed 003)
     seeded_test = True
+    #: a runner's name of the run (``gen001_ind002``: an ES individual's), shown by the
+    #: progress displays (``description``)
+    label: str | None = None
 
     def __init__(self, preset: Preset, env: Any, name: str | None = None,
                  train_steps: float = math.inf, logdir: str = "runs", quiet: bool = False,
@@ -211,6 +215,16 @@ class Experiment:
     def __getstate__(self) -> dict[str, Any]:
         """Everything but the progress display and the ``hp/*`` accessors (closures)."""
         return {k: v for k, v in self.__dict__.items() if k not in ("_progress", "_hp")}
+
+    @property
+    def description(self) -> str:
+        """The run in the progress displays: ``dqn on CartPole-v1``, then its ``label``."""
+        return f"{self.name} on {self.env.name}" + (f" [{self.label}]" if self.label else "")
+
+    def evaluation_progress(self, episodes: int) -> TrainingProgress:
+        """The progress display of an evaluation of ``episodes`` episodes (unless ``quiet``)."""
+        return TrainingProgress(episodes, f"{self.description}: evaluation", quiet=self.quiet,
+                                unit="episodes")
 
     frame = property(lambda self: self.logger.frame, doc="Environment steps taken so far.")
     episode = property(lambda self: self.logger.episode, doc="Training episodes completed so far.")
@@ -262,11 +276,13 @@ class Experiment:
         total = int(frames) if math.isfinite(frames) else 0
         self._hp = agent_hyperparameters(self.agent)
         status = dashboard(self.logger, self._hp, self.agent_returns100)
-        with TrainingProgress(total, f"{self.name} on {self.env.name}", quiet=self.quiet,
+        cuts = 0 if self.runner is None else self.runner.cuts
+        with TrainingProgress(total, self.description, quiet=self.quiet,
                               status=status) as self._progress:
             self._progress.update(self.frame, self.episode, self.logger.mean_return100)
             try:
                 self._train(frames, episodes)
+                report_cuts(self.runner, cuts)
             except FloatingPointError as error:
                 running = (self.runner is not None
                            and not np.isfinite(self.runner.running_returns).all())
@@ -364,8 +380,11 @@ class Experiment:
         if seed is not None and callable(getattr(agent, "seed", None)):
             agent.seed(seed)  # (its random numbers: those of a Ray run's evaluation)
         runner = EnvRunner(env, segment_length=None, seed=seed, is_evaluation=True)
-        played = played_then_closed(None if env is self.vector_env else env, lambda: play_episodes(
-            runner, lambda _: RolloutResult(action=self._acts(agent, runner.states())), episodes))
+        with self.evaluation_progress(episodes) as progress:
+            played = played_then_closed(
+                None if env is self.vector_env else env, lambda: play_episodes(
+                    runner, lambda _: RolloutResult(action=self._acts(agent, runner.states())),
+                    episodes, progress=progress))
         returns = [episode.ret for episode in played]
         if not given:
             self.test_returns = returns

@@ -165,7 +165,9 @@ class MultiagentEnvExperiment(Experiment):
             if seed is not None:
                 actor.seed(seed)
             act = actor.rollout
-        returns = agent_returns(play_episodes(runner, act, episodes), played.possible_agents)
+        with self.evaluation_progress(episodes) as progress:
+            returns = agent_returns(play_episodes(runner, act, episodes, progress=progress),
+                                    played.possible_agents)
         runner.close()
         if env is None:
             self.agent_logs.add_test_returns([sum(each) for each in zip(*returns.values())],

@@ -24,9 +24,42 @@ WIDE = 120  # columns a console needs for the full one-line bar
 
 
 class _FramesPerSecondColumn(ProgressColumn):
+    def __init__(self, unit: str) -> None:
+        super().__init__()
+        self.unit = unit
+
     def render(self, task: Task) -> Text:
-        speed = task.speed
-        return Text("? fps" if speed is None else f"{speed:,.0f} fps", style="progress.data.speed")
+        return Text(_rate(task.speed, self.unit), style="progress.data.speed")
+
+
+class _CountColumn(ProgressColumn):
+    """``done/total unit``, or past the budget ``done unit (budget total reached)``."""
+
+    def __init__(self, unit: str) -> None:
+        super().__init__()
+        self.unit = unit
+
+    def render(self, task: Task) -> Text:
+        return Text(_count(int(task.completed), int(task.total or 0), self.unit),
+                    style="progress.download")
+
+
+def _rate(speed: float | None, unit: str) -> str:
+    """``1,234 fps`` of frames, ``2.5 episodes/s`` of another unit (``?``: not known yet)."""
+    if unit == "frames":
+        return "? fps" if speed is None else f"{speed:,.0f} fps"
+    return f"? {unit}/s" if speed is None else f"{speed:,.1f} {unit}/s"
+
+
+def _count(done: int, total: int, unit: str) -> str:
+    """``done/total unit`` (``unit`` empty: no unit), ``done unit`` without a budget, and
+    ``done unit (budget total reached)`` past it (a vector step's last frames go past it)."""
+    unit = f" {unit}" if unit else ""
+    if total <= 0:
+        return f"{done:,}{unit}"
+    if done > total:
+        return f"{done:,}{unit} (budget {total:,} reached)"
+    return f"{done:,}/{total:,}{unit}"
 
 
 class _Dashboard(Progress):
@@ -58,6 +91,8 @@ class TrainingProgress:
     episodes, the mean return of the last 100 episodes, and ``status()``'s lines under it.
 
     Args:
+        unit: what ``total_frames`` and ``update``'s ``frame`` count: ``"frames"``, or
+            ``"episodes"`` (an evaluation: no separate episode count).
         console: console to draw on (default: a new one on stderr).
         line_interval: on a console that is not a terminal (plain lines), the most seconds
             between two lines (one is also printed at every tenth of the run).
@@ -66,9 +101,10 @@ class TrainingProgress:
 
     def __init__(self, total_frames: int, description: str, quiet: bool = False,
                  console: Console | None = None, refresh_per_second: float = 10.0,
-                 line_interval: float = 60.0, status: Callable[[], list[str]] | None = None
-                 ) -> None:
+                 line_interval: float = 60.0, status: Callable[[], list[str]] | None = None,
+                 unit: str = "frames") -> None:
         self.total_frames, self.description, self.quiet = int(total_frames), description, quiet
+        self.unit = unit
         self.status = status or list  # (no lines)
         self._interval, self._line_interval = 1.0 / refresh_per_second, line_interval
         self._last: tuple[int, int, float | None] = (0, 0, None)
@@ -81,19 +117,18 @@ class TrainingProgress:
 
     def _make_progress(self, console: Console) -> Progress:
         """The rich display (shorter on a console narrower than ``WIDE``)."""
-        frames = "{task.completed:,.0f}/{task.total:,.0f}"  # (done/total)
+        unit = self.unit
         if console.width >= WIDE:
             columns = [TextColumn("[progress.description]{task.description}"),
-                       BarColumn(bar_width=24),
-                       TextColumn(frames + " frames", style="progress.download"),
-                       _FramesPerSecondColumn(), TimeElapsedColumn(), TextColumn("<"),
+                       BarColumn(bar_width=24), _CountColumn(unit),
+                       _FramesPerSecondColumn(unit), TimeElapsedColumn(), TextColumn("<"),
                        TimeRemainingColumn()]
         else:
             console.print(self.description, markup=False, highlight=False)
-            columns = [BarColumn(bar_width=10), TextColumn(frames, style="progress.download"),
-                       _FramesPerSecondColumn(), TimeRemainingColumn()]
-        columns += [TextColumn("episodes {task.fields[episodes]}"),
-                    TextColumn("return(100) {task.fields[mean_return]}")]
+            columns = [BarColumn(bar_width=10), _CountColumn(""), _FramesPerSecondColumn(unit),
+                       TimeRemainingColumn()]
+        columns += [TextColumn("episodes {task.fields[episodes]}")] * (unit == "frames")
+        columns += [TextColumn("return(100) {task.fields[mean_return]}")]
         return _Dashboard(*columns, status=self.status, console=console, auto_refresh=False,
                           transient=False)
 
@@ -140,15 +175,18 @@ class TrainingProgress:
         frame, episode, mean_return = self._last
         elapsed = now - self._start
         fps = (frame - (self._first_frame or 0)) / elapsed if elapsed > 0 else 0.0
-        frames = f"{frame:,} frames"
+        total = self.total_frames
+        frames = _count(frame, total, self.unit)
         left = ""
-        if self.total_frames > 0:
-            percent = 100 * frame / self.total_frames
-            frames = f"{frame:,}/{self.total_frames:,} frames ({percent:.0f}%)"
+        if total > 0:
+            if frame <= total:
+                frames += f" ({100 * frame / total:.0f}%)"
             if fps > 0:
-                left = f", {_format_duration(max(self.total_frames - frame, 0) / fps)} left"
-        line = (f"{self.description}: {frames}, {fps:,.0f} fps, {_format_duration(elapsed)} "
-                f"elapsed{left}, episodes {episode}, return(100) {_format_return(mean_return)}")
+                left = f", {_format_duration(max(total - frame, 0) / fps)} left"
+        episodes = f", episodes {episode}" if self.unit == "frames" else ""
+        line = (f"{self.description}: {frames}, {_rate(fps, self.unit)}, "
+                f"{_format_duration(elapsed)} elapsed{left}{episodes}, return(100) "
+                f"{_format_return(mean_return)}")
         line = "; ".join([line, *self.status()])
         self._lines.print(line, markup=False, highlight=False, soft_wrap=True)
         self._printed_frame = frame

@@ -135,6 +135,7 @@ class Runner:
         seed_everything(self.seed)
         self.preset = builder.env(self.env).build()
         self.preset.meta, meta = copy.deepcopy(self._fresh_meta)
+        label = self._next_run[0] if self._next_run else None  # (``_logger`` takes it)
         self.experiment = make_experiment(
             self.preset, self.env, train_steps=train_steps, quiet=self.quiet,
             logger=self._logger() if logged else MemoryLogger(), seed=self.seed,
@@ -142,6 +143,7 @@ class Runner:
             checkpoint_every=self.checkpoint_every if logged else None,
             checkpoint_replay=self.checkpoint_replay,
             keep_checkpoints=self.keep_checkpoints if logged else None)
+        self.experiment.label = label
 
     def configure(self, values: dict[str, Any], train_steps: float = math.inf,
                   fresh: bool = True) -> None:
@@ -174,7 +176,7 @@ class Runner:
         ``label_next_run`` named so), with ``info`` in its ``run.json`` (if there is a
         ``logdir``)."""
         self._require_agent()
-        logger = self.experiment.logger
+        logger, self.experiment.label = self.experiment.logger, name
         if self.logdir is None:
             return
         if getattr(logger, "run_name", None) == name:
