@@ -7,6 +7,8 @@ import os
 import sys
 
 try:
+    import numpy  # noqa: F401  (before torch, whose import of it swallows a Ctrl-C)
+
     from looprl.core.algorithm import register_names_from  # (imports torch: seconds)
 except KeyboardInterrupt:
     if os.path.basename(sys.argv[0]) != "looprl":  # (imported by a user's program)

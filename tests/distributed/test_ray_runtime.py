@@ -212,7 +212,7 @@ def test_the_parameter_server_is_placed_on_the_drivers_node(local_ray, monkeypat
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
-def test_gpus_a_cluster_lacks_fail_after_the_placement_timeout_in_one_line(local_ray):
+def test_gpus_a_cluster_lacks_fail_in_one_line(local_ray):
     """No node has the GPU a policy worker reserves: the line says so, and what to lower."""
     with pytest.raises(RuntimeError, match=r"^no node of the cluster can place policy workers: "
                                            r"each reserves 1 CPUs and 1 GPUs \(runtime.cpus_per_"
@@ -221,6 +221,26 @@ def test_gpus_a_cluster_lacks_fail_after_the_placement_timeout_in_one_line(local
         DistributedRun(ppo_spec(), runtime(policy_workers=1, gpus_per_policy=1,
                                            placement_timeout=3),
                        frames=10**6, logdir=None, quiet=True).run()
+
+
+def test_a_worker_larger_than_every_node_fails_before_any_worker_is_created(monkeypatch):
+    """Two alive nodes of 2 CPUs (4 in all) and a trainer that reserves 3: no node could ever
+    hold it, so the run says so at once (was: after placement_timeout, 60 s by default)."""
+    from looprl.distributed.placement import WorkerPool
+    from looprl.distributed.run_state import DistributedResult, SampleCounts
+
+    nodes = [{"Alive": True, "Resources": {"CPU": 2.0}}, {"Alive": True, "Resources": {"CPU": 2.0}},
+             {"Alive": False, "Resources": {"CPU": 8.0}}]
+    monkeypatch.setattr(ray, "nodes", lambda: nodes)
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 4.0})
+    pool = WorkerPool(ppo_spec(), runtime(actors=1, cpus_per_trainer=3), DistributedResult(),
+                      SampleCounts())
+    monkeypatch.setattr(pool, "_create", lambda *args: pytest.fail("a worker was created"))
+    with pytest.raises(RuntimeError, match=r"^no node of the cluster can place trainer workers: "
+                                           r"each reserves 3 CPUs and 0 GPUs \(runtime.cpus_per_"
+                                           r"trainer, runtime.gpus_per_trainer\) and the largest "
+                                           r"node has 2 CPUs and 0 GPUs"):
+        pool.start(None, seed=0)
 
 
 def test_a_run_larger_than_the_users_ray_instance_says_so_before_it_waits(local_ray, caplog):

@@ -43,11 +43,14 @@ class WorkerPool:
         ``schedules[name]``), wait until they are placed, form the trainer group and start the
         loops (trainer 0 from the checkpoint in ``run_dir``, a resumed run's, read here, taken
         at train step ``checkpoint_steps``);
-        ``RuntimeError`` if the cluster cannot place them within
-        ``runtime.placement_timeout`` seconds, or one failed to start."""
+        ``RuntimeError`` at once if a worker is larger than every node of the cluster, if the
+        cluster cannot place them within ``runtime.placement_timeout`` seconds, or if one
+        failed to start."""
         import ray
         self.meta_state = dict(meta_state or {})
         self.schedules.update(schedules or {})
+        _check_node_fits(ray, self.runtime, ["actor", "trainer"]
+                         + ["policy"] * (self.runtime.policy_workers > 0))
         _warn_cluster_too_small(ray, self.runtime)
         self._create(run_dir, seed, frames, self.meta_state, checkpoint_steps)
         self._wait_placed(ray)
@@ -258,7 +261,8 @@ def _warn_cluster_too_small(ray: Any, rt: RuntimeConfig) -> None:
 
 def _check_node_fits(ray: Any, rt: RuntimeConfig, missing: list[str]) -> None:
     """``RuntimeError`` if no node of the cluster is large enough for one of the ``missing``
-    workers (a worker runs on one node: the cluster's total does not place it)."""
+    workers (names, or roles: ``"actor"``...; a worker runs on one node: the cluster's total
+    does not place it)."""
     nodes = [node["Resources"] for node in ray.nodes() if node["Alive"]]
     for role in ("actor", "policy", "trainer"):
         cpus = getattr(rt, f"cpus_per_{role}")
