@@ -35,7 +35,7 @@ from looprl.environments.contextual import contextual_envs
 from looprl.experiments.diagnose import diverged
 from looprl.experiments.episodes import check_test
 from looprl.experiments.experiment import evaluation_seed, warn_never_trained
-from looprl.experiments.progress import TrainingProgress
+from looprl.experiments.progress import TrainingProgress, evaluation_progress
 from looprl.experiments.run import TrainingInterrupted, check_frames, warn_budget_extended
 from looprl.experiments.run_files import json_text
 from looprl.meta.component import MetaComponent
@@ -184,8 +184,8 @@ class DistributedRun:
         if made is not None and made != (spec.env, spec.env_args):  # (another env: its copies)
             spec = replace(spec, env=made[0], env_args=made[1], copies=None)
         saved = load_file(policy, "trained policy", "train the run again", map_location="cpu")
-        with TrainingProgress(episodes, f"{self.name} on {self.spec.env_label}: evaluation",
-                              quiet=self.quiet, unit="episodes") as progress:
+        with evaluation_progress(f"{self.name} on {self.spec.env_label}", episodes,
+                                 self.quiet) as progress:
             played = pipeline.evaluation_episodes(spec, saved, episodes, seed=self.test_seed,
                                                   progress=progress)
         returns = [episode.ret for episode in played]

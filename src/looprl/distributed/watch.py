@@ -13,7 +13,7 @@ from looprl.collector import EnvRunner
 from looprl.core.files import load_file
 from looprl.distributed.config import AlgorithmSpec
 from looprl.environments.srl import make
-from looprl.experiments.experiment import played_then_closed
+from looprl.experiments.episodes import played_then_closed
 from looprl.experiments.watch import default_fps, has_display, play_and_show, render_env
 
 __all__ = ["SPEC_FILE", "load_run", "save_spec", "watch_run"]

@@ -3,6 +3,7 @@ plays episodes through the collector (``play_episodes``: every evaluation and wa
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 from collections.abc import Callable
@@ -15,13 +16,15 @@ from looprl.collector import EnvRunner, Episode
 from looprl.collector.runner import report_cuts
 from looprl.core import ParallelPreset, RolloutRequest, RolloutResult, StateArray
 from looprl.core.suggest import check_count, is_whole
-from looprl.environments import Environment, MultiagentEnvironment
+from looprl.environments import AtariEnvironment, Environment, MultiagentEnvironment
 from looprl.environments.gym import refuse_gymnasium
+from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.experiments.progress import TrainingProgress
 from looprl.presets.common import multiagent_advice
 
-__all__ = ["check_episodes", "check_parallel_preset", "check_spaces", "check_test", "dashboard",
-           "play_episodes", "seed_everything", "single_action"]
+__all__ = ["check_episodes", "check_parallel_preset", "check_spaces", "check_test",
+           "check_window", "dashboard", "play_episodes", "played_then_closed", "seed_everything",
+           "single_action", "window_advice"]
 
 
 def seed_everything(seed: int) -> None:
@@ -165,3 +168,40 @@ def _shapes(spaces: tuple[Any, Any]) -> list[str]:
     return [f"{type(space).__name__}({space.n})" if hasattr(space, "n")
             else f"{type(space).__name__}{tuple(getattr(space, 'shape', None) or ())}"
             for space in spaces]
+
+
+def check_window(env: Any) -> None:
+    """``ValueError`` unless ``env`` shows itself in a window (``render_mode='human'``)."""
+    if getattr(getattr(env, "env", None), "render_mode", None) == "human":
+        return
+    why, fix = window_advice(env)
+    raise ValueError(f"render=True needs an environment that shows itself, and {env.name} shows "
+                     f"no window ({why}): " + (fix or "leave render out, and watch the saved "
+                                               "preset with looprl watch (a GIF) after training"))
+
+
+def window_advice(env: Any) -> tuple[str, str]:
+    """Why ``env`` shows no window, and how to create one that does (``""``: none can, an
+    Atari game): of ``render=True``'s error and ``watch``'s warning."""
+    made = f"{env.name!r}, render_mode='human'"
+    if isinstance(env, AtariEnvironment):
+        return "an Atari game", ""
+    if isinstance(env, MultiagentPettingZooEnv):
+        return ("made without render_mode='human'",
+                f"create it with MultiagentPettingZooEnv(make_zoo_env({made}))")
+    return "made without render_mode='human'", f"create it with GymEnvironment({made})"
+
+
+def played_then_closed(env: Any, play: Callable[[], Any]) -> Any:
+    """``play()``, then ``env.close()`` (``None``: nothing to close); also at Ctrl-C or a fault
+    (its window closes), then ignoring an error of ``close``: the first error stands."""
+    try:
+        result = play()
+    except BaseException:
+        if env is not None:
+            with contextlib.suppress(Exception):
+                env.close()
+        raise
+    if env is not None:
+        env.close()
+    return result

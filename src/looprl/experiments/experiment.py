@@ -7,7 +7,7 @@ import contextlib
 import logging
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -18,24 +18,25 @@ from looprl.collector.runner import report_cuts
 from looprl.core import Preset, RolloutResult, StateArray
 from looprl.core.preset import check_built
 from looprl.core.suggest import check_count, check_seed, warn_once
-from looprl.environments import AtariEnvironment, Environment, VectorEnvironment
+from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.base import wrapped_seed
 from looprl.environments.bodies import body_states
 from looprl.environments.duplicate import DuplicateEnvironment
-from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.experiments.checkpoint import check_checkpointing, save_checkpoint
 from looprl.experiments.diagnose import diverged, explain_divergence
 from looprl.experiments.episodes import (
     check_parallel_preset,
     check_spaces,
     check_test,
+    check_window,
     dashboard,
     play_episodes,
+    played_then_closed,
     seed_everything,
     single_action,
 )
 from looprl.experiments.logger import ExperimentLogger
-from looprl.experiments.progress import TrainingProgress
+from looprl.experiments.progress import TrainingProgress, evaluation_progress
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, agent_hub
 from looprl.meta.hyperparameters import agent_hyperparameters
@@ -76,26 +77,6 @@ def log_scalars(hub: MetaHub, logger: Any) -> None:
         logger.add_log(key[4:], value)
 
 
-def check_window(env: Any) -> None:
-    """``ValueError`` unless ``env`` shows itself in a window (``render_mode='human'``)."""
-    if getattr(getattr(env, "env", None), "render_mode", None) == "human":
-        return
-    why, fix = window_advice(env)
-    raise ValueError(f"render=True needs an environment that shows itself, and {env.name} shows "
-                     f"no window ({why}): " + (fix or "leave render out, and watch the saved "
-                                               "preset with looprl watch (a GIF) after training"))
-
-
-def window_advice(env: Any) -> tuple[str, str]:
-    """Why ``env`` shows no window, and how to create one that does (``""``: none can, an
-    Atari game): of ``render=True``'s error and ``watch``'s warning."""
-    made = f"{env.name!r}, render_mode='human'"
-    if isinstance(env, AtariEnvironment):
-        return "an Atari game", ""
-    if isinstance(env, MultiagentPettingZooEnv):
-        return ("made without render_mode='human'",
-                f"create it with MultiagentPettingZooEnv(make_zoo_env({made}))")
-    return "made without render_mode='human'", f"create it with GymEnvironment({made})"
 
 
 def warn_untrained(experiment: Experiment) -> None:
@@ -114,6 +95,35 @@ def warn_never_trained(name: str, env: str, frames: int) -> None:
               "more: replay_start_size and update_frequency, n_envs x n_steps or "
               "min_batch_size); its results are those of the untrained agent. Raise the frames "
               "or lower those hyperparameters", name, env, frames)
+
+
+def divergence(experiment: Experiment, error: FloatingPointError) -> Exception:
+    """The one-line error of ``experiment``'s training that diverged with ``error``."""
+    runner = experiment.runner
+    running = runner is not None and not np.isfinite(runner.running_returns).all()
+    message = explain_divergence(error, experiment.env.name, experiment.frame,
+                                 experiment._nonfinite_episode, running)
+    return diverged(experiment.name, message, getattr(experiment.logger, "log_dir", None))
+
+
+def check_train(experiment: Experiment, frames: float, episodes: float) -> None:
+    """A one-line ``ValueError`` for a ``train`` call without a budget, or one that cannot save
+    the checkpoints ``experiment`` was asked for."""
+    if math.isinf(frames) and math.isinf(episodes):
+        raise ValueError("train() needs a budget: frames=... or episodes=...")
+    logger = experiment.logger
+    if experiment.checkpoint_every is not None and getattr(logger, "log_dir", None) is None:
+        raise ValueError(f"checkpoint_every saves checkpoint.pt in the logger's log_dir; "
+                         f"{type(logger).__name__} has none: drop it, or log to a folder")
+
+
+def training_runner(experiment: Experiment) -> EnvRunner:
+    """The collector ``experiment`` trains on, cutting its agent's adder's segments."""
+    adder = getattr(experiment.agent.unwrapped, "adder", None)  # (None: a user's own Agent)
+    return EnvRunner(experiment._collected(), seed=experiment.seed, hub=experiment.hub,
+                     segment_length=None if adder is None else adder.segment_length,
+                     whole_episodes=adder is not None and adder.whole_episodes,
+                     process=None if adder is None else body_states(experiment.agent))
 
 
 def flush_logger(logger: Any) -> None:
@@ -136,20 +146,6 @@ def evaluation_copies(env: Any, vector_env: VectorEnvironment, copies: int) -> V
                     "truncated)", type(vector_env).__name__)
         return vector_env
 
-
-def played_then_closed(env: Any, play: Callable[[], Any]) -> Any:
-    """``play()``, then ``env.close()`` (``None``: nothing to close); also at Ctrl-C or a fault
-    (its window closes), then ignoring an error of ``close``: the first error stands."""
-    try:
-        result = play()
-    except BaseException:
-        if env is not None:
-            with contextlib.suppress(Exception):
-                env.close()
-        raise
-    if env is not None:
-        env.close()
-    return result
 
 
 class Experiment:
@@ -221,11 +217,6 @@ class Experiment:
         """The run in the progress displays: ``dqn on CartPole-v1``, then its ``label``."""
         return f"{self.name} on {self.env.name}" + (f" [{self.label}]" if self.label else "")
 
-    def evaluation_progress(self, episodes: int) -> TrainingProgress:
-        """The progress display of an evaluation of ``episodes`` episodes (unless ``quiet``)."""
-        return TrainingProgress(episodes, f"{self.description}: evaluation", quiet=self.quiet,
-                                unit="episodes")
-
     frame = property(lambda self: self.logger.frame, doc="Environment steps taken so far.")
     episode = property(lambda self: self.logger.episode, doc="Training episodes completed so far.")
 
@@ -268,11 +259,7 @@ class Experiment:
 
     def train(self, frames: float = math.inf, episodes: float = math.inf) -> None:
         """Train until ``frames`` frames or ``episodes`` episodes in all; a later call goes on."""
-        if math.isinf(frames) and math.isinf(episodes):
-            raise ValueError("train() needs a budget: frames=... or episodes=...")
-        if self.checkpoint_every is not None and getattr(self.logger, "log_dir", None) is None:
-            raise ValueError(f"checkpoint_every saves checkpoint.pt in the logger's log_dir; "
-                             f"{type(self.logger).__name__} has none: drop it, or log to a folder")
+        check_train(self, frames, episodes)
         total = int(frames) if math.isfinite(frames) else 0
         self._hp = agent_hyperparameters(self.agent)
         status = dashboard(self.logger, self._hp, self.agent_returns100)
@@ -284,12 +271,7 @@ class Experiment:
                 self._train(frames, episodes)
                 report_cuts(self.runner, cuts)
             except FloatingPointError as error:
-                running = (self.runner is not None
-                           and not np.isfinite(self.runner.running_returns).all())
-                message = explain_divergence(error, self.env.name, self.frame,
-                                             self._nonfinite_episode, running)
-                raise diverged(self.name, message, getattr(self.logger, "log_dir", None)
-                               ) from error
+                raise divergence(self, error) from error
             finally:  # (a notebook reads the run's files once train returns, or is interrupted)
                 self.flush_loggers()
         warn_untrained(self)
@@ -297,12 +279,7 @@ class Experiment:
     def _train(self, frames: float, episodes: float) -> None:
         """Step all copies until the budget is used, saving the checkpoints on the way."""
         if self.runner is None:
-            adder = getattr(self.agent.unwrapped, "adder", None)  # (None: a user's own Agent)
-            self.runner = EnvRunner(
-                self._collected(), seed=self.seed, hub=self.hub,
-                segment_length=None if adder is None else adder.segment_length,
-                whole_episodes=adder is not None and adder.whole_episodes,
-                process=None if adder is None else body_states(self.agent))
+            self.runner = training_runner(self)
             self._act()
         elif self.runner.needs_reset:  # (restored, its episodes lost: they start anew)
             self.runner.truncate()
@@ -380,7 +357,7 @@ class Experiment:
         if seed is not None and callable(getattr(agent, "seed", None)):
             agent.seed(seed)  # (its random numbers: those of a Ray run's evaluation)
         runner = EnvRunner(env, segment_length=None, seed=seed, is_evaluation=True)
-        with self.evaluation_progress(episodes) as progress:
+        with evaluation_progress(self.description, episodes, self.quiet) as progress:
             played = played_then_closed(
                 None if env is self.vector_env else env, lambda: play_episodes(
                     runner, lambda _: RolloutResult(action=self._acts(agent, runner.states())),

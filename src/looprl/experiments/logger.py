@@ -140,6 +140,28 @@ def _step(logger: ExperimentLogger, step: str | int) -> int:
     raise ValueError(f"step must be 'frame', 'episode' or a whole number >= 0, got {step!r}")
 
 
+def _relative_to_checkpoint(state: dict[str, Any]) -> dict[str, Any]:
+    """A logger's ``state`` with its run directory also relative to the checkpoint's folder
+    being written (``_relative``), where the directory is in that folder."""
+    folder = _CHECKPOINT_DIR.get()
+    if folder is not None and os.path.relpath(state["log_dir"], folder).split(os.sep)[0] != "..":
+        state["_relative"] = {key: os.path.relpath(state[key], folder)
+                              for key in ("_logdir", "log_dir")}
+    return state
+
+
+def _moved_with_checkpoint(state: dict[str, Any]) -> dict[str, Any]:
+    """A logger's ``state`` with its run directory where the checkpoint being loaded is now,
+    if it was in the checkpoint's folder (``_relative``)."""
+    relative, folder = state.pop("_relative", None), _CHECKPOINT_DIR.get()
+    if relative is not None and folder is not None:
+        state["_logdir"], state["log_dir"] = (os.path.normpath(folder / relative[key])
+                                              for key in ("_logdir", "log_dir"))
+        for key in ("_returns_path", "_returns100_path"):
+            state[key] = Path(state["log_dir"]) / state[key].name
+    return state
+
+
 class ExperimentLogger(Logger):
     """Logger writing into one run directory (``log_dir``, absolute: a later ``os.chdir`` moves
     no file; ``~`` is the home directory); the loop sets its ``frame`` and ``episode`` counters.
@@ -214,24 +236,15 @@ class ExperimentLogger(Logger):
         self._hand_scalars()
         state = {key: value for key, value in self.__dict__.items() if key != "_writer"}
         state.update(_wandb=None, _wandb_id=None if self._wandb is None else self._wandb.id)
-        folder = _CHECKPOINT_DIR.get()
-        if folder is not None and os.path.relpath(self.log_dir, folder).split(os.sep)[0] != "..":
-            state["_relative"] = {key: os.path.relpath(state[key], folder)
-                                  for key in ("_logdir", "log_dir")}
-        return state
+        return _relative_to_checkpoint(state)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Continue a checkpoint's run directory: its first write cuts the directory back to the
         checkpoint's frame and episode (``_saved_at``, ``_start_writing``); loaded to be looked
         at, or to go on in another run directory (``start_run``), it leaves the directory alone."""
+        state = _moved_with_checkpoint(state)
         self.__dict__.update({"_mean": None, **state, "_saved_at": state.get("_saved_at") or (
             state["frame"], state["episode"])})
-        relative, folder = self.__dict__.pop("_relative", None), _CHECKPOINT_DIR.get()
-        if relative is not None and folder is not None:  # (where the checkpoint is now)
-            self._logdir, self.log_dir = (os.path.normpath(folder / relative[key])
-                                          for key in ("_logdir", "log_dir"))
-            self._returns_path = Path(self.log_dir) / self._returns_path.name
-            self._returns100_path = Path(self.log_dir) / self._returns100_path.name
         self._writer, self._wandb, self._resumed = None, None, True
 
     def _start_writing(self) -> None:
@@ -338,8 +351,7 @@ class ExperimentLogger(Logger):
         self._writer.flush()
 
     def _check_dir(self) -> None:
-        """A one-line ``FileNotFoundError`` if the run directory was removed (once: what was
-        buffered is dropped, and ``flush``/``close`` have nothing left to write)."""
+        """One ``FileNotFoundError`` line if the run directory was removed (once: rows go)."""
         if not os.path.isdir(self.log_dir):
             for rows in (self._pending_rows, self._pending_scalars, self._loss_rows,
                          self._log_rows, self._hp_rows):
@@ -391,17 +403,14 @@ class ExperimentLogger(Logger):
         """Write test returns (or named sets, ``{"train_set": [...], ...}``) to
         ``test_returns.csv`` (``return``, or ``set,return``), ``eval/.../returns/mean`` and
         summaries (also after ``close``: then close again)."""
-        sets = dict(returns) if isinstance(returns, dict) else {None: returns}
-        named = None not in sets
-        lines = ["set,return" if named else "return"]
-        for name, values in sets.items():
-            array = _to_array(values)
-            lines += [f"{name},{float(r)!r}" if named else repr(float(r)) for r in array]
+        sets = {name: _to_array(values) for name, values in (
+            returns.items() if isinstance(returns, dict) else [(None, returns)])}
+        for name, array in sets.items():
             if array.size:
-                self._scalar(f"eval/{name}/returns/mean" if named else "eval/returns/mean",
+                self._scalar(f"eval/{name}/returns/mean" if name else "eval/returns/mean",
                              float(array.mean()), "frame")
             self.add_summary(f"test_returns/{name}" if name else "test_returns", array)
-        (Path(self.log_dir) / "test_returns.csv").write_text("\n".join(lines) + "\n")
+        files.write_test_returns(Path(self.log_dir), sets)
         self.flush()
 
 

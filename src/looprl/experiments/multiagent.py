@@ -24,6 +24,7 @@ from looprl.environments.srl import Environment
 from looprl.experiments.agent_loggers import AgentLoggers
 from looprl.experiments.episodes import check_test, play_episodes
 from looprl.experiments.experiment import Experiment, evaluation_seed, flush_logger, log_scalars
+from looprl.experiments.progress import evaluation_progress
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks, agent_hub
 
@@ -165,7 +166,7 @@ class MultiagentEnvExperiment(Experiment):
             if seed is not None:
                 actor.seed(seed)
             act = actor.rollout
-        with self.evaluation_progress(episodes) as progress:
+        with evaluation_progress(self.description, episodes, self.quiet) as progress:
             returns = agent_returns(play_episodes(runner, act, episodes, progress=progress),
                                     played.possible_agents)
         runner.close()

@@ -213,3 +213,8 @@ class TrainingProgress:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def evaluation_progress(description: str, episodes: int, quiet: bool) -> TrainingProgress:
+    """The progress display of ``description``'s evaluation of ``episodes`` episodes."""
+    return TrainingProgress(episodes, f"{description}: evaluation", quiet=quiet, unit="episodes")

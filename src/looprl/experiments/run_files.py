@@ -17,7 +17,7 @@ from looprl.core.imports import object_path
 
 __all__ = ["CSV_HEADERS", "append_lines", "check_header", "claim_run_dir", "json_text",
            "cut_back", "json_value", "keep_events", "keep_rows", "keep_until", "removed",
-           "safe_component", "write_run_json", "write_tables"]
+           "safe_component", "write_run_json", "write_tables", "write_test_returns"]
 
 log = logging.getLogger(__name__)
 
@@ -210,6 +210,16 @@ def write_tables(run_dir: Path, loss_rows: list[tuple[int, str, Any]],
         append_lines(path, lines)
         hp_rows.clear()
     return hp_columns
+
+
+def write_test_returns(run_dir: Path, sets: dict[str | None, Any]) -> None:
+    """``test_returns.csv`` of the returns ``sets`` (a column ``return``, or ``set,return``
+    where the sets have names)."""
+    named = None not in sets
+    lines = ["set,return" if named else "return"]
+    for name, values in sets.items():
+        lines += [f"{name},{float(r)!r}" if named else repr(float(r)) for r in values]
+    (run_dir / "test_returns.csv").write_text("\n".join(lines) + "\n")
 
 
 def write_run_json(run_dir: Path, info: dict[str, Any]) -> None:

@@ -36,9 +36,10 @@ from looprl.experiments.episodes import (
     check_episodes,
     check_spaces,
     play_episodes,
+    played_then_closed,
     single_action,
+    window_advice,
 )
-from looprl.experiments.experiment import played_then_closed, window_advice
 from looprl.experiments.multiagent import game
 from looprl.presets import load_preset
 from looprl.presets.catalog import make_env, rendering
