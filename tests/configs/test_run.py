@@ -658,6 +658,9 @@ def test_env_kwargs_takes_a_key_or_the_whole_dict_without_a_plus(capsys) -> None
      "attribute 'NoSuchWrapper'"),
     (["env_wrappers=gymnasium.wrappers.FlattenObservation"], "env_wrappers is a list of import "
                                                              "paths"),
+    (["env_wrappers=[gymnasium.wrappers.FrameStackObservation]"],  # (was Python's "__init__()
+     "env wrapper 'gymnasium.wrappers.FrameStackObservation' needs the arguments stack_size, "
+     "which env_wrappers cannot give"),  # missing 1 required positional argument": no remedy)
     (["+env_kwargs.is_slipery=false", "env=FrozenLake-v1"], "is_slipery"),
     (["algorithm=atari/dqn", "env=Pong", "env_wrappers=[gymnasium.wrappers.FlattenObservation]"],
      "env_wrappers apply to Gymnasium environments (and env_kwargs to an Atari game's options "

@@ -306,3 +306,30 @@ def test_a_two_dimensional_observation_space_is_advised_flattening_not_a_cnn() -
             dqn.hyperparameters(features=features).env(GymEnvironment(grid())).build()
         assert "FlattenObservation" in str(error.value)
     dqn.hyperparameters(features="mlp").env(GymEnvironment(grid())).build()  # (as advised)
+
+
+def test_a_refused_frame_stack_is_named_on_one_line() -> None:
+    """A FrameStackObservation's Box has array bounds, which NumPy prints on several lines: the
+    refusal printed them all (a 2D CartPole stack took 6 lines)."""
+    import gymnasium as gym
+    from gymnasium.wrappers import FrameStackObservation
+
+    stacked = GymEnvironment(FrameStackObservation(gym.make("CartPole-v1"), 4))
+    with pytest.raises(ValueError, match=r"but CartPole-v1 has Box of shape \(4, 4\) "
+                                         r"\(float32\); wrap the environment") as error:
+        ppo.env(stacked).device("cpu").build()
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("builder", [dqn, ppo])
+def test_features_refuse_observations_that_are_no_box(builder) -> None:
+    """features= with a Dict (TimeAwareObservation(flatten=False)) or Discrete observation space
+    was a TypeError ("'NoneType' object is not iterable") or an IndexError at the first step."""
+    import gymnasium as gym
+    from gymnasium.wrappers import TimeAwareObservation
+
+    timed = GymEnvironment(TimeAwareObservation(gym.make("CartPole-v1"), flatten=False))
+    for env, space in ((timed, "Dict"), (GymEnvironment("FrozenLake-v1"), "Discrete")):
+        with pytest.raises(ValueError, match=rf"features take Box observations, but "
+                                             rf"{env.name} has {space}\(.*FlattenObservation"):
+            builder.hyperparameters(features="mlp").env(env).device("cpu").build()

@@ -173,6 +173,13 @@ class Wrappers:
             if not callable(cls):
                 raise TypeError(f"env wrapper {path!r} is a {type(cls).__name__}, not a "
                                 "gymnasium.Wrapper class")
+            needed = _required_arguments(cls)[1:]  # (after the environment)
+            if needed:
+                raise TypeError(f"env wrapper {path!r} needs the arguments {', '.join(needed)}, "
+                                "which env_wrappers cannot give (each is called as "
+                                "Wrapper(env)): give the import path of a function of yours "
+                                "that applies it, e.g. my_pkg.wrappers:wrap with def wrap(env): "
+                                f"return {cls.__name__}(env, ...)")
 
     def __call__(self, env: gym.Env) -> gym.Env:
         for cls in self.classes:
@@ -184,6 +191,17 @@ class Wrappers:
 
     def __repr__(self) -> str:
         return f"Wrappers({list(self.paths)!r})"
+
+
+def _required_arguments(made: Any) -> list[str]:
+    """The names of the arguments ``made`` (a class or a function) cannot be called without
+    (none where its signature is unknown)."""
+    try:
+        parameters = inspect.signature(made).parameters.values()
+    except (TypeError, ValueError):  # (a builtin's)
+        return []
+    return [p.name for p in parameters if p.default is p.empty and p.kind not in (
+        p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
 def env_name(env: gym.Env) -> str:

@@ -155,6 +155,13 @@ def _composite_advice(space: gym.Space) -> str:
             f"combinations; presets {DISCRETE_PRESETS}) or one flat Box ({CONTINUOUS_PRESETS})")
 
 
+#: How to make an environment's observations one flat ``Box``, from where the user is.
+FLATTEN_ADVICE = ("wrap the environment in gymnasium.wrappers.FlattenObservation (looprl run ... "
+                  "env_wrappers=[gymnasium.wrappers.FlattenObservation]; looprl train ... "
+                  "--wrapper gymnasium.wrappers.FlattenObservation; GymEnvironment(id, "
+                  "wrap_env=FlattenObservation))")
+
+
 def require_flat_observations(env: Any, algorithm: str, family: str = "classic-control") -> int:
     """The size of ``env``'s flat ``Box`` observations; ``ValueError`` otherwise."""
     space = env.observation_space
@@ -166,14 +173,31 @@ def require_flat_observations(env: Any, algorithm: str, family: str = "classic-c
         advice = ("use an Atari preset for stacked 84x84 frames, or classic-control dqn, ddqn or "
                   "ppo with features='cnn' for other channels-first images")
     else:
-        advice = ("wrap the environment in gymnasium.wrappers.FlattenObservation (looprl run ... "
-                  "env_wrappers=[gymnasium.wrappers.FlattenObservation]; looprl train ... "
-                  "--wrapper gymnasium.wrappers.FlattenObservation; GymEnvironment(id, "
-                  "wrap_env=FlattenObservation))") + (
+        advice = FLATTEN_ADVICE + (
             ", or use classic-control dqn, ddqn or ppo with features='mlp', which flattens them"
             if box and discrete else "")
     raise ValueError(f"The {family} {algorithm} preset needs flat Box observations, but "
-                     f"{env.name} has {space}; {advice}")
+                     f"{env.name} has {_shown_space(space)}; {advice}")
+
+
+def require_box_observations(env: Any, algorithm: str) -> tuple[int, ...]:
+    """The shape of ``env``'s ``Box`` observations, of one or more dimensions (what a feature
+    extractor takes); ``ValueError`` otherwise (a ``Dict`` of a ``TimeAwareObservation``, a
+    ``Discrete``)."""
+    space = env.observation_space
+    if isinstance(space, gym.spaces.Box) and space.shape:
+        return space.shape
+    raise ValueError(f"The classic-control {algorithm} preset's features take Box observations, "
+                     f"but {env.name} has {_shown_space(space)}; {FLATTEN_ADVICE}")
+
+
+def _shown_space(space: gym.Space) -> str:
+    """``space`` as Gymnasium prints it, else (a ``Box`` whose bounds are arrays, as a
+    ``FrameStackObservation``'s, which NumPy prints on several lines) its kind and shape."""
+    text = str(space)
+    if "\n" not in text:
+        return text
+    return _space_name(space) + ("" if space.dtype is None else f" ({space.dtype})")
 
 
 def memory_limit(device: Any = "cpu") -> int:

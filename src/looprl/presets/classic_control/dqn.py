@@ -17,7 +17,7 @@ from looprl.nn import MLP, feature_extractor
 from looprl.nn.cnn import linear_head
 from looprl.policies import EXPLORATION, apex_epsilons
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import require_flat_observations
+from looprl.presets.common import require_box_observations, require_flat_observations
 from looprl.presets.off_policy import QPreset
 from looprl.presets.parts import UPDATES, exploration_policy, idle_exploration
 
@@ -76,7 +76,7 @@ class DQNClassicControlPreset(QPreset):
         if hp["features"] is None:
             obs_dim, hidden = require_flat_observations(env, self.algorithm), hp["hidden"]
             return MLP(obs_dim, self.num_actions, (hidden, hidden), activation=nn.ReLU)
-        body = feature_extractor(hp["features"], env.observation_space.shape)
+        body = feature_extractor(hp["features"], require_box_observations(env, self.algorithm))
         return linear_head(body, self.num_actions)
 
     @property

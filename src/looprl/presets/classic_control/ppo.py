@@ -14,7 +14,7 @@ from looprl.nn.cnn import shared_actor_critic
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.a2c import custom_classic, separate_mlps
-from looprl.presets.common import require_discrete_actions
+from looprl.presets.common import require_box_observations, require_discrete_actions
 from looprl.presets.constructors import AC_NAMES, unset
 from looprl.presets.on_policy import OnPolicyPreset, linear
 
@@ -48,7 +48,8 @@ class PPOClassicControlPreset(OnPolicyPreset):
         if features is None:
             return separate_mlps(env, self.hyperparameters["hidden"], self.algorithm)
         num_actions = require_discrete_actions(env, self.algorithm)
-        body = feature_extractor(features, env.observation_space.shape)  # one shared body
+        shape = require_box_observations(env, self.algorithm)
+        body = feature_extractor(features, shape)  # one shared body
         return shared_actor_critic(body, num_actions), CategoricalHead(num_actions)
 
     def trainer(self, policy: Any, train_steps: float = math.inf) -> PPOTrainer:
