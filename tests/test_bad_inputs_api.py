@@ -15,6 +15,7 @@ from torch import nn
 
 from looprl.approximation import Approximation, FixedTarget, PeriodicCheckpointer, QNetwork
 from looprl.core import NamedArray, State, StateArray, namedarray
+from looprl.distributed import DistributedRun, test_pipeline
 from looprl.distributed.config import AlgorithmSpec
 from looprl.experiments import run_experiment
 from looprl.presets.classic_control import dqn, ppo
@@ -199,6 +200,8 @@ def _seeded() -> dict[str, Any]:
     from looprl.policies import GreedyPolicy
     from looprl.runners import OnlineRunner
 
+    spec = AlgorithmSpec("CartPole-v1", "q-network", "dqn",
+                         policy_args={"obs_dim": 4, "action_dim": 2})
     return {
         "GymEnvironment": lambda s: GymEnvironment("CartPole-v1", seed=s).reset(),
         "reset(seed=)": lambda s: GymEnvironment("CartPole-v1").reset(seed=s),
@@ -215,6 +218,8 @@ def _seeded() -> dict[str, Any]:
         "SPaCE": lambda s: SPaCE(seed=s),
         "GreedyPolicy": lambda s: GreedyPolicy(QNetwork(nn.Linear(4, 2)), 2, 0.5, seed=s),
         "OnlineRunner": lambda s: OnlineRunner(dqn, "CartPole-v1", seed=s),
+        "DistributedRun": lambda s: DistributedRun(spec, logdir=None, seed=s),
+        "test_pipeline": lambda s: test_pipeline(spec, episodes=1, max_frames=200, seed=s),
     }
 
 
@@ -230,6 +235,23 @@ def test_every_seeded_constructor_checks_its_seed_in_one_line(name):
             made(seed)
         assert "a seed is a whole number from 0 to 2**32 - 1" in one_line(error), name
     made(np.int64(3))
+
+
+@pytest.mark.parametrize("name", ["DistributedRun", "test_pipeline"])
+def test_a_distributed_seed_is_never_none(name):
+    """Their seed has no "unseeded" meaning: ``None`` was ``unsupported operand type(s) for
+    +: 'NoneType' and 'int'`` (DistributedRun) or ``int() argument must be...``
+    (test_pipeline), once the run had started."""
+    with pytest.raises(TypeError) as error:
+        _seeded()[name](None)
+    assert "a seed is a whole number from 0 to 2**32 - 1, got None" in one_line(error)
+
+
+def test_test_pipeline_refuses_no_env_copies_in_one_line():
+    """``n_envs=0`` was ``need 1 <= groups <= n_envs, got groups=1``: a groups never given."""
+    with pytest.raises(ValueError) as error:
+        test_pipeline(env="CartPole-v1", policy="q-network", trainer="dqn", n_envs=0)
+    assert one_line(error).startswith("n_envs must be positive (a whole number), got 0")
 
 
 @pytest.mark.parametrize("env", [123, None, object()])

@@ -5,7 +5,14 @@ from __future__ import annotations
 import torch
 from torch import nn, optim
 
-from looprl.approximation import FeatureNetwork, FixedTarget, QContinuous, QNetwork, VNetwork
+from looprl.approximation import (
+    FeatureNetwork,
+    FixedTarget,
+    QContinuous,
+    QNetwork,
+    VNetwork,
+    project_distribution,
+)
 from looprl.core import State, StateArray
 
 
@@ -133,3 +140,14 @@ def test_v_feature_softmax_and_q_continuous_take_observations_as_q_does():
     assert torch.equal(policy(obs).logits, policy(states).logits)
     q, actions = QContinuous(nn.Linear(6, 1), None), torch.randn(5, 2)
     assert torch.equal(q(obs, actions), q(states, actions))
+
+
+def test_project_distribution_onto_atoms_of_another_number():
+    """``probs`` ``(..., n)`` onto ``len(atoms) != n`` atoms: was torch's "index 2 is out of
+    bounds" (the result had ``n`` entries)."""
+    probs, support = torch.tensor([[0.5, 0.5]]), torch.tensor([[0.0, 0.75]])
+    target = project_distribution(probs, support, torch.tensor([0.0, 0.5, 1.0]))
+    torch.testing.assert_close(target, torch.tensor([[0.5, 0.25, 0.25]]))
+    atoms = torch.linspace(-1.0, 1.0, 5)  # (n == len(atoms), as C51's: unchanged)
+    torch.testing.assert_close(project_distribution(torch.full((2, 5), 0.2), atoms.expand(2, 5),
+                                                    atoms), torch.full((2, 5), 0.2))

@@ -334,6 +334,17 @@ def test_view_infers_a_minus_one_dimension() -> None:
     assert array.view((3, -1)).observation.shape == (3, 2, 4)
 
 
+def test_view_of_another_number_of_states_is_one_line() -> None:
+    """Was torch's "shape '[4, 3, 4]' is invalid for input of size 24" (the entry's)."""
+    array = StateArray({"observation": torch.arange(24.0).view(2, 3, 4)}, (2, 3))
+    for shape in ((4, 3), (4, -1)):
+        with pytest.raises(ValueError) as error:
+            array.view(shape)
+        assert str(error.value) == (f"StateArray.view: a batch of shape (2, 3) cannot be viewed "
+                                    f"as {shape}: give a shape of 6 states (one dimension may "
+                                    "be -1)")
+
+
 def test_apply_masks_terminal_rows() -> None:
     array = _array()
     out = array.apply(torch.nn.Identity(), "observation")

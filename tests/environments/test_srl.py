@@ -180,6 +180,16 @@ def test_action_value_unwraps_named_arrays_and_tensors():
         action_value(NamedArray(a=np.zeros(1), b=np.zeros(1)))
 
 
+def test_step_result_takes_observations_by_name():
+    """A bare array was ``AttributeError: 'numpy.ndarray' object has no attribute 'items'``."""
+    result = step_result(NamedArray(obs=np.zeros(2)), 1.0, False)
+    assert list(result.obs) == ["obs"] and result.reward.tolist() == [1.0]
+    with pytest.raises(TypeError) as error:
+        step_result(np.zeros(3), 1.0, False)
+    assert str(error.value) == ("step_result's obs is a dict of arrays by name, {'obs': array} "
+                                "(SRL's observations), got ndarray")
+
+
 # --- Gymnasium ------------------------------------------------------------------------------
 
 

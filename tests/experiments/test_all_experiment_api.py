@@ -3,6 +3,7 @@ default; ``"comet"``) and ``Experiment.save()``, which ALL's ``run_experiment`` 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,19 @@ def test_alls_script_options_given_as_text_say_so(tmp_path) -> None:
         SingleEnvExperiment(_preset(env), env, logdir=str(tmp_path), save_freq="10")
     with pytest.raises(ValueError, match=r"fps .*'30' \(text, not a number.*float"):
         watch(_preset(env).test_agent(), env, fps="30")
+
+
+@pytest.mark.parametrize("budget", [{"frames": "100"}, {"frames": -5}, {"frames": math.nan},
+                                    {"episodes": 0}, {"episodes": None}])
+def test_train_names_a_budget_that_is_no_positive_number(tmp_path, budget) -> None:
+    """``train(frames="100")`` was "must be real number, not str" (torch's); a negative or NaN
+    budget trained nothing, silently."""
+    env = GymEnvironment("CartPole-v1")
+    experiment = SingleEnvExperiment(_preset(env), env, logdir=str(tmp_path), quiet=True)
+    name, value = next(iter(budget.items()))
+    with pytest.raises(ValueError) as error:
+        experiment.train(**budget)
+    assert str(error.value) == (f"train()'s {name} is a positive number (math.inf: no limit), "
+                                f"got {value!r}")
+    assert experiment.frame == 0
+    experiment.close()

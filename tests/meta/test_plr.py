@@ -63,6 +63,21 @@ def test_high_score_levels_are_sampled_more_often():
     np.testing.assert_allclose(counts / 2000, plr.replay_distribution(), atol=0.03)
 
 
+@pytest.mark.parametrize("level, score, message", [
+    (7, 1.0, "PLR has no level 7: its levels are [0, 1, 2]"),
+    ("a", 1.0, "PLR has no level 'a'"),
+    (1, math.nan, "PLR's score must be a finite number, got nan"),
+])
+def test_update_score_names_an_unknown_level_or_a_score_that_is_no_number(level, score, message):
+    """An unknown level was ``7 is not in list``; a NaN score was taken (its level ranked
+    last for good under an EMA)."""
+    plr = PLR(levels=range(3))
+    with pytest.raises(ValueError) as error:
+        plr.update_score(level, score)
+    assert message in str(error.value) and "\n" not in str(error.value)
+    assert not plr.seen.any() and plr.episodes == 0
+
+
 def test_unseen_levels_are_played_with_probability_one_minus_replay_prob():
     plr = PLR(levels=range(10), replay_prob=0.3, seed=1)
     plr.update_score(0, 1.0)

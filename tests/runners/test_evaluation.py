@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
 from tests.meta.test_log_scalars import _scalars
 
 from looprl.environments import ContextualEnvironment, GymEnvironment
@@ -67,3 +68,18 @@ def test_both_sets_are_logged_under_their_names(tmp_path: Path) -> None:
     assert [e[1] for e in runner.evaluations] == [float(r["mean_eval_reward"])
                                                  for r in table if r["set"] == "test_set"]
     assert runner._read_evaluations() == runner.evaluations  # a resume reads the held-out's
+
+
+def test_a_held_out_environment_is_checked_at_construction_and_may_be_an_id() -> None:
+    """``test_env`` that is no environment was a ``SingleEnvExperiment.test`` error after the
+    whole training; an id (which ``env`` takes) was refused then too."""
+    with pytest.raises(TypeError) as error:
+        OnlineRunner(SMALL_PPO, "CartPole-v1", test_env=5)
+    assert str(error.value) == ("test_env: expected an Environment, a MultiagentEnvironment or "
+                                "a Gymnasium id, got int")
+    runner = OnlineRunner(SMALL_PPO, "CartPole-v1", num_steps=32, seed=0, eval_episodes=1,
+                          quiet=True, device="cpu", test_env="CartPole-v1")
+    assert isinstance(runner.test_env, GymEnvironment)
+    _, evaluation = runner.run()
+    runner.close()
+    assert evaluation["train_set"]["episodes"] == evaluation["test_set"]["episodes"] == 1

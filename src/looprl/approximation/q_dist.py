@@ -106,15 +106,15 @@ class QDist(Approximation):
 def project_distribution(probs: torch.Tensor, support: torch.Tensor,
                          atoms: torch.Tensor) -> torch.Tensor:
     """C51's projection (Bellemare et al., 2017, Algorithm 1) of ``probs`` ``(..., n)``, the
-    ``j``-th at ``support[..., j]``, onto the evenly spaced ``atoms``; a probability landing
-    exactly on an atom goes all to it (where ALL's ``project`` loses it)."""
+    ``j``-th at ``support[..., j]``, onto the evenly spaced ``atoms``: ``(..., len(atoms))``; a
+    probability landing exactly on an atom goes all to it (where ALL's ``project`` loses it)."""
     v_min, v_max = atoms[0], atoms[-1]
     delta = (v_max - v_min) / (atoms.shape[0] - 1)
     b = ((support.clamp(v_min, v_max) - v_min) / delta).clamp(0, atoms.shape[0] - 1)
     lower = b.floor()
     upper = b.ceil()
     lower_weight = torch.where(upper == lower, torch.ones_like(b), upper - b)
-    target = torch.zeros_like(probs)
+    target = probs.new_zeros((*probs.shape[:-1], atoms.shape[0]))
     target.scatter_add_(-1, lower.long(), probs * lower_weight)
     target.scatter_add_(-1, upper.long(), probs * (b - lower))
     return target

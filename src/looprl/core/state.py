@@ -338,10 +338,15 @@ class StateArray(State):
         return tensor * mask
 
     def view(self, shape: tuple[int, ...]) -> StateArray:
-        """Reshape the batch dimensions of every batched entry (one of them may be ``-1``)."""
-        n, observation = len(self._shape), self["observation"]
-        shape = _batch_shape(shape)
-        shape = observation.view((*shape, *observation.shape[n:])).shape[: len(shape)]
+        """Reshape the batch dimensions of every batched entry (one of them may be ``-1``); a
+        shape of another number of states is a one-line ``ValueError``."""
+        n, shape = len(self._shape), _batch_shape(shape)
+        try:  # (a meta tensor of the batch shape: -1 resolved, a wrong size one line)
+            shape = torch.empty(self._shape, device="meta").view(shape).shape
+        except RuntimeError:
+            raise ValueError(f"StateArray.view: a batch of shape {self._shape} cannot be viewed "
+                             f"as {shape}: give a shape of {int(np.prod(self._shape))} states "
+                             "(one dimension may be -1)") from None
         x = {k: v.view((*shape, *v.shape[n:])) if self._batched(v)
              else _objects(v, self._shape).reshape(shape).tolist() if isinstance(v, list) else v
              for k, v in self.items()}

@@ -17,6 +17,7 @@ import torch
 from looprl.core import Preset
 from looprl.core.files import load_file
 from looprl.core.preset import check_built
+from looprl.core.suggest import check_seed
 from looprl.distributed import pipeline
 from looprl.distributed.cluster import error_line, local_instance_settings, start_ray
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig, check_meta
@@ -88,7 +89,7 @@ class DistributedRun:
         check_meta(spec.meta, self.runtime)
         self.spec = replace(spec, verbose=verbose).portable()
         self.frames = int(frames)
-        self.seed = seed
+        self.seed = check_seed("DistributedRun", seed, optional=False)
         self.test_seed = evaluation_seed(seed)  # (the evaluation's, as a local run's)
         self.quiet, self.verbose = quiet, verbose
         self.name = name or f"{spec.algorithm}-ray"

@@ -12,6 +12,7 @@ from looprl.agents.independent import IndependentTrainer
 from looprl.agents.independent_learner import IndependentLearner
 from looprl.agents.learner import make_learner
 from looprl.collector import EnvRunner, Episode
+from looprl.core.suggest import check_count, check_seed
 from looprl.distributed.config import AlgorithmSpec
 from looprl.meta.component import HOOKS
 from looprl.meta.hub import MetaHub, StreamHooks, seed_hubs
@@ -112,6 +113,8 @@ def test_pipeline(
     SRL's keywords ``env_name``, ``policy_name`` and ``trainer_name`` name ``env``, ``policy``
     and ``trainer``; keywords given with ``spec`` replace its fields."""
     from looprl.experiments.episodes import seed_everything
+    check_count(n_envs=n_envs)
+    seed = check_seed("test_pipeline", seed, optional=False)
     spec = _spec(spec, spec_kwargs)
     seed_everything(seed)
     policy = spec.make_policy()

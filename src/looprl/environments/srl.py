@@ -40,7 +40,11 @@ class StepResult:
 
 def step_result(obs: dict[str, Any], reward: float, done: bool, info: dict | None = None,
                 truncated: bool = False) -> StepResult:
-    """A ``StepResult`` from plain values: arrays of shape ``(1,)`` with the standard dtypes."""
+    """A ``StepResult`` from plain values: arrays of shape ``(1,)`` with the standard dtypes;
+    ``obs``: arrays by name (a ``TypeError`` if it is none)."""
+    if not callable(getattr(obs, "items", None)):
+        raise TypeError(f"step_result's obs is a dict of arrays by name, {{'obs': array}} (SRL's "
+                        f"observations), got {type(obs).__name__}")
     return StepResult(obs={key: np.asarray(value) for key, value in obs.items()},
                       reward=np.array([reward], dtype=np.float64), done=np.array([bool(done)]),
                       info=dict(info or {}), truncated=np.array([bool(truncated)]))

@@ -17,7 +17,7 @@ from looprl.collector import EnvRunner, Episode
 from looprl.collector.runner import report_cuts
 from looprl.core import Preset, RolloutResult, StateArray
 from looprl.core.preset import check_built
-from looprl.core.suggest import check_count, check_seed, warn_once
+from looprl.core.suggest import check_count, check_seed, is_number, warn_once
 from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.base import wrapped_seed
 from looprl.environments.bodies import body_states
@@ -107,8 +107,12 @@ def divergence(experiment: Experiment, error: FloatingPointError) -> Exception:
 
 
 def check_train(experiment: Experiment, frames: float, episodes: float) -> None:
-    """A one-line ``ValueError`` for a ``train`` call without a budget, or one that cannot save
-    the checkpoints ``experiment`` was asked for."""
+    """A one-line ``ValueError`` for a ``train`` call without a budget, a budget that is no
+    positive number (``math.inf``: none), or one that cannot save the checkpoints asked for."""
+    for name, budget in (("frames", frames), ("episodes", episodes)):
+        if not is_number(budget) or not budget > 0:
+            raise ValueError(f"train()'s {name} is a positive number (math.inf: no limit), "
+                             f"got {budget!r}")
     if math.isinf(frames) and math.isinf(episodes):
         raise ValueError("train() needs a budget: frames=... or episodes=...")
     logger = experiment.logger

@@ -26,7 +26,14 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from looprl.core.suggest import check_choice, check_positive, check_seed, is_number, is_whole
+from looprl.core.suggest import (
+    check_choice,
+    check_finite,
+    check_positive,
+    check_seed,
+    is_number,
+    is_whole,
+)
 from looprl.environments.contextual import contextual_envs
 from looprl.memory.returns import generalized_advantage_estimate
 from looprl.meta.component import MetaComponent
@@ -168,7 +175,13 @@ class PLR(MetaComponent):
         self.last_played = np.zeros(n, dtype=np.int64)
 
     def update_score(self, level: int, score: float) -> None:
-        """Record ``score`` for ``level`` (EMA with weight ``score_ema``) and mark it played."""
+        """Record ``score`` for ``level`` (EMA with weight ``score_ema``) and mark it played;
+        a one-line ``ValueError`` for a level not in ``levels`` or a score that is no finite
+        number (it would rank its level for good)."""
+        if not is_whole(level) or int(level) not in self.levels:
+            raise ValueError(f"PLR has no level {level!r}: its levels are {self.levels} "
+                             "(set_levels, or PLR(levels=...))")
+        check_finite("PLR's ", score=score)
         i = self.levels.index(int(level))
         old = self.scores[i] if self.seen[i] else score
         self.scores[i] = (1 - self.score_ema) * old + self.score_ema * score

@@ -52,6 +52,17 @@ def whole(value: Any, name: str) -> int:
     return int(value)
 
 
+def _environment(agent: Any, env: Any, name: str = "env") -> Any:
+    """``env``, an environment or an id made as ``run_experiment`` makes it; ``TypeError`` if
+    it is neither (a ``test_env`` too: at construction, not after training)."""
+    made = env_for(agent, env) if isinstance(env, str) else env
+    if not isinstance(made, Environment | MultiagentEnvironment):
+        what = "Expected" if name == "env" else f"{name}: expected"
+        raise TypeError(f"{what} an Environment, a MultiagentEnvironment or a Gymnasium id, got "
+                        f"{type(env).__name__}")
+    return made
+
+
 class Runner:
     """Trains and evaluates agents of one preset on one environment (the other arguments
     are ``Experiment``'s).
@@ -65,9 +76,10 @@ class Runner:
         meta: meta components (``looprl.meta``) hooked into every agent's experiment.
         eval_episodes: the default number of episodes of ``evaluate``.
         wandb: ``wandb.init`` arguments, to log to W&B too; needs a ``logdir``.
-        test_env: a held-out environment of the same spaces: ``evaluate`` plays there (each
-            instance of a ``ContextualEnvironment`` at least once) and reports the training
-            environment's returns beside (``train_set`` / ``test_set``).
+        test_env: a held-out environment of the same spaces (or an id, as ``env``):
+            ``evaluate`` plays there (each instance of a ``ContextualEnvironment`` at least
+            once) and reports the training environment's returns beside (``train_set`` /
+            ``test_set``).
         run_info: more entries of every ``run.json`` (beside ``runner``, ``seed``, ``meta``).
     """
 
@@ -87,12 +99,10 @@ class Runner:
             raise TypeError(f"Runners take a preset builder (e.g. "
                             f"looprl.presets.classic_control.ppo), got {type(agent).__name__}")
         self.builder = agent.device(device) if device is not None else agent
-        self.env = env_for(agent, env) if isinstance(env, str) else env  # (as run_experiment)
-        if not isinstance(self.env, Environment | MultiagentEnvironment):
-            raise TypeError(f"Expected an Environment, a MultiagentEnvironment or a Gymnasium "
-                            f"id, got {type(env).__name__}")
+        self.env = _environment(agent, env)
+        self.test_env = None if test_env is None else _environment(agent, test_env, "test_env")
         self.seed = check_seed(type(self).__name__, seed, optional=False)
-        self.test_env, self.logdir = test_env, logdir
+        self.logdir = logdir
         self.meta, self.quiet = tuple(meta), quiet
         # each new agent's components start as given (a trial does not go on from the last's)
         self._fresh_meta = fresh_components(self.builder, self.meta)
