@@ -343,7 +343,7 @@ def test_a_second_ctrl_c_while_the_run_stops_does_nothing(monkeypatch: pytest.Mo
     installed[signal.SIGTERM](signal.SIGTERM, None)
 
 
-@pytest.mark.parametrize("module", ["torch", "numpy"])
+@pytest.mark.parametrize("module", ["torch", "numpy", "looprl.memory.prioritized"])
 def test_ctrl_c_while_looprl_imports_is_one_line(module: str) -> None:
     """numpy: torch's import of it swallows a Ctrl-C (was: the run trained on, with a numpy
     that lacked names, and failed at the end: module 'numpy' has no attribute 'matrix')."""

@@ -6,22 +6,24 @@ import logging
 import os
 import sys
 
+__version__ = "0.1.0"
+__all__ = ["State", "StateArray"]
+_PROGRAM = os.path.basename(sys.argv[0]) == "looprl"  # (else imported by a user's program)
+
 try:
     import numpy  # noqa: F401  (before torch, whose import of it swallows a Ctrl-C)
 
+    from looprl.core import State, StateArray
     from looprl.core.algorithm import register_names_from  # (imports torch: seconds)
+
+    # The built-in policies and trainers (``Policy(type_="ppo", ...)``), imported from
+    # looprl.agents the first time a name is asked for (agents are slow to import).
+    register_names_from("looprl.agents")
+    if _PROGRAM:  # what the looprl program imports next
+        import looprl.cli  # noqa: F401  (presets, memory...: a Ctrl-C there is the same line)
 except KeyboardInterrupt:
-    if os.path.basename(sys.argv[0]) != "looprl":  # (imported by a user's program)
+    if not _PROGRAM:
         raise
     # the looprl program: Ctrl-C while it starts is one line (logging's last resort prints it)
     logging.getLogger(__name__).error("looprl: interrupted")
     raise SystemExit(130) from None
-
-from looprl.core import State, StateArray  # noqa: E402  (ALL's ``from all import State``)
-
-__version__ = "0.1.0"
-__all__ = ["State", "StateArray"]
-
-# The built-in policies and trainers (``Policy(type_="ppo", ...)``), imported from
-# looprl.agents the first time a name is asked for (agents are slow to import).
-register_names_from("looprl.agents")

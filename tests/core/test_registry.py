@@ -3,6 +3,7 @@ components share (lazy import paths, refused duplicates, one-line "did you mean"
 
 from __future__ import annotations
 
+import functools
 import sys
 import types
 
@@ -36,6 +37,9 @@ def test_a_taken_name_and_a_name_that_is_no_string_are_refused():
         registry.register("a", list)
     with pytest.raises(ValueError, match=r"\(to pkg.mod:Name\)"):
         Registry("widget", {"b": "pkg.mod:Name"}).register("b", list)
+    # (was "functools:functools.partial(<class 'list'>)", an object's repr)
+    with pytest.raises(ValueError, match=r"\(to functools:partial object\); pick another"):
+        Registry("widget", {"b": functools.partial(list)}).register("b", list)
     for bad in ("", None, 3):
         with pytest.raises(TypeError, match="widget names must be non-empty strings"):
             registry.register(bad, list)

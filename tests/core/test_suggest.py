@@ -2,8 +2,9 @@
 
 import numpy as np
 import pytest
+import torch
 
-from looprl.core.suggest import check_count, check_flag, did_you_mean
+from looprl.core.suggest import check_count, check_flag, check_positive, did_you_mean
 
 
 def test_a_name_with_keys_under_it_suggests_them_when_they_are_few() -> None:
@@ -21,3 +22,12 @@ def test_a_bool_is_no_count_and_a_flag_is_a_bool(value) -> None:
     assert check_flag("hide_context", value) is True
     with pytest.raises(ValueError, match="^hide_context must be True or False, got 'no'$"):
         check_flag("hide_context", "no")
+
+
+@pytest.mark.parametrize("value", [np.array([1, 2]), torch.tensor([1, 2])])
+def test_an_array_is_no_count_and_not_positive(value) -> None:
+    """(was NumPy's "truth value of an array ... is ambiguous", torch's the same of a tensor)"""
+    with pytest.raises(ValueError, match="^every must be positive \\(a whole number\\), got"):
+        check_count(every=value)
+    with pytest.raises(ValueError, match="^scale must be positive, got"):
+        check_positive(scale=value)

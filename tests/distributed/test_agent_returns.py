@@ -47,3 +47,13 @@ def test_one_agents_run_has_no_per_agent_logs(tmp_path: Path) -> None:
     assert monitor.result.agent_returns == {} and monitor.agent_logs.loggers == {}
     assert not [line for line in monitor.status() if "by agent" in line]
     log.close()
+
+
+def test_the_monitor_totals_the_episodes_the_actors_cut_at_their_cap() -> None:
+    """Each actor warns at its first cut; the controller logs the total at the end of the run
+    from this sum, as a local run's ``report_cuts`` (was: no total on Ray)."""
+    monitor = RunMonitor(DistributedResult(), SampleCounts(), None, ["trainer"])
+    for cut in (2, 0):
+        monitor.record({"actor0": {**_actor([]), "cuts": (cut, "endless", 5)},
+                        "actor1": {**_actor([]), "cuts": (1, "endless", 5)}}, seconds=0.5)
+    assert monitor.cuts == (4, "endless", 5)

@@ -172,6 +172,24 @@ def test_an_argument_of_the_wrong_type_is_one_line_naming_it_when_the_env_is_mad
         GymEnvironment("HalfCheetah-v5", xml_file=123)
 
 
+def test_an_unknown_argument_or_render_mode_is_the_same_line_for_one_copy_and_a_vector() -> None:
+    """Was: CartPole's own vector env (``gym.make_vec``) raised a TypeError that named no id,
+    took text for a bool, and both took ``render_mode='x'`` (Gymnasium warns: no frames)."""
+    for make in (partial(GymEnvironment, "CartPole-v1"),
+                 partial(GymVectorEnvironment, "CartPole-v1", 2)):
+        with pytest.raises(TypeError, match=r"unexpected keyword argument 'bogus' was raised "
+                           r"from the environment creator for CartPole-v1 with kwargs "
+                           r"\(\{'bogus': 3\}\)$"):
+            make(bogus=3)
+        with pytest.raises(ValueError, match=r"^CartPole-v1 offers the render modes .*"
+                           r"'rgb_array' \(or None\), got render_mode='x'$"):
+            make(render_mode="x")
+        make(render_mode="rgb_array").close()
+    with pytest.raises(TypeError, match="sutton_barto_reward takes true or false"):
+        GymVectorEnvironment("CartPole-v1", 2, sutton_barto_reward="abc")
+    GymEnvironment("Pendulum-v1", render_mode="rgb_array_list").close()  # (gym.make wraps it)
+
+
 def test_a_pettingzoo_game_given_as_a_gymnasium_id_points_to_the_multiagent_presets() -> None:
     pytest.importorskip("pettingzoo")
     # was "Unknown environment 'tictactoe_v3'. (Atari and MuJoCo ids need the ... extras)"

@@ -161,6 +161,10 @@ def test_bad_inputs():
             PLR(min_seen=min_seen)
     with pytest.raises(ValueError, match=r"replay_prob, rho.*got 'half', 0.1"):
         PLR(replay_prob="half")
+    # (was NumPy's "truth value of an array ... is ambiguous", torch's the same of a tensor)
+    for beta in (np.array([0.1, 0.2]), torch.tensor([0.1, 0.2])):
+        with pytest.raises(ValueError, match=r"^beta must be positive, got (array|tensor)\("):
+            PLR(beta=beta)
     assert PLR(levels=np.arange(3), min_seen=np.int64(2)).levels == [0, 1, 2]
     plr = PLR()
     with pytest.raises(ValueError, match="holds no ContextualEnv"):

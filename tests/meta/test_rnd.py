@@ -290,6 +290,14 @@ def test_noveld_counts_visits_per_env_copy_when_copies_step_apart():
     assert bonus(1) > 0 and bonus(0) == 0
 
 
+def test_noveld_two_rows_of_one_copy_in_a_batch_visit_a_cell_first_once():
+    """NovelD's ``1[N_e(s') = 1]``: a copy's second row of a cell in one batch (two agents of
+    a game, or steps grouped) is no first visit (was: both rows were)."""
+    noveld = NovelD(seed=0, obs_shape=(2,))
+    cells = torch.tensor([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [2.0, 2.0]])
+    assert noveld.first_visits(cells, torch.tensor([0, 0, 1, 0])).tolist() == [1, 0, 1, 1]
+
+
 def test_noveld_state_dict_keeps_visits():
     noveld = NovelD(seed=0, obs_shape=(2,))
     noveld.get_reward(noveld_metrics(torch.zeros(1, 2), torch.ones(1, 2)))

@@ -19,7 +19,8 @@ from looprl.memory.segments import SegmentBuffer, leaves, segment_rows
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks
 
-__all__ = ["Episode", "EnvRunner", "RolloutSizeError", "check_result", "report_cuts"]
+__all__ = ["Episode", "EnvRunner", "RolloutSizeError", "check_result", "log_cuts",
+           "report_cuts"]
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +130,11 @@ class EnvRunner:
     def env_cap(self) -> int:
         """The environment's ``episode_cap``: its time limit, else ``DEFAULT_EPISODE_CAP``."""
         return self._copies.env_cap
+
+    @property
+    def env_name(self) -> str:
+        """The environment's name in the collector's warnings."""
+        return self._copies.name
 
     @property
     def max_episode_steps(self) -> int | None:
@@ -259,8 +265,7 @@ class EnvRunner:
 
     @property
     def needs_reset(self) -> bool:
-        """Whether an env copy must be reset before it steps (restored from a checkpoint that
-        could not hold its episode: ``truncate``)."""
+        """Whether an env copy must be reset before it steps (restored without its episode)."""
         return self._copies.needs_reset
 
     @property
@@ -390,10 +395,16 @@ def _ending(runner: EnvRunner, asked: np.ndarray, obs: Any, action: np.ndarray,
 def report_cuts(runner: EnvRunner, before: int) -> None:
     """Warn how many episodes ``runner`` cut at its cap since it had cut ``before`` (at the end
     of a training or evaluation call), unless none, or only the one its warning named."""
-    cut = runner.cuts - before
-    if cut and runner.cuts > 1:
-        log.warning("%d episode%s of %s %s cut at the cap of %d steps", cut, "s" * (cut > 1),
-                    runner._copies.name, "were" if cut > 1 else "was", runner._cap)
+    if runner.cuts > 1:
+        log_cuts(runner.cuts - before, runner.env_name, runner._cap)
+
+
+def log_cuts(cut: int, name: str, cap: int | None) -> None:
+    """Warn that ``cut`` episodes of ``name`` were cut at the cap of ``cap`` steps (none:
+    nothing; a Ray run's actors' total)."""
+    if cut:
+        log.warning("%d episode%s of %s %s cut at the cap of %s steps", cut, "s" * (cut > 1),
+                    name, "were" if cut > 1 else "was", cap)
 
 
 def _cut_long(runner: EnvRunner, stepped: np.ndarray) -> None:

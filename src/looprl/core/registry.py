@@ -45,8 +45,10 @@ class Registry:
                             f"'package.module:Name' path, got {entry!r:.40}")
         if name in self.entries:
             taken = self.entries[name]
+            named = taken if hasattr(taken, "__qualname__") else type(taken)  # (an object's)
             shown = taken if isinstance(taken, str) else (
-                f"{getattr(taken, '__module__', '?')}:{getattr(taken, '__qualname__', taken)}")
+                f"{getattr(named, '__module__', '?')}:{named.__qualname__}"
+                f"{'' if named is taken else ' object'}")
             raise ValueError(f"{self.kind} {name!r} is already registered (to {shown}); pick "
                              "another name")
         self.entries[name] = entry

@@ -52,7 +52,7 @@ def check_count(optional: bool = False, **values: Any) -> None:
         try:
             whole = (value >= 1 and float(value).is_integer() and not _is_bool(value)
                      if value is not None else optional)
-        except (TypeError, ValueError):  # (text: '10' >= 1)
+        except (TypeError, ValueError, RuntimeError):  # (text: '10' >= 1; arrays, tensors)
             whole = False
         if not whole:
             raise ValueError(f"{name} must be positive (a whole number), got {value!r}"
@@ -139,8 +139,8 @@ def check_positive(optional: bool = False, **values: Any) -> None:
     """A one-line ``ValueError`` for a value not positive (``None`` passes where ``optional``)."""
     for name, value in values.items():
         try:
-            positive = value > 0 if value is not None else optional
-        except TypeError:  # (not a number)
+            positive = bool(value > 0) if value is not None else optional
+        except (TypeError, ValueError, RuntimeError):  # (not a number; arrays, tensors)
             positive = False
         if not positive:
             raise ValueError(f"{name} must be positive, got {value!r}{text_hint(value, 'float')}")

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from looprl.collector.runner import log_cuts
 from looprl.core import Preset
 from looprl.core.files import load_file
 from looprl.core.preset import check_built
@@ -159,6 +160,8 @@ class DistributedRun:
             raise diverged(self.name, str(error), self.result.log_dir) from None
         finally:
             self._shutdown()
+        if self._monitor.cuts[0] > 1:  # (one: its actor's warning named it)
+            log_cuts(*self._monitor.cuts)
         if max(self.result.trainer_steps, default=self.result.train_steps) == 0:  # (final)
             warn_never_trained(self.name, self.spec.env_label, self.result.frames)
         return self.result

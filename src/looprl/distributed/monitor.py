@@ -50,6 +50,7 @@ class RunMonitor:
         self.hyperparameters: dict[str, Hyperparameter] = {}
         self.actors_finished: dict[str, bool] = {}
         self._acting: dict[str, Any] = {}  # actor 0's exploration ``hp/*`` (``acting_values``)
+        self.cuts: tuple[int, str, int | None] = (0, "", None)  # (``log_cuts``' arguments)
 
     def record(self, stats: dict[str, dict[str, Any]], seconds: float) -> None:
         """Log one poll's ``stats`` by worker name, ``seconds`` after the last."""
@@ -57,6 +58,9 @@ class RunMonitor:
         actors = {name: s for name, s in stats.items() if name.startswith("actor")}
         self._record_episodes(actors)
         self.actors_finished.update({name: s["finished"] for name, s in actors.items()})
+        for cut, *where in (s.get("cuts", (0,)) for s in actors.values()):
+            if cut:  # (the actors' episodes cut at their cap: each warned at its first)
+                self.cuts = (self.cuts[0] + cut, *where)
         self._acting.update(actors.get("actor0", {}).get("hp", {}))
         for name, s in stats.items():
             if name.startswith("eval") and s["episodes"]:

@@ -194,18 +194,22 @@ class ActorWorker(Worker):
         self._stats = _fresh_stats()
         self._finished = False  # its budget spent and the last rows sent
         self._failed = False  # its loop raised
+        self._cuts = 0  # the runner's ``cuts`` at the last ``stats``
         self._meta_state: list[Any] | None = None  # (``components_state``: asked, then taken)
         self.sender = None if self.trainer is None else SegmentSender(
             self.trainer, self.sync, index, functools.partial(self._count, key="put_seconds"))
 
     def stats(self) -> dict[str, Any]:
         """Since the last call: frames, finished episodes, timings, meta ``log/*`` values
-        (``(frames then, values)`` each) and env faults; the env call in progress, and whether
-        the actor ``finished``: stepped its budget and handed the trainer every row."""
+        (``(frames then, values)`` each), env faults and episodes cut at the cap (``(count, env,
+        cap)``); the env call in progress, and whether the actor ``finished``: stepped its
+        budget and handed the trainer every row."""
         with self._lock:
             stats, self._stats = self._stats, _fresh_stats()
         stats["env_seconds"], self.runner.env_seconds = self.runner.env_seconds, 0.0
         stats["env_faults"] = self.runner.restarts.pop()
+        cuts, self._cuts = self.runner.cuts - self._cuts, self.runner.cuts  # (since the last)
+        stats["cuts"] = (cuts, self.runner.env_name, self.runner.max_episode_steps)
         stats["env_call"] = env_call(self.runner)
         stats["finished"] = self._finished
         stats["hp"] = acting_values(self.local.policy) if self.local is not None else {}

@@ -56,6 +56,7 @@ def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
     if "mujoco" in str(gym.registry[env_id].entry_point):
         require_mujoco()
     check_text_arguments(env_id, kwargs)
+    check_render_mode(env_id, kwargs)
     try:
         with warned_once(env_id):
             env = gym.make(env_id, **kwargs)
@@ -112,6 +113,28 @@ def check_text_arguments(env_id: str, kwargs: dict[str, Any]) -> None:
             shown = "" if default is inspect.Parameter.empty else f" (default {default!r})"
             raise TypeError(f"{env_id}'s argument {key} takes a whole number{shown}, got "
                             f"{value!r} (env_kwargs.{key})")
+
+
+def check_render_mode(env_id: str, kwargs: dict[str, Any], vector: bool = False) -> None:
+    """A one-line ``ValueError`` for a ``render_mode`` in ``kwargs`` that ``env_id`` (its vector
+    environment, where ``vector``) does not offer, which Gymnasium warns of and takes; ``gym.make``
+    also takes ``'human'`` of an ``'rgb_array'`` env, and ``'MODE_list'``."""
+    mode = kwargs.get("render_mode")
+    if mode is None:
+        return
+    spec = gym.spec(env_id)
+    entry_point = spec.vector_entry_point if vector else spec.entry_point
+    try:
+        creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
+        modes = list(creator.metadata["render_modes"])
+    except Exception:  # noqa: BLE001 - gym.make says what is wrong with it
+        return
+    wrapped = [] if vector else [f"{each}_list" for each in modes] + (
+        ["human"] if "rgb_array" in modes else [])
+    if mode not in modes + wrapped:
+        offered = ", ".join(repr(each) for each in modes) or "none"
+        raise ValueError(f"{env_id} offers the render modes {offered} (or None), got "
+                         f"render_mode={mode!r}")
 
 
 def _fraction(value: Any) -> bool:

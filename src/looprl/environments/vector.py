@@ -27,6 +27,8 @@ from looprl.environments.gym_helpers import (
     SHAPE_ERRORS,
     action_to_numpy,
     check_env_id,
+    check_render_mode,
+    check_text_arguments,
     env_name,
     make_gym_env,
     shape_changed,
@@ -52,9 +54,15 @@ def make_vector_env(env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: 
     if not callable(env_id):
         check_env_id(env_id)
         if gym.spec(env_id).vector_entry_point:
-            with warned_once(env_id):
-                return gym.make_vec(env_id, num_envs=n_envs,
-                                    vectorization_mode="vector_entry_point", **kwargs)
+            check_text_arguments(env_id, kwargs)
+            check_render_mode(env_id, kwargs, vector=True)
+            try:
+                with warned_once(env_id):
+                    return gym.make_vec(env_id, num_envs=n_envs,
+                                        vectorization_mode="vector_entry_point", **kwargs)
+            except TypeError as error:  # (as gym.make's: naming the id)
+                raise TypeError(f"{error} was raised from the environment creator for {env_id} "
+                                f"with kwargs ({kwargs})") from error
         # (not make_vec's "sync" mode: it makes its copies with a closure, which a checkpoint
         # cannot pickle)
         env_id = partial(make_gym_env, env_id, **kwargs)

@@ -352,11 +352,11 @@ class NovelD(RND):
                 for row in rows.reshape(len(rows), -1)]
         copies = range(len(keys)) if copies is None else [int(i) for i in copies]
         self.visited += [set() for _ in range(max(copies, default=-1) + 1 - len(self.visited))]
-        seen = [self.visited[i] for i in copies]
-        first = torch.tensor([key not in visits for key, visits in zip(keys, seen)])
-        for key, visits in zip(keys, seen):
-            visits.add(key)
-        return first.float()
+        first = []
+        for key, i in zip(keys, copies, strict=True):  # (in order: a copy's second row of
+            first.append(key not in self.visited[i])  # one cell is no first visit)
+            self.visited[i].add(key)
+        return torch.tensor(first).float()
 
     def reset_episodes(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Forget the visits of the env copies ``metrics['ended']`` marks."""
