@@ -115,6 +115,9 @@ def test_a_local_run_ends_with_its_summary_on_stdout_and_logs_on_stderr(tmp_path
     run(["frames=64", "test_episodes=0", "algorithm.n_envs=2", "algorithm.n_steps=32",
          "algorithm.hidden=16", f"hydra.run.dir={tmp_path / 'none'}"])
     assert capfd.readouterr().out.endswith("episodes\n")  # (no "test return nan")
+    run(["frames=64", "test_episodes=0", "algorithm.n_envs=2", "algorithm.n_steps=32",
+         "algorithm.hidden=16", "hydra/job_logging=disabled", f"hydra.run.dir={tmp_path / 'off'}"])
+    assert not (tmp_path / "off" / "app.log").exists()  # (Hydra's option replaces looprl's)
 
 
 def test_a_run_closes_the_log_file_hydra_opened(tmp_path: Path) -> None:

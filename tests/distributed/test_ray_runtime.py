@@ -223,9 +223,11 @@ def test_gpus_a_cluster_lacks_fail_in_one_line(local_ray):
                        frames=10**6, logdir=None, quiet=True).run()
 
 
-def test_a_worker_larger_than_every_node_fails_before_any_worker_is_created(monkeypatch):
-    """Two alive nodes of 2 CPUs (4 in all) and a trainer that reserves 3: no node could ever
-    hold it, so the run says so at once (was: after placement_timeout, 60 s by default)."""
+def test_a_worker_larger_than_every_node_is_warned_of_before_any_worker_is_created(
+        monkeypatch, caplog):
+    """Two alive nodes of 2 CPUs (4 in all) and a trainer that reserves 3: no node can hold it
+    now, so a warning says so at once (was: silence for placement_timeout, 60 s by default),
+    and the workers wait for an autoscaler to add one."""
     from looprl.distributed.placement import WorkerPool
     from looprl.distributed.run_state import DistributedResult, SampleCounts
 
@@ -235,12 +237,18 @@ def test_a_worker_larger_than_every_node_fails_before_any_worker_is_created(monk
     monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 4.0})
     pool = WorkerPool(ppo_spec(), runtime(actors=1, cpus_per_trainer=3), DistributedResult(),
                       SampleCounts())
-    monkeypatch.setattr(pool, "_create", lambda *args: pytest.fail("a worker was created"))
-    with pytest.raises(RuntimeError, match=r"^no node of the cluster can place trainer workers: "
-                                           r"each reserves 3 CPUs and 0 GPUs \(runtime.cpus_per_"
-                                           r"trainer, runtime.gpus_per_trainer\) and the largest "
-                                           r"node has 2 CPUs and 0 GPUs"):
+
+    def created(*args: object) -> None:
+        raise RuntimeError("created")
+
+    monkeypatch.setattr(pool, "_create", created)
+    with pytest.raises(RuntimeError, match="^created$"):
         pool.start(None, seed=0)
+    assert any(re.fullmatch(r"no node of the cluster can place trainer workers: each reserves 3 "
+                            r"CPUs and 0 GPUs \(runtime.cpus_per_trainer, runtime.gpus_per_"
+                            r"trainer\) and the largest node has 2 CPUs and 0 GPUs; .*; the "
+                            r"workers wait up to runtime.placement_timeout=\d+s for an "
+                            r"autoscaler to add one", message) for message in caplog.messages)
 
 
 def test_a_run_larger_than_the_users_ray_instance_says_so_before_it_waits(local_ray, caplog):

@@ -181,8 +181,8 @@ def test_an_unknown_argument_or_render_mode_is_the_same_line_for_one_copy_and_a_
                            r"from the environment creator for CartPole-v1 with kwargs "
                            r"\(\{'bogus': 3\}\)$"):
             make(bogus=3)
-        with pytest.raises(ValueError, match=r"^CartPole-v1 offers the render modes .*"
-                           r"'rgb_array' \(or None\), got render_mode='x'$"):
+        with pytest.raises(ValueError, match=r"^CartPole-v1('s vector environment)? offers the "
+                           r"render modes .*'rgb_array' \(or None\), got render_mode='x'$"):
             make(render_mode="x")
         make(render_mode="rgb_array").close()
     with pytest.raises(TypeError, match="sutton_barto_reward takes true or false"):

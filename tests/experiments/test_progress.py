@@ -235,7 +235,8 @@ def test_an_evaluation_shows_its_progress_unless_quiet(tmp_path, capsys) -> None
     preset = dqn.env(env).hyperparameters(hidden=8).device("cpu").build()
     experiment = make_experiment(preset, env, logdir=str(tmp_path), seed=0)
     returns = experiment.test(episodes=3)
-    lines = capsys.readouterr().err.splitlines()  # (not a terminal: plain lines)
+    lines = capsys.readouterr().err.splitlines()  # (not a terminal: plain lines, but not
+    assert len(lines) == 1  # one per tenth as training's: one at its end in this short one)
     assert lines[-1].startswith("dqn on CartPole-v1: evaluation: 3/3 episodes (100%), ")
     assert lines[-1].endswith(f"return(100) {sum(returns) / 3:.4g}")
     assert " episodes/s, " in lines[-1] and "fps" not in lines[-1]

@@ -63,16 +63,17 @@ def test_high_score_levels_are_sampled_more_often():
     np.testing.assert_allclose(counts / 2000, plr.replay_distribution(), atol=0.03)
 
 
-@pytest.mark.parametrize("level, score, message", [
-    (7, 1.0, "PLR has no level 7: its levels are [0, 1, 2]"),
-    ("a", 1.0, "PLR has no level 'a'"),
-    (1, math.nan, "PLR's score must be a finite number, got nan"),
+@pytest.mark.parametrize("level, score, kind, message", [
+    (7, 1.0, ValueError, "PLR has no level 7: its levels are [0, 1, 2]"),
+    ("a", 1.0, ValueError, "PLR has no level 'a'"),
+    (1, math.nan, FloatingPointError, "PLR's score of level 1 is nan, no finite number"),
 ])
-def test_update_score_names_an_unknown_level_or_a_score_that_is_no_number(level, score, message):
+def test_update_score_names_an_unknown_level_or_a_score_that_is_no_number(level, score, kind,
+                                                                          message):
     """An unknown level was ``7 is not in list``; a NaN score was taken (its level ranked
-    last for good under an EMA)."""
+    last for good under an EMA); a run reports a ``FloatingPointError`` as diverging."""
     plr = PLR(levels=range(3))
-    with pytest.raises(ValueError) as error:
+    with pytest.raises(kind) as error:
         plr.update_score(level, score)
     assert message in str(error.value) and "\n" not in str(error.value)
     assert not plr.seen.any() and plr.episodes == 0

@@ -62,10 +62,12 @@ class EnvRunner:
             environment's episodes are not cut (its own time limits end them).
 
     Attributes:
-        cuts: the episodes cut at ``max_episode_steps`` so far.
         env_call: ``(time.monotonic() at its start, copy, method)`` of the env call in
             progress, ``None`` if none.
     """
+
+    #: the episodes cut at ``max_episode_steps`` so far (a class default: older checkpoints')
+    cuts = 0
 
     def __init__(self, env_name: str | Any, env_args: dict[str, Any] | None = None,
                  n_envs: int = 1, segment_length: int | None = 64,
@@ -84,7 +86,6 @@ class EnvRunner:
         self.restarts = restarts
         self.seed = seed
         self.env_call: tuple[float, int | None, str] | None = None
-        self.cuts = 0
         self.envs, copies, groups = env_copies(env_name, env_args, n_envs, groups, process)
         self._copies = copies
         self.max_episode_steps = (copies.default_cap if max_episode_steps is None

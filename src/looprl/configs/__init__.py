@@ -106,6 +106,19 @@ RUN_ARGUMENTS = ("agent", "env", "seed", "logdir", "meta", "device", "quiet", "e
                  "verbose", "wandb", "test_env", "trials", "run_info")
 
 
+#: ``hydra/job_logging=looprl`` (the default): Hydra's own, but the log lines go to stderr,
+#: as ``looprl train``'s (another ``hydra/job_logging`` option replaces it whole).
+JOB_LOGGING = {
+    "version": 1, "disable_existing_loggers": False,
+    "formatters": {"simple": {"format": "[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "simple",
+                             "stream": "ext://sys.stderr"},
+                 "file": {"class": "logging.FileHandler", "formatter": "simple",
+                          "filename": "${hydra.runtime.output_dir}/${hydra.job.name}.log"}},
+    "root": {"level": "INFO", "handlers": ["console", "file"]},
+}
+
+
 def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
     """Store the ``looprl`` config and its groups in Hydra's ``ConfigStore`` (and the import
     paths ``overrides`` attach, ``register_imports``)."""
@@ -129,9 +142,11 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
         store.store(group="runner", name=name, node={"name": name, **node}, package="runner")
     for name, node in runtimes().items():
         store.store(group="runtime", name=name, node=node, package="runtime")
+    store.store(group="hydra/job_logging", name="looprl", node=JOB_LOGGING,
+                package="hydra.job_logging")
     store.store(name="looprl", node={
         "defaults": ["_self_", {"algorithm": "ppo"}, {"meta": []}, {"runner": "online"},
-                     {"runtime": "local"}],
+                     {"runtime": "local"}, {"override hydra/job_logging": "looprl"}],
         "env": "CartPole-v1", "env_kwargs": {}, "env_wrappers": [],
         "context": {"train": None, "test": None, "ranges": {}, "seed": 0, "hide_context": True,
                     "instance_mode": "random"},
@@ -140,8 +155,7 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
         "resume": False,
         "logging": {"quiet": False, "verbose": True, "wandb": None},
         "hydra": {"help": {"app_name": "looprl run", "header": HELP_HEADER,
-                           "footer": HELP_FOOTER},  # (log lines on stderr, as looprl train's)
-                  "job_logging": {"handlers": {"console": {"stream": "ext://sys.stderr"}}}},
+                           "footer": HELP_FOOTER}},
     })
 
 

@@ -43,14 +43,11 @@ class WorkerPool:
         ``schedules[name]``), wait until they are placed, form the trainer group and start the
         loops (trainer 0 from the checkpoint in ``run_dir``, a resumed run's, read here, taken
         at train step ``checkpoint_steps``);
-        ``RuntimeError`` at once if a worker is larger than every node of the cluster, if the
-        cluster cannot place them within ``runtime.placement_timeout`` seconds, or if one
-        failed to start."""
+        ``RuntimeError`` if the cluster cannot place them within ``runtime.placement_timeout``
+        seconds (warned at once where it cannot hold them now), or if one failed to start."""
         import ray
         self.meta_state = dict(meta_state or {})
         self.schedules.update(schedules or {})
-        _check_node_fits(ray, self.runtime, ["actor", "trainer"]
-                         + ["policy"] * (self.runtime.policy_workers > 0))
         _warn_cluster_too_small(ray, self.runtime)
         self._create(run_dir, seed, frames, self.meta_state, checkpoint_steps)
         self._wait_placed(ray)
@@ -246,10 +243,16 @@ def _holds(resources: dict[str, float], rt: RuntimeConfig) -> bool:
 
 
 def _warn_cluster_too_small(ray: Any, rt: RuntimeConfig) -> None:
-    """Warn (one line) if the cluster has fewer CPUs or GPUs in all than the run reserves: the
-    workers then wait ``placement_timeout`` for an autoscaler to add nodes. (A local instance
-    the run starts is sized first: ``check_local_resources``.)"""
+    """Warn (one line) if the cluster has fewer CPUs or GPUs in all than the run reserves, or
+    no node large enough for one of its workers: the workers then wait ``placement_timeout``
+    for an autoscaler to add nodes. (A local instance the run starts is sized first:
+    ``check_local_resources``.)"""
     total = ray.cluster_resources()
+    try:
+        _check_node_fits(ray, rt, ["actor", "trainer"] + ["policy"] * (rt.policy_workers > 0))
+    except RuntimeError as error:
+        logger.warning("%s; the workers wait up to runtime.placement_timeout=%gs for an "
+                       "autoscaler to add one", error, rt.placement_timeout)
     if not _holds(total, rt):
         logger.warning(
             "the run reserves %g CPUs and %g GPUs and the Ray cluster has %g CPUs and %g GPUs "

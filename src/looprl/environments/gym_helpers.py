@@ -115,10 +115,13 @@ def check_text_arguments(env_id: str, kwargs: dict[str, Any]) -> None:
                             f"{value!r} (env_kwargs.{key})")
 
 
+class RenderModeError(ValueError):
+    """A ``render_mode`` the environment does not offer (``check_render_mode``)."""
+
+
 def check_render_mode(env_id: str, kwargs: dict[str, Any], vector: bool = False) -> None:
-    """A one-line ``ValueError`` for a ``render_mode`` in ``kwargs`` that ``env_id`` (its vector
-    environment, where ``vector``) does not offer, which Gymnasium warns of and takes; ``gym.make``
-    also takes ``'human'`` of an ``'rgb_array'`` env, and ``'MODE_list'``."""
+    """A one-line ``RenderModeError`` for a ``render_mode`` ``env_id`` (its vector env) lacks,
+    which Gymnasium takes (``gym.make`` wraps ``'human'`` of ``'rgb_array'``, ``MODE_list``)."""
     mode = kwargs.get("render_mode")
     if mode is None:
         return
@@ -133,7 +136,8 @@ def check_render_mode(env_id: str, kwargs: dict[str, Any], vector: bool = False)
         ["human"] if "rgb_array" in modes else [])
     if mode not in modes + wrapped:
         offered = ", ".join(repr(each) for each in modes) or "none"
-        raise ValueError(f"{env_id} offers the render modes {offered} (or None), got "
+        which = f"{env_id}'s vector environment" if vector else env_id
+        raise RenderModeError(f"{which} offers the render modes {offered} (or None), got "
                          f"render_mode={mode!r}")
 
 

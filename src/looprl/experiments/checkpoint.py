@@ -73,12 +73,12 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
         OSError: the file could not be written (a full disk: ``errno.ENOSPC``).
     """
     keep = getattr(experiment, "keep_checkpoints", None) if path is None else None  # (older)
-    if path is None and not os.path.isdir(experiment.logger.log_dir):
-        raise removed(experiment.logger.log_dir)
+    given = path
     path = Path(path) if path is not None else Path(experiment.logger.log_dir) / CHECKPOINT
     if not path.parent.is_dir():  # (torch's error was taken for one of pickling)
-        raise FileNotFoundError(f"Cannot write the checkpoint {path}: the directory "
-                                f"{path.parent} does not exist; create it, or choose another path")
+        raise removed(path.parent) if given is None else FileNotFoundError(
+            f"Cannot write the checkpoint {path}: the directory {path.parent} does not exist; "
+            "create it, or choose another path")
     if hasattr(experiment, "prepare_checkpoint"):
         experiment.prepare_checkpoint()
     if hasattr(experiment.logger, "flush"):

@@ -100,7 +100,8 @@ def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
                 if quota[episode.env] > 0:
                     played.append(episode)
                     quota[episode.env] -= 1
-                    mean = float(np.mean([e.ret for e in played[-100:]]))
+                    if progress is not None:
+                        mean = float(np.mean([e.ret for e in played[-100:]]))
             show()
             if progress is not None:
                 progress.update(len(played), len(played), mean)

@@ -165,8 +165,9 @@ class TrainingProgress:
             self._draw(frame, episode, mean_return)
 
     def _next_milestone(self, frame: int) -> float:
-        """The first frame of the next tenth of the run after ``frame``."""
-        if self.total_frames <= 0:
+        """The first frame of the next tenth of the run after ``frame`` (an evaluation, in
+        episodes: none, its lines come once a minute and at its end)."""
+        if self.total_frames <= 0 or self.unit != "frames":
             return math.inf
         tenth = max(self.total_frames / 10, 1)
         return math.floor(frame / tenth + 1) * tenth

@@ -19,6 +19,7 @@ strategy but ``random`` needs ``runtime.policy_workers=0``.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
@@ -28,7 +29,6 @@ import torch
 
 from looprl.core.suggest import (
     check_choice,
-    check_finite,
     check_positive,
     check_seed,
     is_number,
@@ -176,12 +176,15 @@ class PLR(MetaComponent):
 
     def update_score(self, level: int, score: float) -> None:
         """Record ``score`` for ``level`` (EMA with weight ``score_ema``) and mark it played;
-        a one-line ``ValueError`` for a level not in ``levels`` or a score that is no finite
-        number (it would rank its level for good)."""
+        a one-line ``ValueError`` for a level not in ``levels``, ``FloatingPointError`` for a
+        score that is no finite number (it would rank its level for good; a run reports it as
+        diverging)."""
         if not is_whole(level) or int(level) not in self.levels:
             raise ValueError(f"PLR has no level {level!r}: its levels are {self.levels} "
                              "(set_levels, or PLR(levels=...))")
-        check_finite("PLR's ", score=score)
+        if not is_number(score) or not math.isfinite(score):  # (of a run that diverges)
+            raise FloatingPointError(f"PLR's score of level {level} is {score!r}, no finite "
+                                     "number")
         i = self.levels.index(int(level))
         old = self.scores[i] if self.seen[i] else score
         self.scores[i] = (1 - self.score_ema) * old + self.score_ema * score

@@ -119,14 +119,15 @@ def _only_gymnasium(env_id: str, what: str, kwargs: Mapping[str, Any],
 def rendering(build: Callable[..., Any], render_mode: str | None) -> Any:
     """``build(render_mode=render_mode)``, or ``build()`` without a ``render_mode`` or where
     the environment's constructor takes none (a ``TypeError``) or not that one (a
-    ``ValueError``): an environment to watch, as
-    ``make_env`` and ``looprl watch`` of a distributed run build it."""
+    ``RenderModeError``): an environment to watch, as ``make_env`` and ``looprl watch`` of a
+    distributed run build it."""
+    from looprl.environments.gym_helpers import RenderModeError
     if render_mode is not None:
         with warnings.catch_warnings():  # (Gymnasium's: the mode is not among its modes)
             warnings.filterwarnings("ignore", ".*render_mode", UserWarning)
             try:
                 return build(render_mode=render_mode)
-            except (TypeError, ValueError):
+            except (TypeError, RenderModeError):
                 pass
     return build()
 
