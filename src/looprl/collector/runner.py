@@ -66,8 +66,7 @@ class EnvRunner:
             progress, ``None`` if none.
     """
 
-    #: the episodes cut at ``max_episode_steps`` so far (a class default: older checkpoints')
-    cuts = 0
+    cuts = 0  # episodes cut at ``max_episode_steps`` so far (class default: older checkpoints)
 
     def __init__(self, env_name: str | Any, env_args: dict[str, Any] | None = None,
                  n_envs: int = 1, segment_length: int | None = 64,
