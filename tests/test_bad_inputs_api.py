@@ -185,6 +185,14 @@ def test_run_experiment_checks_its_arguments_before_running(tmp_path, kwargs, er
     assert not any(tmp_path.iterdir())  # nothing started
 
 
+@pytest.mark.parametrize("agents, envs, word", [([], "CartPole-v1", "agents"), (ppo, [], "envs")])
+def test_run_experiment_refuses_no_agents_or_no_envs(tmp_path, agents, envs, word):
+    """An empty list ran nothing and returned ``[]``, silently."""
+    with pytest.raises(ValueError) as error:
+        run_experiment(agents, envs, 100, logdir=str(tmp_path))
+    assert one_line(error).startswith(f"run_experiment got no {word} (an empty list)")
+
+
 # -- seeds -----------------------------------------------------------------------------------
 def _seeded() -> dict[str, Any]:
     """What takes a ``seed``, by name: a function of the seed (one that reset, drew or
@@ -321,3 +329,106 @@ def test_an_agent_names_the_shape_of_an_observation_of_fields():
     with pytest.raises(ValueError) as error:
         Actor(Policy()).rollout(request)
     assert "cannot act on an observation of shape {'obs': (3,)} (mat1" in one_line(error)
+
+
+def test_algorithm_spec_checks_its_buffer_and_test_copies_at_construction():
+    """``buffer="xx"`` was a KeyError when the learner was built, ``test_copies=0`` taken."""
+    with pytest.raises(ValueError) as error:
+        AlgorithmSpec("CartPole-v1", "q-network", "dqn", buffer="prioritised")
+    assert "Unknown AlgorithmSpec's buffer 'prioritised'. Did you mean 'prioritized'?" in (
+        one_line(error))
+    with pytest.raises(ValueError, match="test_copies must be positive"):
+        AlgorithmSpec("CartPole-v1", "q-network", "dqn", test_copies=0)
+    for buffer in ("independent", "uniform", None):
+        AlgorithmSpec("CartPole-v1", "q-network", "dqn", buffer=buffer)
+
+
+def test_a_distributed_run_refuses_more_exploration_rates_than_actors():
+    """Rates past ``runtime.actors`` were silently unused (one per actor; fewer cycle)."""
+    from looprl.distributed.config import RuntimeConfig
+
+    spec = AlgorithmSpec("CartPole-v1", "q-network", "dqn", explorations=[0.1, 0.2, 0.3],
+                         policy_args={"obs_dim": 4, "action_dim": 2})
+    with pytest.raises(ValueError) as error:
+        DistributedRun(spec, RuntimeConfig(actors=2), logdir=None)
+    assert "got 3 for runtime.actors=2" in one_line(error)
+    DistributedRun(spec, RuntimeConfig(actors=4), logdir=None)
+    with pytest.raises(ValueError, match="probabilities in"):
+        AlgorithmSpec("CartPole-v1", "q-network", "dqn", explorations=0.1)  # (no list)
+
+
+# -- two names of one argument (ours and ALL's) --------------------------------------------
+def test_two_names_of_one_argument_with_different_values_are_refused():
+    """``buffer_size`` and ``n_actions`` silently won over ``size`` and ``num_actions``."""
+    from looprl.approximation import QDist
+    from looprl.memory import PrioritizedReplayBuffer
+
+    with pytest.raises(ValueError) as error:
+        PrioritizedReplayBuffer(10, buffer_size=20)
+    assert "size=10 and buffer_size=20 are one argument under two names" in one_line(error)
+    with pytest.raises(ValueError, match="num_actions=3 and n_actions=2"):
+        QDist(nn.Linear(4, 6), num_actions=3, n_actions=2, num_atoms=3)
+    with pytest.raises(ValueError, match="num_atoms=3 and n_atoms=2"):
+        QDist(nn.Linear(4, 6), num_atoms=3, n_atoms=2)
+    assert PrioritizedReplayBuffer(buffer_size=20).size == PrioritizedReplayBuffer(20).size == 20
+    assert QDist(nn.Linear(4, 6), n_actions=2, n_atoms=3).num_actions == 2
+    assert QDist(nn.Linear(4, 102)).num_actions == 2  # (defaults 2 actions, 51 atoms)
+
+
+# -- runners' search spaces ------------------------------------------------------------------
+def test_a_dimension_refuses_an_unknown_kind_and_maps_its_choices():
+    """``Dimension("lr", "flt", 0, 1)`` was taken; a categorical one decoded 0.5 as 0.5 and
+    encoded a choice as "could not convert string to float"."""
+    from looprl.runners.space import Dimension, SearchSpaceError
+
+    with pytest.raises(SearchSpaceError) as error:
+        Dimension("lr", "flt", 0, 1)
+    assert "unknown type 'flt'. Did you mean 'float'? Valid: categorical, float, int" in (
+        one_line(error))
+    with pytest.raises(SearchSpaceError, match="non-empty list of 'choices'"):
+        Dimension("c", "categorical")
+    choices = Dimension("c", "categorical", choices=("a", "b"))
+    assert [choices.decode(unit) for unit in (-1, 0.0, 0.49, 0.5, 1.0)] == list("aaabb")
+    assert [choices.decode(choices.encode(c)) for c in "ab"] == ["a", "b"]
+    assert choices.encode(None) == 0.5
+    with pytest.raises(SearchSpaceError, match="'z' is none of its choices"):
+        choices.encode("z")
+    assert Dimension("n", "int", 1, 5).decode(0.5) == 3  # (numeric ranges as before)
+
+
+def test_the_distributed_checks_refuse_counts_that_are_no_positive_number():
+    """``test_environment(steps=-1)`` reported ``steps=-1``; ``test_pipeline(episodes=-1)``
+    ran as if 0 had been given."""
+    from looprl.distributed import test_environment
+
+    with pytest.raises(ValueError) as error:
+        test_environment("CartPole-v1", steps=-1)
+    assert one_line(error) == "steps must be positive (a whole number), got -1"
+    for count in ("episodes", "max_frames"):
+        with pytest.raises(ValueError, match=f"{count} must be positive"):
+            test_pipeline(env="CartPole-v1", policy="q-network", trainer="dqn", **{count: -1})
+
+
+# -- sizes, counts and names of parts ----------------------------------------------------------
+def test_parts_refuse_no_size_and_a_name_that_is_no_text(tmp_path):
+    """``SumTree(0)``, ``CategoricalHead(0)``, ``apex_epsilons(0)``, ``Approximation(name=3)``
+    and ``DistributedRun(logdir=5)`` were taken (failing later, or never)."""
+    from looprl.memory.prioritized import SumTree
+    from looprl.policies import apex_epsilons
+    from looprl.policies.distributions import CategoricalHead
+
+    for make, line in ((lambda: SumTree(0), "size must be positive (a whole number), got 0"),
+                       (lambda: CategoricalHead(0), "n must be positive (a whole number), got 0"),
+                       (lambda: apex_epsilons(0), "n must be positive (a whole number), got 0")):
+        with pytest.raises(ValueError) as error:
+            make()
+        assert one_line(error) == line
+    model = nn.Linear(4, 2)
+    with pytest.raises(TypeError, match="Approximation's name is a str, got int 3"):
+        Approximation(model, torch.optim.Adam(model.parameters()), name=3)
+    spec = AlgorithmSpec("CartPole-v1", "q-network", "dqn",
+                         policy_args={"obs_dim": 4, "action_dim": 2})
+    with pytest.raises(TypeError, match="DistributedRun's logdir is a directory path"):
+        DistributedRun(spec, logdir=5)
+    assert DistributedRun(spec, logdir=tmp_path).logdir == tmp_path
+    assert len(apex_epsilons(1)) == SumTree(1).size == 1

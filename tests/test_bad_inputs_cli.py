@@ -314,8 +314,9 @@ def test_ctrl_c_while_setting_up_is_one_line(monkeypatch: pytest.MonkeyPatch,
 
 
 INTERRUPTED_IMPORT = """
-import builtins, sys
-sys.argv[0] = "/somewhere/bin/looprl"  # (as the looprl program runs)
+import builtins, importlib, sys
+program, entry = (sys.argv[2:] or ["looprl", "looprl.cli"])  # (a console script's, its module)
+sys.argv[0] = f"/somewhere/bin/{program}"  # (as the looprl program runs)
 real, pressed = builtins.__import__, []
 def importing(name, *args, **kwargs):
     if name == sys.argv[1] and not pressed:
@@ -323,7 +324,7 @@ def importing(name, *args, **kwargs):
         raise KeyboardInterrupt  # (one Ctrl-C while looprl imports it)
     return real(name, *args, **kwargs)
 builtins.__import__ = importing
-import looprl.cli
+importlib.import_module(entry)
 """
 
 
@@ -348,6 +349,16 @@ def test_ctrl_c_while_looprl_imports_is_one_line(module: str) -> None:
     """numpy: torch's import of it swallows a Ctrl-C (was: the run trained on, with a numpy
     that lacked names, and failed at the end: module 'numpy' has no attribute 'matrix')."""
     done = subprocess.run([sys.executable, "-c", INTERRUPTED_IMPORT, module],
+                          capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout + done.stderr) == (130, "looprl: interrupted\n")
+
+
+@pytest.mark.parametrize("module", ["torch", "looprl.scripts.train"])
+def test_ctrl_c_while_a_console_script_imports_is_one_line(module: str) -> None:
+    """``looprl-classic`` and the other console scripts of pyproject.toml (was: a traceback,
+    as only the program named ``looprl`` was covered)."""
+    done = subprocess.run([sys.executable, "-c", INTERRUPTED_IMPORT, module, "looprl-classic",
+                           "looprl.scripts.train_classic"],
                           capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout + done.stderr) == (130, "looprl: interrupted\n")
 

@@ -8,7 +8,8 @@ import sys
 
 __version__ = "0.1.0"
 __all__ = ["State", "StateArray"]
-_PROGRAM = os.path.basename(sys.argv[0]) == "looprl"  # (else imported by a user's program)
+#: the looprl program or one of its console scripts (``looprl-classic``...; else a user's)
+_PROGRAM = os.path.basename(sys.argv[0]).partition("-")[0] == "looprl"
 
 try:
     import numpy  # noqa: F401  (before torch, whose import of it swallows a Ctrl-C)
@@ -19,8 +20,9 @@ try:
     # The built-in policies and trainers (``Policy(type_="ppo", ...)``), imported from
     # looprl.agents the first time a name is asked for (agents are slow to import).
     register_names_from("looprl.agents")
-    if _PROGRAM:  # what the looprl program imports next
+    if _PROGRAM:  # what the looprl program and its console scripts import next
         import looprl.cli  # noqa: F401  (presets, memory...: a Ctrl-C there is the same line)
+        import looprl.scripts.watch  # noqa: F401  (and looprl.scripts.train)
 except KeyboardInterrupt:
     if not _PROGRAM:
         raise

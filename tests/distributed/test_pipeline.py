@@ -666,12 +666,14 @@ def test_a_bad_buffer_is_one_line_before_ray_starts(monkeypatch) -> None:
         raise AssertionError("Ray started")
 
     monkeypatch.setattr(controller, "start_ray", no_ray)
-    for buffer, args, error, match in (
-            ("uniformm", {}, KeyError, "unknown sample buffer 'uniformm'. Did you mean 'uniform'"),
-            (None, {"batch_stream": 4}, TypeError, "unexpected keyword argument 'batch_stream'"),
-            (None, {"batch_streams": 0}, ValueError, "batch_streams must be positive")):
+    with pytest.raises(ValueError, match="buffer 'uniformm'. Did you mean 'uniform'"):
+        AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate",  # (its kind: at once)
+                      policy_args=CARTPOLE, trainer="ppo", buffer="uniformm")
+    for args, error, match in (
+            ({"batch_stream": 4}, TypeError, "unexpected keyword argument 'batch_stream'"),
+            ({"batch_streams": 0}, ValueError, "batch_streams must be positive")):
         spec = AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate",
-                             policy_args=CARTPOLE, trainer="ppo", buffer=buffer, buffer_args=args)
+                             policy_args=CARTPOLE, trainer="ppo", buffer_args=args)
         with pytest.raises(error, match=match):
             DistributedRun(spec, RuntimeConfig(actors=1), frames=100, logdir=None).run()
 
@@ -889,7 +891,8 @@ def test_a_ray_run_that_never_trained_warns_as_a_local_run_does(monkeypatch, cap
         run.result.frames, run.result.trainer_steps = 100, [trained]
 
     parts = SimpleNamespace(start=lambda *args: None, trainers=["trainer"],
-                            actors_meta_state=None, schedules={}, trainer_checkpoint=None)
+                            actors_meta_state=None, schedules={}, trainer_checkpoint=None,
+                            cuts=(0, "", None))
     for name in ("WorkerPool", "Supervisor", "RunMonitor", "ControllerCheckpoint"):
         monkeypatch.setattr(controller, name, lambda *args, **kwargs: parts)
     monkeypatch.setattr(controller, "start_ray", lambda runtime: False)

@@ -117,6 +117,19 @@ def test_parallel_butterfly_environment_routes_every_agent():
     assert agents == {"archer_0", "archer_1", "knight_0", "knight_1"}
 
 
+def test_an_action_outside_the_agents_space_is_refused_as_a_single_agents_is():
+    """Was an ``EnvironmentFailure`` wrapping the game's ``AssertionError`` (a fault of the
+    environment's), after the agent's turn was taken."""
+    env = MultiagentPettingZooEnv("pettingzoo.classic.rps_v2", seed=0)
+    env.reset()
+    for action in (7, torch.tensor(-1)):
+        with pytest.raises(ValueError, match=r"^Invalid action -?\d+ for rps_v2's player_0 "
+                                             r"\(action space Discrete\(3\)\)$"):
+            env.step(action)
+    env.step(torch.tensor(1))  # (its turn kept: a legal action goes on)
+    assert env.agent_selection == "player_1"
+
+
 def test_subenv_gives_one_agents_spaces():
     env = MultiagentPettingZooEnv(tictactoe_v3.env())
     view = env.subenv("player_2")

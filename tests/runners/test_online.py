@@ -149,6 +149,19 @@ def test_eval_every_without_evaluation_episodes_is_refused(small_ppo, tmp_path):
     OnlineRunner(small_ppo, "CartPole-v1", num_steps=128, eval_episodes=0)  # (no eval_every)
 
 
+def test_evaluate_without_evaluation_episodes_says_so(small_ppo):
+    """``eval_episodes=0`` (no evaluation): ``evaluate()`` gave ``mean_eval_reward=nan``;
+    ``run()`` still reports its empty evaluation (``looprl run test_episodes=0``)."""
+    runner = OnlineRunner(small_ppo, "CartPole-v1", num_steps=16, eval_episodes=0, quiet=True)
+    _, evaluation = runner.run()
+    assert evaluation["episodes"] == 0 and evaluation["step"] == 16
+    for episodes in (None, 0):
+        with pytest.raises(ValueError, match=r"OnlineRunner.evaluate\(\) of 0 episodes plays "
+                                             "none .* give evaluate\\(episodes=N\\)"):
+            runner.evaluate(episodes)
+    assert runner.evaluate(1)["episodes"] == 1
+
+
 def test_a_resumed_run_evaluates_again_what_it_evaluated_after_its_checkpoint(small_ppo,
                                                                              tmp_path):
     options = {"num_steps": 192, "seed": 0, "eval_episodes": 1, "quiet": True,

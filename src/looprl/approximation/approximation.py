@@ -47,6 +47,9 @@ class Approximation:
                  flush_denormal: bool = True, *, lr_scheduler: Any = None,
                  functional_step: bool = True):
         check_count(log_every=log_every)
+        if not isinstance(name, str):  # (its hp/lr/<name> key and checkpoint file name)
+            raise TypeError(f"Approximation's name is a str, got {type(name).__name__} "
+                            f"{name!r:.40}")
         _check_parts(model, optimizer, clip_grad, loss_scaling, target, checkpointer,
                      scheduler if scheduler is not None else lr_scheduler)
         if scheduler is not None and lr_scheduler is not None:

@@ -18,6 +18,7 @@ from torch import nn
 from looprl.approximation.approximation import Approximation
 from looprl.approximation.q_network import action_index
 from looprl.core.state import State
+from looprl.core.suggest import either
 
 __all__ = ["ExpectedQ", "QDist", "QDistModule", "project_distribution"]
 
@@ -67,14 +68,15 @@ class QDistModule(nn.Module):
 
 class QDist(Approximation):
     """Distributional action-value approximation (see the module docstring); ``n_actions``
-    and ``n_atoms`` are ALL's names of ``num_actions`` and ``num_atoms``."""
+    and ``n_atoms`` are ALL's names of ``num_actions`` and ``num_atoms`` (``None``: 2, 51)."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
-                 num_actions: int = 2, num_atoms: int = 51, v_min: float = -10.0,
-                 v_max: float = 10.0, name: str = "q_dist", *, n_actions: int | None = None,
+                 num_actions: int | None = None, num_atoms: int | None = None,
+                 v_min: float = -10.0, v_max: float = 10.0, name: str = "q_dist", *,
+                 n_actions: int | None = None,
                  n_atoms: int | None = None, **kwargs: Any):
-        num_actions = num_actions if n_actions is None else n_actions
-        num_atoms = num_atoms if n_atoms is None else n_atoms
+        num_actions = either("num_actions", num_actions, "n_actions", n_actions, 2)
+        num_atoms = either("num_atoms", num_atoms, "n_atoms", n_atoms, 51)
         if num_atoms < 2 or not v_min < v_max:
             raise ValueError(f"Need num_atoms >= 2 and v_min < v_max, got {num_atoms}, "
                              f"{v_min}, {v_max}")

@@ -162,6 +162,15 @@ def check_once(keys: Sequence[str], given: Sequence[str], how: str = "give it on
         first[key] = argument
 
 
+def either(name: str, value: Any, alias: str, other: Any, default: Any = None) -> Any:
+    """``value``, else ``other`` (``alias``: ALL's name of ``name``), else ``default``; a
+    one-line ``ValueError`` for both given with different values (neither silently wins)."""
+    if value is not None and other is not None and value != other:
+        raise ValueError(f"{name}={value!r} and {alias}={other!r} are one argument under two "
+                         "names: give one of them")
+    return value if value is not None else other if other is not None else default
+
+
 #: the errors the commands report in one line
 BAD_INPUT = (ValueError, KeyError, TypeError, OSError, ImportError, FloatingPointError)
 #: the packages whose own errors are about the input (SQLAlchemy's: an Optuna storage URL's)

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from looprl.core import ParallelPreset
-from looprl.core.suggest import did_you_mean, is_number
+from looprl.core.suggest import check_count, did_you_mean, is_number
+from looprl.memory.samples import check_sample_buffer
+from looprl.policies.greedy import check_explorations
 
 __all__ = ["AlgorithmSpec", "RuntimeConfig", "check_meta", "starts_local"]
 
@@ -60,10 +62,9 @@ class AlgorithmSpec:
 
     def __post_init__(self) -> None:
         _check_names(self)
-        if self.explorations is not None and not all(
-                is_number(rate) and 0 <= rate <= 1 for rate in self.explorations):
-            raise ValueError(f"AlgorithmSpec's explorations are probabilities in [0, 1], one per "
-                             f"actor, got {self.explorations!r}")
+        check_sample_buffer(self.buffer, "AlgorithmSpec's", also=("independent",))
+        check_count(test_copies=self.test_copies)
+        check_explorations(self.explorations)
 
     @classmethod
     def of_preset(cls, preset: Any, frames: float, actors: int = 1, trainers: int = 1
@@ -345,8 +346,7 @@ class RuntimeConfig:
             if value is not None and not _whole(value, least):
                 raise ValueError(f"runtime.{name} must be a whole number >= {least} (or null: "
                                  f"{null}), got {value!r}")
-            if value is not None:
-                setattr(self, name, int(value))
+            setattr(self, name, None if value is None else int(value))
         for name in ("cpus_per_actor", "cpus_per_policy", "cpus_per_trainer", "gpus_per_policy",
                      "gpus_per_trainer", "pull_interval"):
             if not is_number(getattr(self, name)) or getattr(self, name) < 0:

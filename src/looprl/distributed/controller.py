@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -41,6 +42,7 @@ from looprl.experiments.progress import TrainingProgress, evaluation_progress
 from looprl.experiments.run import TrainingInterrupted, check_frames, warn_budget_extended
 from looprl.experiments.run_files import json_text
 from looprl.meta.component import MetaComponent
+from looprl.policies.greedy import check_explorations
 
 __all__ = ["DistributedResult", "DistributedRun", "local_instance_settings", "start_ray"]
 
@@ -48,6 +50,18 @@ logger = logging.getLogger(__name__)
 
 #: seconds the controller waits, once the budget is reached, for the actors' last rows
 FINISH_GRACE = 30.0
+
+
+def _check_types(runtime: Any, logdir: Any) -> None:
+    """One-line ``TypeError`` s for a ``runtime`` that is no ``RuntimeConfig`` and a ``logdir``
+    that is no path (of ``DistributedRun``)."""
+    if runtime is not None and not isinstance(runtime, RuntimeConfig):
+        raise TypeError(f"DistributedRun's runtime must be a RuntimeConfig, got a "
+                        f"{type(runtime).__name__}: RuntimeConfig(actors=4), or "
+                        "RuntimeConfig.from_dict(options) for a dict")
+    if not isinstance(logdir, str | os.PathLike | None):
+        raise TypeError(f"DistributedRun's logdir is a directory path (a str or a Path) or "
+                        f"None, got {type(logdir).__name__} {logdir!r:.40}")
 
 
 class DistributedRun:
@@ -68,10 +82,7 @@ class DistributedRun:
                  meta: Sequence[MetaComponent] = (), verbose: bool = True):
         check_frames(frames)
         check_built(spec, "DistributedRun", also=(AlgorithmSpec,))
-        if runtime is not None and not isinstance(runtime, RuntimeConfig):
-            raise TypeError(f"DistributedRun's runtime must be a RuntimeConfig, got a "
-                            f"{type(runtime).__name__}: RuntimeConfig(actors=4), or "
-                            "RuntimeConfig.from_dict(options) for a dict")
+        _check_types(runtime, logdir)
         self.runtime = runtime or RuntimeConfig()
         self.hyperparameters = dict(spec.hyperparameters) if isinstance(spec, Preset) else {}
         if isinstance(spec, Preset):
@@ -88,6 +99,7 @@ class DistributedRun:
         if meta:
             spec = replace(spec, meta=[*spec.meta, *meta])
         check_meta(spec.meta, self.runtime)
+        check_explorations(spec.explorations, self.runtime.actors)
         self.spec = replace(spec, verbose=verbose).portable()
         self.frames = int(frames)
         self.seed = check_seed("DistributedRun", seed, optional=False)

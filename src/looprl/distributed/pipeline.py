@@ -113,7 +113,7 @@ def test_pipeline(
     SRL's keywords ``env_name``, ``policy_name`` and ``trainer_name`` name ``env``, ``policy``
     and ``trainer``; keywords given with ``spec`` replace its fields."""
     from looprl.experiments.episodes import seed_everything
-    check_count(n_envs=n_envs)
+    check_count(n_envs=n_envs, episodes=episodes, max_frames=max_frames)
     seed = check_seed("test_pipeline", seed, optional=False)
     spec = _spec(spec, spec_kwargs)
     seed_everything(seed)

@@ -11,7 +11,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from looprl.core.suggest import is_whole
+from looprl.core.suggest import check_count, is_whole
 from looprl.environments.multiagent import MASK
 from looprl.environments.srl import Environment, StepResult, make
 
@@ -49,6 +49,7 @@ def test_environment(env_name: str, env_args: dict | None = None, test_stepping:
     ``None``. With
     ``test_stepping`` it steps ``steps`` times with actions sampled from ``action_spaces``
     (legal ones under an ``"action_mask"``). ``EnvironmentCheckError``: the first problem."""
+    check_count(steps=steps)
     env = make(env_name, **(env_args or {}))
     try:
         report = _Checker(env_name, env, seed).run(test_stepping, steps)

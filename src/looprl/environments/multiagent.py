@@ -25,8 +25,14 @@ import torch
 
 from looprl.core import MultiagentState
 from looprl.core.suggest import check_device, check_seed, did_you_mean
-from looprl.environments.gym_helpers import episode_cap
-from looprl.environments.srl import Environment, StepResult, checked_results, result_scalars
+from looprl.environments.gym_helpers import action_to_numpy, episode_cap
+from looprl.environments.srl import (
+    Environment,
+    StepResult,
+    action_value,
+    checked_results,
+    result_scalars,
+)
 from looprl.environments.srl_adapters import MASK, PettingZooEnvironment, make_zoo_env
 
 
@@ -216,6 +222,8 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         agent, result = self._turn()
         if _over(result) and action is not None:
             raise ValueError(f"{agent} is done: the only action it takes is None")
+        if not _over(result) and self.adapter is not self.env:  # (a game's: as it converts)
+            self._check_action(agent, action)
         self._turns.pop(0)
         if _over(result):
             self._out.add(agent)
@@ -227,6 +235,15 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
             self._receive(self.adapter.step(actions), "step")
             self._step_without_turns()
         return self.last() if self._turns else None
+
+    def _check_action(self, agent: str, action: Any) -> None:
+        """A one-line ``ValueError`` for an ``action`` outside ``agent``'s action space (the
+        game's own assertion was an ``EnvironmentFailure``, after its turn was taken)."""
+        space = self._actions[agent]
+        value = action_to_numpy(action_value(action), space)
+        if not space.contains(value):
+            raise ValueError(f"Invalid action {value!r} for {self.name}'s {agent} (action space "
+                             f"{space})")
 
     def _step_without_turns(self) -> None:
         """While no agent has a turn but some that had one play on (an SRL step of ``None``

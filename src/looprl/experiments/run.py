@@ -151,6 +151,9 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
                      render=render, verbose=verbose)
     results: list[ExperimentResult] = []
     agents, envs = as_list(agents), as_list(envs)
+    if not agents or not envs:
+        raise ValueError(f"run_experiment got no {'agents' if not agents else 'envs'} (an "
+                         "empty list): give one, or a list of them")
     fresh = ([fresh_components(agent, meta) for agent in agents]
              if len(agents) * len(envs) > 1 else None)
     for env_or_id in envs:

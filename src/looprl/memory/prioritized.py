@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from looprl.core.namedarray import as_numpy
-from looprl.core.suggest import is_number
+from looprl.core.suggest import check_count, either, is_number
 from looprl.memory.replay import ExperienceReplayBuffer
 
 __all__ = ["Prioritized", "PrioritizedReplayBuffer", "SumTree", "importance_weights"]
@@ -36,6 +36,7 @@ class SumTree:
     ``2k`` and ``2k + 1``, leaf ``i`` is node ``capacity + i`` (a power of two)."""
 
     def __init__(self, size: int):
+        check_count(size=size)
         self.size = int(size)
         self.capacity = _tree_leaves(self.size)
         self.depth = self.capacity.bit_length() - 1
@@ -85,7 +86,7 @@ class Prioritized:
                  epsilon: float = 1e-5, device: str | torch.device = "cpu",
                  generator: torch.Generator | None = None, n_step: int = 1, *,
                  buffer_size: int | None = None):
-        size = size if buffer_size is None else buffer_size
+        size = either("size", size, "buffer_size", buffer_size)
         if isinstance(alpha, (str, torch.device)) or not isinstance(epsilon, (int, float)):
             raise TypeError(f"{type(self).__name__}(size, alpha, beta, epsilon, device) takes "
                             f"ALL's argument order; got alpha={alpha!r}, epsilon={epsilon!r}: "

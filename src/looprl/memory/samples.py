@@ -9,7 +9,7 @@ import numpy as np
 
 from looprl.core import SampleBatch
 from looprl.core.namedarray import NamedArray, as_numpy, recursive_apply
-from looprl.core.suggest import check_count, did_you_mean
+from looprl.core.suggest import check_choice, check_count, did_you_mean
 from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
 from looprl.memory.prioritized import PrioritizedReplayBuffer
 from looprl.memory.replay import ExperienceReplayBuffer
@@ -99,6 +99,13 @@ _KINDS = {"on_policy": OnPolicyBuffer, "uniform": ExperienceReplayBuffer,
           "atari_prioritized": PrioritizedAtariReplayBuffer}
 #: the kinds that replay (every kind but ``"on_policy"``)
 REPLAY_KINDS = tuple(kind for kind in _KINDS if kind != "on_policy")
+
+
+def check_sample_buffer(kind: str | None, owner: str, also: tuple[str, ...] = ()) -> None:
+    """A one-line ``ValueError`` for a ``kind`` that is no key of ``_KINDS`` nor of ``also``
+    (``owner``: whose it is); ``None`` (the trainer's kind) passes."""
+    if kind is not None:
+        check_choice(f"{owner} buffer", kind, [*_KINDS, *also])
 
 
 def make_sample_buffer(kind: str, **kwargs: Any) -> Any:

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from looprl.core.suggest import check_count
 from looprl.nn.layers import ActionBounds
 
 
@@ -16,6 +17,7 @@ class CategoricalHead:
     """A categorical distribution over ``n`` discrete actions, parameterized by logits."""
 
     def __init__(self, n: int):
+        check_count(n=n)
         self.n = n
 
     @staticmethod

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from looprl.core.hyperparameter import Hyperparameter
-from looprl.core.suggest import check_count, check_seed
+from looprl.core.suggest import check_count, check_seed, is_number
 from looprl.nn.fields import legal_mask
 
 __all__ = [
@@ -231,7 +231,24 @@ class GreedyPolicy:
 def apex_epsilons(n: int, epsilon: float = 0.4, alpha: float = 7.0) -> list[float]:
     """Ape-X's per-actor exploration rates (Horgan et al., 2018): ``epsilon ** (1 + alpha * i /
     (n - 1))`` for copy ``i``."""
+    check_count(n=n)
     return [epsilon ** (1 + alpha * i / max(n - 1, 1)) for i in range(n)]
+
+
+def check_explorations(rates: Any, actors: int | None = None) -> None:
+    """A one-line ``ValueError`` unless ``rates`` (``AlgorithmSpec.explorations``; ``None``
+    passes) is a list of probabilities, at most one per actor worker of ``actors`` (fewer
+    cycle over them)."""
+    if rates is None:
+        return
+    if not isinstance(rates, list | tuple) or not all(
+            is_number(rate) and 0 <= rate <= 1 for rate in rates):
+        raise ValueError(f"AlgorithmSpec's explorations are probabilities in [0, 1], one per "
+                         f"actor, got {rates!r}")
+    if actors is not None and len(rates) > actors:
+        raise ValueError(f"AlgorithmSpec's explorations are one rate per actor worker, got "
+                         f"{len(rates)} for runtime.actors={actors}: give {actors} (e.g. "
+                         f"apex_epsilons({actors})), or set runtime.actors={len(rates)}")
 
 
 #: ALL's name for the per-row policy, which ``GreedyPolicy`` is (single states: 0-d batches)

@@ -266,10 +266,21 @@ class Runner:
 
     def evaluate(self, episodes: int | None = None) -> dict[str, Any]:
         """Evaluate the current agent for ``episodes`` episodes (default: ``eval_episodes``):
-        ``final_evaluation`` of its experiment, seeded as a Ray run's (``seeded_test``)."""
+        ``final_evaluation`` of its experiment, seeded as a Ray run's (``seeded_test``); none
+        (``eval_episodes=0``: no evaluation) without a ``test_env`` is a one-line
+        ``ValueError``."""
         self._require_agent()
         episodes = (self.eval_episodes if episodes is None
                     else whole(episodes, "evaluate(episodes)"))
+        if not episodes and self.test_env is None:
+            raise ValueError(f"{type(self).__name__}.evaluate() of 0 episodes plays none "
+                             "(eval_episodes=0: no evaluation): give evaluate(episodes=N), or "
+                             "eval_episodes >= 1")
+        return self._evaluation(episodes)
+
+    def _evaluation(self, episodes: int) -> dict[str, Any]:
+        """``evaluate``'s results, of no episode too (``summary([])``: a run's with
+        ``eval_episodes=0``)."""
         self.experiment.seeded_test = True  # (as a Ray run's evaluation is)
         return {**final_evaluation(self.experiment, episodes, self.env, self.test_env),
                 "step": self.experiment.frame}

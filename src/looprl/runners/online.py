@@ -79,7 +79,7 @@ class OnlineRunner(Runner):
             train_results["best"] = max(self.evaluations, key=lambda e: e[1], default=None)
         last = self._last_evaluation  # (at the final step already: the same, played once)
         return train_results, last if last and last["step"] == self.experiment.frame \
-            else self.evaluate()
+            else self._evaluation(self.eval_episodes)
 
     def _evaluate_and_keep_best(self) -> None:
         results = self._last_evaluation = self.evaluate()

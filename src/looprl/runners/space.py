@@ -36,12 +36,23 @@ class Dimension:
     step: float | None = None
     choices: tuple[Any, ...] = ()
 
+    def __post_init__(self) -> None:
+        if self.kind not in TYPES:
+            raise _entry_error(self.name, f"unknown type {self.kind!r}."
+                               f"{did_you_mean(str(self.kind), TYPES)} Valid: {', '.join(TYPES)}")
+        if self.kind == "categorical" and not self.choices:
+            raise _entry_error(self.name, "a categorical entry needs a non-empty list of "
+                                          "'choices'")
+
     def _warp(self, value: float) -> float:
         return math.log(value) if self.log else float(value)
 
     def decode(self, unit: float) -> Any:
-        """The value at ``unit`` in [0, 1] of the range (clipped; ints rounded)."""
+        """The value at ``unit`` in [0, 1] of the range (clipped; ints rounded); of
+        ``choices``, the one whose equal share of [0, 1] holds ``unit``."""
         unit = float(np.clip(unit, 0.0, 1.0))
+        if self.kind == "categorical":
+            return self.choices[min(int(unit * len(self.choices)), len(self.choices) - 1)]
         low, high = self._warp(self.low), self._warp(self.high)
         value = low + unit * (high - low)
         value = min(max(math.exp(value) if self.log else value, self.low), self.high)
@@ -52,9 +63,15 @@ class Dimension:
         return int(np.clip(round(value), self.low, self.high)) if self.kind == "int" else value
 
     def encode(self, value: Any) -> float:
-        """The unit coordinate of ``value`` (0.5 for ``None``), clipped to [0, 1]."""
+        """The unit coordinate of ``value`` (0.5 for ``None``), clipped to [0, 1]; of one of
+        ``choices``, the middle of its share (another: a one-line ``SearchSpaceError``)."""
         if value is None:
             return 0.5
+        if self.kind == "categorical":
+            if value not in self.choices:
+                raise _entry_error(self.name, f"{value!r} is none of its choices "
+                                              f"{list(self.choices)!r}")
+            return (self.choices.index(value) + 0.5) / len(self.choices)
         value = min(max(float(value), self.low), self.high)
         low, high = self._warp(self.low), self._warp(self.high)
         return (self._warp(value) - low) / (high - low)
