@@ -26,6 +26,25 @@ def _one_torch_thread():
 
 
 @pytest.fixture(autouse=True)
+def _patient_placement(request, monkeypatch):
+    """In ``RAY_TESTS``, a ``RuntimeConfig`` (a ``DistributedRun``'s, one of ``looprl run``)
+    left at the default ``placement_timeout`` waits ``RAY_PLACEMENT_TIMEOUT`` for its workers;
+    one a test sets keeps it. (A ``looprl run`` subprocess is given it on its command line.)"""
+    if not request.node.nodeid.startswith(RAY_TESTS):
+        return
+    from looprl.distributed.config import RuntimeConfig
+
+    default, post_init = RuntimeConfig.placement_timeout, RuntimeConfig.__post_init__
+
+    def patient(self) -> None:
+        if self.placement_timeout == default:
+            self.placement_timeout = RAY_PLACEMENT_TIMEOUT
+        post_init(self)
+
+    monkeypatch.setattr(RuntimeConfig, "__post_init__", patient)
+
+
+@pytest.fixture(autouse=True)
 def _warnings_heard_anew():
     """Each test hears the warnings ``warn_once`` gave in an earlier test of its process."""
     WARNED.clear()
@@ -54,6 +73,11 @@ RAY_TESTS = (
     "tests/runners/test_runners_on_ray.py",
 )
 RAY_FIXTURES = {"local_ray", "two_nodes"}
+
+#: a Ray test's ``runtime.placement_timeout`` where it leaves looprl's default (60 s): a loaded
+#: 2-core machine starts a run's worker processes slowly, and a longer wait costs time only
+#: when a run is broken
+RAY_PLACEMENT_TIMEOUT = 600.0
 
 
 #: the test that runs after the one tearing down now (``pytest_runtest_teardown``)

@@ -190,7 +190,7 @@ def test_classic_as_a_subprocess(tmp_path: Path) -> None:
     command = [str(script)] if script.exists() else [sys.executable, "-m",
                                                      "looprl.scripts.train_classic"]
     done = subprocess.run([*command, "CartPole-v1", "dqn", "--frames", "200", "--logdir",
-                           str(tmp_path)], capture_output=True, text=True, timeout=120,
+                           str(tmp_path)], capture_output=True, text=True, timeout=600,
                           env={**os.environ, "LOOPRL_DEBUG": ""})
     assert done.returncode == 0, done.stderr
     assert "evaluation: mean return" in done.stdout

@@ -23,7 +23,7 @@ from looprl.environments import GymEnvironment
 from looprl.presets import classic_control
 
 
-def _looprl(*argv: str, cwd: Path, timeout: float = 120) -> tuple[int, str]:
+def _looprl(*argv: str, cwd: Path, timeout: float = 600) -> tuple[int, str]:
     """Run the ``looprl`` command; its exit status and its output (stdout and stderr)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("LOOPRL_DEBUG", None)
@@ -349,7 +349,7 @@ def test_ctrl_c_while_looprl_imports_is_one_line(module: str) -> None:
     """numpy: torch's import of it swallows a Ctrl-C (was: the run trained on, with a numpy
     that lacked names, and failed at the end: module 'numpy' has no attribute 'matrix')."""
     done = subprocess.run([sys.executable, "-c", INTERRUPTED_IMPORT, module],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=600)
     assert (done.returncode, done.stdout + done.stderr) == (130, "looprl: interrupted\n")
 
 
@@ -382,14 +382,14 @@ def test_ctrl_c_during_looprl_run_is_one_line(signum: int, tmp_path: Path) -> No
     # checkpoints, wait for the file too (a Ctrl-C during its save leaves none to resume)
     results = run_dir / "ppo" / "CartPole-v1" / "results.csv"
     saved = results.with_name("checkpoint.pt")
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 600
     while time.monotonic() < deadline and process.poll() is None and not (
             results.exists() and len(results.read_text().splitlines()) > 1
             and (saved.exists() or not checkpoints)):
         time.sleep(0.2)
     process.send_signal(signum)
     try:
-        output, _ = process.communicate(timeout=60)
+        output, _ = process.communicate(timeout=300)
     finally:
         process.kill()  # (a run that ignored the Ctrl-C would train on, 10M frames)
     assert process.returncode == 130, output

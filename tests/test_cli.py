@@ -111,7 +111,7 @@ def test_train_as_a_subprocess(tmp_path: Path) -> None:
     command = [str(script)] if script.exists() else [sys.executable, "-m", "looprl.cli"]
     done = subprocess.run(
         [*command, *TRAIN, "--logdir", str(tmp_path), "--quiet"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True, timeout=600,
         env={**os.environ, "LOOPRL_DEBUG": ""},
     )
     assert done.returncode == 0, done.stderr

@@ -58,8 +58,7 @@ def test_runtime_env_ships_the_users_code_to_both_nodes_of_a_cluster(two_nodes, 
     spec = AlgorithmSpec(env="user-cartpole", policy="actor-critic-separate",
                          policy_args={"obs_dim": {"obs": 4}, "action_dim": 2}, trainer="ppo",
                          trainer_args={"epochs": 1}, buffer_args={"batch_streams": 4})
-    options = dict(address=two_nodes.address, actors=2, envs_per_actor=2, segment_length=16,
-                   placement_timeout=120)  # a loaded machine starts workers slowly
+    options = dict(address=two_nodes.address, actors=2, envs_per_actor=2, segment_length=16)
     with pytest.raises(RuntimeError, match="No module named 'user_envs'.*runtime_env"):
         DistributedRun(spec, RuntimeConfig(**{**options, "actors": 1}), frames=600,
                        logdir=None, quiet=True).run()  # (one actor fails as two would)

@@ -29,7 +29,7 @@ class _Server:
 
     def remote(self, version: int, payload: bytes) -> None:
         self.entered.set()
-        assert self.release.wait(5.0), "the test never released the server"
+        assert self.release.wait(60.0), "the test never released the server"
         self.sent.append((version, payload, threading.current_thread().name))
 
 
@@ -37,13 +37,13 @@ def test_the_newest_is_sent_without_blocking_the_caller() -> None:
     server = _Server(blocked=True)
     publisher = Publisher(server)
     publisher.send(1, b"one")
-    assert server.entered.wait(5.0)  # the publisher thread is inside Ray's call ...
+    assert server.entered.wait(60.0)  # the publisher thread is inside Ray's call ...
     assert not publisher.flush(timeout=0.05)  # (flush waits for a send in progress too)
     publisher.send(2, b"two")  # ... and the caller goes on: these return at once
     publisher.send(3, b"three")  # (replaces 2, which was still pending)
     assert not publisher.flush(timeout=0.05)  # not yet sent
     server.release.set()
-    assert publisher.flush(timeout=5.0)
+    assert publisher.flush(timeout=60.0)
     assert [(v, p) for v, p, _ in server.sent] == [(1, b"one"), (3, b"three")]
     assert {thread for *_, thread in server.sent} == {"publisher"}
 
@@ -61,8 +61,8 @@ def test_a_failing_send_does_not_stop_later_publications(caplog) -> None:
     server.remote = remote
     publisher = Publisher(server)
     publisher.send(1, b"one")
-    assert publisher.flush(timeout=5.0)
+    assert publisher.flush(timeout=60.0)
     publisher.send(2, b"two")
-    assert publisher.flush(timeout=5.0)
+    assert publisher.flush(timeout=60.0)
     assert calls == [1, 2] and [v for v, *_ in server.sent] == [2]
     assert "could not publish version 1" in caplog.text

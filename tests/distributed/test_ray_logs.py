@@ -26,8 +26,8 @@ def test_looprl_run_on_ray_logs_as_a_local_run(local_ray, tmp_path: Path, capsys
 
     seeds = []  # the final evaluation's: seed + 10,000 as locally, not a training seed
     evaluation = pipeline.evaluation_episodes
-    monkeypatch.setattr(pipeline, "evaluation_episodes", lambda *args, seed: (
-        seeds.append(seed), evaluation(*args, seed=seed))[1])
+    monkeypatch.setattr(pipeline, "evaluation_episodes", lambda *args, seed, **kwargs: (
+        seeds.append(seed), evaluation(*args, seed=seed, **kwargs))[1])
 
     # (lockstep: the trainer has trained, and logged its loss, by the last progress line even
     # on a loaded machine; asynchronous actors could reach the budget before its first step)
@@ -75,8 +75,10 @@ def test_looprl_run_on_ray_logs_as_a_local_run(local_ray, tmp_path: Path, capsys
 
 
 def _check_console(console: str) -> None:
-    """The progress lines: a local run's (losses, ``hp/*``) and the Ray run's facts."""
-    lines = [line for line in console.splitlines() if line.startswith("dqn on CartPole-v1")]
+    """The progress lines: a local run's (losses, ``hp/*``) and the Ray run's facts (not the
+    final evaluation's, ``dqn on CartPole-v1: evaluation: ...``)."""
+    lines = [line for line in console.splitlines()
+             if line.startswith("dqn on CartPole-v1 (2 actors): ")]
     assert lines, console[-2000:]
     last = lines[-1]
     assert " 0 fps" not in last, last  # (counted from the run's start, not its first report)

@@ -41,6 +41,10 @@ def _commands(pids: object) -> list[str]:
     return [_command(pid)[:100].decode(errors="replace") for pid in pids]
 
 
+#: a loaded machine starts a run's workers slowly (``RAY_PLACEMENT_TIMEOUT`` of the conftest)
+PATIENT = "runtime.placement_timeout=600"
+
+
 def _alive(processes: dict[int, int]) -> list[int]:
     return [pid for pid, started in processes.items()
             if (stat := reaper._stat(pid)) is not None and stat[2] == started
@@ -52,10 +56,10 @@ def test_a_killed_ray_drivers_processes_all_end(tmp_path: Path) -> None:
     log = (tmp_path / "stdout.log").open("w")
     driver = subprocess.Popen(
         [sys.executable, "-m", "looprl.cli", "run", "env=CartPole-v1", "runtime=ray",
-         "runtime.actors=1", "frames=10000000", f"hydra.run.dir={run_dir}"],
+         "runtime.actors=1", "frames=10000000", PATIENT, f"hydra.run.dir={run_dir}"],
         cwd=tmp_path, stdout=log, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 600
         processes: dict[int, int] = {}
         while not any(b"ray::DashboardAgent" in _command(pid) for pid in processes):
             assert driver.poll() is None and time.monotonic() < deadline, _commands(processes)
@@ -77,17 +81,17 @@ def test_a_ray_run_stopped_with_sigterm_is_one_line(tmp_path: Path) -> None:
     driver = subprocess.Popen(
         [sys.executable, "-m", "looprl.cli", "run", "env=CartPole-v1", "runtime=ray",
          "runtime.actors=1", "runtime.num_cpus=2", "frames=10000000", "logging.quiet=true",
-         f"hydra.run.dir={run_dir}"], cwd=tmp_path, stdout=subprocess.PIPE,
+         PATIENT, f"hydra.run.dir={run_dir}"], cwd=tmp_path, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True)
     results = run_dir / "ppo" / "CartPole-v1" / "results.csv"
     try:
-        deadline = time.monotonic() + 180
+        deadline = time.monotonic() + 600
         while driver.poll() is None and time.monotonic() < deadline and not (
                 results.exists() and len(results.read_text().splitlines()) > 1):
             time.sleep(0.5)
         processes = _descendants(driver.pid)
         driver.send_signal(signal.SIGTERM)
-        output, _ = driver.communicate(timeout=120)
+        output, _ = driver.communicate(timeout=300)
         assert driver.returncode == 130, output
         assert output.strip().startswith(f"looprl: interrupted; the run is in {run_dir}"), output
         _assert_ended(processes, 30)

@@ -624,7 +624,7 @@ def test_a_mujoco_gl_backend_that_does_not_import_is_one_line(env_class: str) ->
             "except ImportError as error:\n"
             "    print(error)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "MUJOCO_GL": "no-such-backend"}, timeout=120)
+                          env={**os.environ, "MUJOCO_GL": "no-such-backend"}, timeout=600)
     assert done.returncode == 0, done.stderr
     assert "does not import with MUJOCO_GL='no-such-backend'" in done.stdout
 

@@ -90,7 +90,7 @@ def test_a_run_killed_and_resumed_ends_as_an_uninterrupted_one(algorithm, tmp_pa
     killed = _python(algorithm, "train", str(tmp_path / "killed"), str(FRAMES), str(EVERY),
                      str(EVERY + EVERY // 2))
     run_dir = tmp_path / "killed" / algorithm / "CartPole-v1"
-    killed.wait(timeout=300)
+    killed.wait(timeout=600)
     assert killed.returncode == -signal.SIGKILL, "the run ended before it could be killed"
     assert (run_dir / "checkpoint.pt").exists(), "no checkpoint was written"
     # the resumed run (a new process) and the uninterrupted one (this process) side by side

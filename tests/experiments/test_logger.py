@@ -293,7 +293,7 @@ def test_returns_csv_written_at_normal_exit_without_close(tmp_path: Path) -> Non
         "    logger.frame = 2 * i\n"
         "    logger.add_episode_return(i / 4)\n"
     )
-    subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, timeout=120)
+    subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, timeout=600)
     rows = _returns_rows(str(tmp_path / "ppo" / "CartPole-v1"))
     assert rows == _expected_rows([i / 4 for i in range(120)], [2 * i for i in range(120)])
     scalars = _scalars(str(tmp_path / "ppo" / "CartPole-v1"))["train/returns/frame"]
@@ -313,7 +313,7 @@ def test_an_unclosed_logger_whose_folder_was_removed_says_so_at_exit(tmp_path: P
         "shutil.rmtree(sys.argv[1])\n"
     )
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "runs")],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert "could not write 20 buffered rows" in done.stderr
     assert "could not write 40 buffered TensorBoard values" in done.stderr  # (2 tags each)

@@ -85,7 +85,7 @@ def test_a_window_watched_forever_stops_at_sigterm() -> None:
         for _ in range(3):  # (its window drawn: pygame started)
             assert process.stdout.readline() == "acting\n"
         process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=30) == -signal.SIGTERM
+        assert process.wait(timeout=300) == -signal.SIGTERM
     finally:
         process.kill()
         process.wait()

@@ -182,8 +182,8 @@ class WorkerPool:
         return stats
 
     def stop(self) -> None:
-        """Stop the loops (waiting up to 30 s); record each trainer's steps and whether they
-        ended with the same parameters."""
+        """Stop the loops (waiting up to 30 s); record each trainer's steps (trainer 0's, a step
+        past the last poll, as the run's) and whether they ended with the same parameters."""
         import ray
         for name in self.runs:
             self.workers[name].stop.remote()
@@ -195,6 +195,7 @@ class WorkerPool:
             logger.warning("could not compare the trainers: %s", error_line(error))
             return
         self.result.trainer_steps = [answer["steps"] for answer in answers]
+        self.result.train_steps = self.result.trainer_steps[0]
         self.result.trainers_in_sync = len({answer["digest"] for answer in answers}) == 1
         if not self.result.trainers_in_sync:
             logger.warning("the trainers ended with different parameters (steps %s)",
