@@ -387,7 +387,7 @@ def test_an_environment_ray_cannot_make_again_is_one_line_before_the_run():
     the id (``GymnasiumEnvironment`` takes it)."""
     import gymnasium as gym
 
-    from looprl.environments.gym_helpers import Wrappers
+    from looprl.environments.wrappers import Wrappers
     from looprl.presets.classic_control import dqn
 
     wrapped = lambda env: gym.wrappers.TransformReward(env, lambda r: 2 * r)  # noqa: E731

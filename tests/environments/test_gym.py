@@ -19,6 +19,7 @@ from looprl.environments import (
     VectorEnvironment,
     check_env_id,
 )
+from looprl.environments.wrappers import Wrappers
 
 
 # -- GymEnvironment ------------------------------------------------------------------------
@@ -463,6 +464,28 @@ def test_an_observation_unlike_its_declared_space_is_one_line() -> None:
         GymEnvironment(Misdeclared()).duplicate(2).reset()
     assert not isinstance(info.value, EnvironmentFailure)
 
+
+
+def test_a_vector_wrapper_as_wrap_env_or_env_wrappers_is_one_line() -> None:
+    advice = r"wraps vector environments.*single-environment wrapper of gymnasium.wrappers"
+    with pytest.raises(TypeError, match=r"wrap_env=NormalizeObservation " + advice):
+        GymEnvironment("CartPole-v1", wrap_env=gym.wrappers.vector.NormalizeObservation)
+    path = "gymnasium.wrappers.vector.NormalizeObservation"
+    with pytest.raises(TypeError, match=rf"env wrapper '{path}' " + advice):
+        Wrappers([path])
+
+def test_a_misdeclared_space_with_array_bounds_is_shown_on_one_line() -> None:
+    """A ``FrameStackObservation``'s ``Box`` (array bounds, which NumPy prints on several
+    lines) is named by its kind and shape."""
+    stacked = gym.wrappers.FrameStackObservation(gym.make("CartPole-v1"), 4)
+    for env in (GymEnvironment(gym.wrappers.TransformObservation(stacked, lambda o: o[:2], None)),
+                GymVectorEnvironment(lambda: gym.wrappers.TransformObservation(
+                    gym.wrappers.FrameStackObservation(gym.make("CartPole-v1"), 4),
+                    lambda o: o[:2], None), 2)):
+        with pytest.raises(ValueError, match=r"observation_space Box of shape \(4, 4\) "
+                           r"\(float32\) has shape") as info:
+            env.reset()
+        assert "\n" not in str(info.value)
 
 @pytest.mark.parametrize("mode", ["SAME_STEP", "DISABLED"])
 def test_a_given_vector_env_without_next_step_autoreset_is_refused(mode) -> None:

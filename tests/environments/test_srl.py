@@ -503,7 +503,7 @@ def test_the_gymnasium_adapter_gives_observations_as_gym_environment_does():
     import gymnasium as gym
 
     from looprl.environments import GymEnvironment, GymnasiumEnvironment
-    from looprl.environments.gym_helpers import Wrappers
+    from looprl.environments.wrappers import Wrappers
 
     flatten = Wrappers(["gymnasium.wrappers.FlattenObservation"])
     env = GymnasiumEnvironment("FrozenLake-v1", wrap_env=flatten, is_slippery=False)

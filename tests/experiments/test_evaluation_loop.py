@@ -13,11 +13,12 @@ import torch
 
 from looprl.collector import EnvRunner
 from looprl.core import RolloutResult
-from looprl.environments import GymEnvironment
+from looprl.environments import GymEnvironment, GymVectorEnvironment
 from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.environments.srl import Environment, step_result
 from looprl.experiments.episodes import play_episodes
-from looprl.experiments.experiment import SingleEnvExperiment
+from looprl.experiments.experiment import ParallelEnvExperiment, SingleEnvExperiment
+from looprl.presets.classic_control import dqn, ppo
 
 
 class Steps(gym.Env):
@@ -118,4 +119,56 @@ def test_experiment_test_asks_the_test_agent_once_per_step(tmp_path) -> None:
     assert preset.tester.seen == 3 * 4 + 2  # (and at the end of each but the last: its reset)
     with pytest.raises(ValueError, match=r"SingleEnvExperiment.test plays a whole number"):
         experiment.test(episodes=-2)
+    experiment.close()
+
+
+def _normalized_cartpole() -> gym.Env:
+    return gym.wrappers.NormalizeObservation(gym.make("CartPole-v1"))
+
+
+def _statistics(env) -> list:
+    """Each copy's ``NormalizeObservation`` statistics (a ``DuplicateEnvironment``'s too)."""
+    copies = env.env.envs if hasattr(env, "env") else [one.env for one in env.envs]
+    return [one.get_wrapper_attr("obs_rms") for one in copies]
+
+
+def _wrapped_cartpole() -> GymEnvironment:
+    return GymEnvironment("CartPole-v1", wrap_env=gym.wrappers.NormalizeObservation)
+
+
+@pytest.mark.parametrize(("make", "single"), [
+    (_wrapped_cartpole, False), (_wrapped_cartpole, True),
+    (lambda: GymEnvironment(_normalized_cartpole()), False),
+    (lambda: GymEnvironment(_normalized_cartpole()), True),
+    (lambda: GymVectorEnvironment(_normalized_cartpole, 2), False)])
+def test_evaluation_normalizes_with_the_training_statistics_frozen(tmp_path, make, single) -> None:
+    env = make()
+    built = (dqn if single else ppo.hyperparameters(n_envs=2, n_steps=32)).hyperparameters(
+        hidden=8).env(env).build()
+    experiment = (SingleEnvExperiment if single else ParallelEnvExperiment)(
+        built, env, logdir=str(tmp_path), quiet=True, seed=0)
+    experiment.seeded_test = True  # (a runner's: in copies)
+    experiment.train(frames=200)
+    trained = _statistics(experiment.vector_env)[0]
+    mean, count = trained.mean.copy(), trained.count
+    made = []
+    test_env = experiment._test_env
+    experiment._test_env = lambda copies: made.append(test_env(copies)) or made[-1]
+    experiment.test(episodes=3)
+    for statistics in _statistics(made[0]):
+        assert statistics.count == count and np.array_equal(statistics.mean, mean)
+    experiment.close()
+
+
+def test_evaluation_in_an_env_wrapped_otherwise_warns_and_keeps_its_statistics(
+        tmp_path, caplog) -> None:
+    env = _wrapped_cartpole()
+    built = ppo.hyperparameters(n_envs=2, n_steps=8, hidden=8).env(env).build()
+    experiment = ParallelEnvExperiment(built, env, logdir=str(tmp_path), quiet=True, seed=0)
+    experiment.train(frames=32)
+    with caplog.at_level(logging.WARNING):
+        experiment.test(episodes=2, env=GymEnvironment(
+            "CartPole-v1", wrap_env=lambda e: gym.wrappers.NormalizeObservation(
+                gym.wrappers.ClipReward(e, -1, 1))))
+    assert caplog.text.count("wrappers (CheckedOutput, NormalizeObservation, ClipReward") == 1
     experiment.close()

@@ -27,6 +27,7 @@ from looprl.environments.gym_helpers import (
 )
 from looprl.environments.srl import import_environment
 from looprl.environments.vector import GymVectorEnvironment
+from looprl.environments.wrappers import refuse_vector_wrapper
 
 
 def _made_and_wrapped(env_id: str, wrap_env: Callable[[gym.Env], gym.Env],
@@ -83,6 +84,7 @@ class GymEnvironment(Environment):
         if wrap_env is not None and not callable(wrap_env):
             raise TypeError(f"wrap_env must be a function from a gymnasium.Env to a wrapped one, "
                             f"got {type(wrap_env).__name__}")
+        refuse_vector_wrapper(wrap_env, f"wrap_env={getattr(wrap_env, '__name__', '')}")
         made = isinstance(env, str)
         if not made and not isinstance(env, gym.Env):
             raise TypeError(_not_an_env(env))

@@ -14,7 +14,7 @@ import re
 import sys
 import traceback
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -22,7 +22,6 @@ import numpy as np
 from gymnasium.envs.registration import load_env_creator
 from gymnasium.utils import EzPickle
 
-from looprl.core.imports import import_object
 from looprl.core.namedarray import as_numpy
 from looprl.core.suggest import did_you_mean, one_line
 from looprl.environments.ale import atari_game
@@ -181,54 +180,6 @@ def drop_frames(error: BaseException) -> None:
 def _log_warning(message: str) -> None:
     level = logging.DEBUG if "deprecated" in message else logging.WARNING
     log.log(level, "MuJoCo: %s", message)
-
-
-class Wrappers:
-    """A ``wrap_env`` of Gymnasium wrapper classes given by import path
-    (``gymnasium.wrappers.FlattenObservation`` or ``my_pkg.wrappers:MyWrapper``), applied in
-    order, each called as ``Wrapper(env)``: Mighty's ``env_wrappers``. It pickles as the paths,
-    so Ray's actors wrap their copies alike."""
-
-    def __init__(self, paths: Sequence[str]):
-        if isinstance(paths, str) or not all(isinstance(p, str) for p in paths):
-            raise TypeError(f"env_wrappers is a list of import paths of gymnasium.Wrapper "
-                            f"classes (e.g. [gymnasium.wrappers.FlattenObservation]), got "
-                            f"{paths!r}")
-        self.paths = tuple(paths)
-        self.classes = [import_object(path, "env wrapper") for path in self.paths]
-        for path, cls in zip(self.paths, self.classes):
-            if not callable(cls):
-                raise TypeError(f"env wrapper {path!r} is a {type(cls).__name__}, not a "
-                                "gymnasium.Wrapper class")
-            needed = _required_arguments(cls)[1:]  # (after the environment)
-            if needed:
-                raise TypeError(f"env wrapper {path!r} needs the arguments {', '.join(needed)}, "
-                                "which env_wrappers cannot give (each is called as "
-                                "Wrapper(env)): give the import path of a function of yours "
-                                "that applies it, e.g. my_pkg.wrappers:wrap with def wrap(env): "
-                                f"return {cls.__name__}(env, ...)")
-
-    def __call__(self, env: gym.Env) -> gym.Env:
-        for cls in self.classes:
-            env = cls(env)
-        return env
-
-    def __reduce__(self) -> tuple[type, tuple[tuple[str, ...]]]:
-        return Wrappers, (self.paths,)
-
-    def __repr__(self) -> str:
-        return f"Wrappers({list(self.paths)!r})"
-
-
-def _required_arguments(made: Any) -> list[str]:
-    """The names of the arguments ``made`` (a class or a function) cannot be called without
-    (none where its signature is unknown)."""
-    try:
-        parameters = inspect.signature(made).parameters.values()
-    except (TypeError, ValueError):  # (a builtin's)
-        return []
-    return [p.name for p in parameters if p.default is p.empty and p.kind not in (
-        p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
 def env_name(env: gym.Env) -> str:
@@ -423,11 +374,27 @@ def shape_changed(name: str, expected: Any, got: Any = None) -> ValueError:
                       "shape (pad them to one size, and declare it in observation_space)")
 
 
+def space_name(space: gym.Space) -> str:
+    """``space``'s kind: ``Box`` of shape (2, 3), ``MultiDiscrete``, ``Dict``, ..."""
+    if isinstance(space, gym.spaces.Box) and len(space.shape) != 1:
+        return f"Box of shape {space.shape}"
+    return type(space).__name__
+
+
+def shown_space(space: gym.Space) -> str:
+    """``space`` as Gymnasium prints it, else (a ``Box`` whose bounds are arrays, as a
+    ``FrameStackObservation``'s, which NumPy prints on several lines) its kind and shape."""
+    text = str(space)
+    if "\n" not in text:
+        return text
+    return space_name(space) + ("" if space.dtype is None else f" ({space.dtype})")
+
+
 def space_shape_error(name: str, space: gym.Space, shape: Any = None) -> ValueError:
     """The one-line error of an observation (of ``shape``, where known) not of ``space``'s."""
     return ValueError(f"{name} returned an observation of {_shape(shape)}, but its "
-                      f"observation_space {space} has shape {space.shape}: make the observations "
-                      "and the declared observation_space agree")
+                      f"observation_space {shown_space(space)} has shape {space.shape}: make the "
+                      "observations and the declared observation_space agree")
 
 
 #: NumPy's words (in Gymnasium's vector environments) for an observation of the wrong shape

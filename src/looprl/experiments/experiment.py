@@ -22,6 +22,7 @@ from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.base import wrapped_seed
 from looprl.environments.bodies import body_states
 from looprl.environments.duplicate import DuplicateEnvironment
+from looprl.environments.wrappers import sync_normalization
 from looprl.experiments.checkpoint import check_checkpointing, save_checkpoint
 from looprl.experiments.diagnose import diverged, explain_divergence
 from looprl.experiments.episodes import (
@@ -356,6 +357,7 @@ class Experiment:
         env = check_spaces(self.preset, env).duplicate(copies) if given else self._test_env(copies)
         if env is self.vector_env and self.runner is not None:
             self.runner.truncate()  # training resumes with new episodes
+        sync_normalization(self.vector_env, env)  # (the statistics training normalized with)
         seeded = self.seed is not None and (given or self.seeded_test)
         seed = evaluation_seed(self.seed) if seeded else None
         if seed is not None and callable(getattr(agent, "seed", None)):

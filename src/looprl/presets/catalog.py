@@ -74,9 +74,10 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None, 
         return _srl_env(agent, env_id, target, render_mode, kwargs)
     from looprl.environments import AtariEnvironment, GymEnvironment, MultiagentPettingZooEnv
     from looprl.environments.ale import atari_game
-    from looprl.environments.gym_helpers import Wrappers, atari_hint
+    from looprl.environments.gym_helpers import atari_hint
     from looprl.environments.mujoco import MujocoEnvironment, is_mujoco_id
     from looprl.environments.srl import is_gymnasium_id
+    from looprl.environments.wrappers import Wrappers
     if env_wrappers:
         kwargs["wrap_env"] = Wrappers(env_wrappers)
     if kind == "gym":  # (by the import path: Ray's actors import it too)

@@ -19,6 +19,7 @@ from looprl.core import Policy, Preset, Trainer
 from looprl.core.observations import observation_dtype
 from looprl.core.ranges import check_ranges
 from looprl.core.suggest import warn_once
+from looprl.environments.gym_helpers import shown_space, space_name
 from looprl.environments.multiagent import AgentView
 from looprl.presets.constructors import given_constructors
 from looprl.presets.parts import check_parts
@@ -115,7 +116,7 @@ def require_discrete_actions(env: Any, algorithm: str) -> int:
                f"choose a preset for continuous actions ({CONTINUOUS_PRESETS})")
               if isinstance(space, gym.spaces.Box) else _composite_advice(space))
     raise ValueError(f"{algorithm} handles discrete actions (one Discrete space), but "
-                     f"{env.name} has {_space_name(space)} actions ({space}); {advice}")
+                     f"{env.name} has {space_name(space)} actions ({space}); {advice}")
 
 
 def require_box_actions(env: Any, algorithm: str, bounded: bool = True) -> gym.spaces.Box:
@@ -138,14 +139,7 @@ def require_box_actions(env: Any, algorithm: str, bounded: bool = True) -> gym.s
     else:
         advice = _composite_advice(space)
     raise ValueError(f"{algorithm} handles continuous actions (one flat Box space), but "
-                     f"{env.name} has {_space_name(space)} actions ({space}); {advice}")
-
-
-def _space_name(space: gym.Space) -> str:
-    """``space``'s kind: ``Box`` of shape (2, 3), ``MultiDiscrete``, ``Dict``, ..."""
-    if isinstance(space, gym.spaces.Box) and len(space.shape) != 1:
-        return f"Box of shape {space.shape}"
-    return type(space).__name__
+                     f"{env.name} has {space_name(space)} actions ({space}); {advice}")
 
 
 def _composite_advice(space: gym.Space) -> str:
@@ -177,7 +171,7 @@ def require_flat_observations(env: Any, algorithm: str, family: str = "classic-c
             ", or use classic-control dqn, ddqn or ppo with features='mlp', which flattens them"
             if box and discrete else "")
     raise ValueError(f"The {family} {algorithm} preset needs flat Box observations, but "
-                     f"{env.name} has {_shown_space(space)}; {advice}")
+                     f"{env.name} has {shown_space(space)}; {advice}")
 
 
 def require_box_observations(env: Any, algorithm: str) -> tuple[int, ...]:
@@ -188,16 +182,7 @@ def require_box_observations(env: Any, algorithm: str) -> tuple[int, ...]:
     if isinstance(space, gym.spaces.Box) and space.shape:
         return space.shape
     raise ValueError(f"The classic-control {algorithm} preset's features take Box observations, "
-                     f"but {env.name} has {_shown_space(space)}; {FLATTEN_ADVICE}")
-
-
-def _shown_space(space: gym.Space) -> str:
-    """``space`` as Gymnasium prints it, else (a ``Box`` whose bounds are arrays, as a
-    ``FrameStackObservation``'s, which NumPy prints on several lines) its kind and shape."""
-    text = str(space)
-    if "\n" not in text:
-        return text
-    return _space_name(space) + ("" if space.dtype is None else f" ({space.dtype})")
+                     f"but {env.name} has {shown_space(space)}; {FLATTEN_ADVICE}")
 
 
 def memory_limit(device: Any = "cpu") -> int:
