@@ -192,7 +192,7 @@ class ActorCriticPolicy(ApproximationPolicy):
 
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
         """Actions, log-probs, values and next policy states for a batch (no gradients)."""
-        state = request.policy_state if self.recurrent else None
+        state = None if self._initial_state is None else request.policy_state  # (recurrent)
         with torch.set_grad_enabled(False):  # (no_grad's effect, at half its call overhead)
             hx = self.module.memory_in(state) if state is not None else None
             obs = observation_tensor(request.obs, self.device, strict=False)

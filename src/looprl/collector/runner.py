@@ -309,8 +309,8 @@ def check_result(result: Any, rows: int, carried: bool = False, policy: str = ""
     fields = result.__dict__
     for name in _ROWS:
         value = fields[name]
-        if value is None:
-            continue
+        if value is None or type(value) is torch.Tensor and value.shape[:1] == (rows,):
+            continue  # (a policy's tensor of one row per request row: every step)
         for leaf in leaves(value) if isinstance(value, NamedArray) else (value,):
             shape = getattr(leaf, "shape", None)  # (a tensor's or an array's: the usual case)
             shape = np.shape(leaf) if shape is None else shape

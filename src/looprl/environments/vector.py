@@ -251,7 +251,9 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
                 expected = tuple(self.state.observation.shape[1:])
                 raise shape_changed(self.name, expected, _odd_shape(self.env, expected)) from error
             raise self._failure("step", error) from error
-        obs = as_observation(tuple_rows(obs, self.observation_space), self.name, batch_dims=1)
+        if isinstance(obs, tuple):  # (a Tuple space's batch: one row per copy)
+            obs = tuple_rows(obs, self.observation_space)
+        obs = as_observation(obs, self.name, batch_dims=1)
         self._state = None
         self._arrays = (obs, vector_rewards(reward, self.name, self._t), terminated, truncated)
         return self._arrays
