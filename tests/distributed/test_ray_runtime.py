@@ -211,7 +211,7 @@ def test_the_parameter_server_is_placed_on_the_drivers_node(local_ray, monkeypat
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
-def test_gpus_a_cluster_lacks_fail_in_one_line(local_ray):
+def test_gpus_a_cluster_lacks_fail_after_the_placement_timeout_in_one_line(local_ray):
     """No node has the GPU a policy worker reserves: the line says so, and what to lower."""
     with pytest.raises(RuntimeError, match=r"^no node of the cluster can place policy workers: "
                                            r"each reserves 1 CPUs and 1 GPUs \(runtime.cpus_per_"
