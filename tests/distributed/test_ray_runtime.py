@@ -618,3 +618,25 @@ def test_a_diverging_run_stops_with_the_local_one_line(local_ray, tmp_path):
     assert message.startswith("nanppo: Training diverged at frame ")
     assert "returned non-finite ['loss']" in message and len(message.splitlines()) == 1
     assert message.endswith(f" Logs until then: {run.result.log_dir}")
+
+
+def test_a_restarted_worker_is_waited_for_as_long_as_placement_timeout(monkeypatch):
+    """A worker Ray restarts is placed again: the wait is ``runtime.placement_timeout`` where it
+    is longer than 120 s (was: 120 s always, which a loaded machine's restart could exceed)."""
+    from types import SimpleNamespace
+
+    from looprl.distributed.restarts import Supervisor
+
+    waits: list[float] = []
+
+    def get(ref: object, timeout: float) -> dict[str, int]:
+        waits.append(timeout)
+        return {"id": 2}
+
+    monkeypatch.setattr(ray, "get", get)
+    worker = SimpleNamespace(ready=SimpleNamespace(remote=lambda: None))
+    for placement, wait in ((30.0, 120.0), (300.0, 300.0)):
+        pool = SimpleNamespace(runtime=runtime(actors=1, placement_timeout=placement),
+                               result=None, workers={"trainer": worker})
+        assert Supervisor(pool)._wait_restarted(ray, "trainer", former=1) == {"id": 2}
+        assert waits[-1] == wait

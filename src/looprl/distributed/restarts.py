@@ -131,9 +131,10 @@ class Supervisor:
         for other in trainers:
             self.pool.start_loop(other)
 
-    def _wait_restarted(self, ray: Any, name: str, timeout: float = 120,
-                        former: int | None = None) -> Any:
-        """The ``ready()`` answer of ``name`` restarted (in a process other than ``former``)."""
+    def _wait_restarted(self, ray: Any, name: str, former: int | None = None) -> Any:
+        """The ``ready()`` answer of ``name`` restarted (in a process other than ``former``),
+        placed again within ``runtime.placement_timeout`` (at least 120 s)."""
+        timeout = max(120.0, self.runtime.placement_timeout)
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -148,5 +149,5 @@ class Supervisor:
                                        f"{error_line(error)}") from None
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{name} worker did not come back within {timeout:.0f}s "
-                                   "after it died")
+                                   "after it died (runtime.placement_timeout)")
             time.sleep(0.2)
