@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 HELPER = r"""
 #include <valgrind/callgrind.h>
@@ -47,12 +48,11 @@ PARTS = ("looprl acting", "floor acting", "looprl update", "floor update")
 WHOLE = 2048  # frames counted by --whole (8 updates of the preset's 8 x 32 frames)
 
 
-def measure_whole(helper: str) -> None:
-    """Count ``WHOLE`` frames of ``experiment.train`` from frame 1,600 (any revision's)."""
+def seeded_ppo(helper: str) -> tuple[Any, Any, Any]:
+    """The counter of ``helper``, CartPole-v1 and a seeded PPO preset on it (one torch thread)."""
     import torch
 
     from looprl.environments import GymEnvironment
-    from looprl.experiments import make_experiment
     from looprl.experiments.experiment import seed_everything
     from looprl.presets.classic_control import ppo
 
@@ -60,7 +60,14 @@ def measure_whole(helper: str) -> None:
     torch.set_num_threads(1)
     seed_everything(0)
     env = GymEnvironment("CartPole-v1")
-    preset = ppo.env(env).device("cpu").build()
+    return counter, env, ppo.env(env).device("cpu").build()
+
+
+def measure_whole(helper: str) -> None:
+    """Count ``WHOLE`` frames of ``experiment.train`` from frame 1,600 (any revision's)."""
+    from looprl.experiments import make_experiment
+
+    counter, env, preset = seeded_ppo(helper)
     with tempfile.TemporaryDirectory() as logdir:
         experiment = make_experiment(preset, env, train_steps=100_000, logdir=logdir,
                                      quiet=True, verbose=False, seed=0)
@@ -73,22 +80,14 @@ def measure_whole(helper: str) -> None:
 
 def measure(helper: str, steps: int) -> None:
     """The measured run (under valgrind): each part between ``start`` and ``stop``."""
-    import torch
 
     from looprl.agents.on_policy import OnPolicyAgent
-    from looprl.environments import GymEnvironment
     from looprl.experiments import make_experiment
-    from looprl.experiments.experiment import seed_everything
-    from looprl.presets.classic_control import ppo
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     from speed_cartpole import discrete_floor, flushed_denormals
 
-    counter = ctypes.CDLL(helper)
-    torch.set_num_threads(1)
-    seed_everything(0)
-    env = GymEnvironment("CartPole-v1")
-    preset = ppo.env(env).device("cpu").build()
+    counter, env, preset = seeded_ppo(helper)
     with tempfile.TemporaryDirectory() as logdir:
         experiment = make_experiment(preset, env, train_steps=10**9, logdir=logdir, quiet=True,
                                      verbose=False, seed=0)
