@@ -106,16 +106,26 @@ RUN_ARGUMENTS = ("agent", "env", "seed", "logdir", "meta", "device", "quiet", "e
                  "verbose", "wandb", "test_env", "trials", "run_info")
 
 
+#: The logger of a run's summary line (``SUMMARY_LOGGER``): on stdout, as ``looprl train``
+#: prints it, and in ``app.log``.
+SUMMARY_LOGGER = "looprl.summary"
+
 #: ``hydra/job_logging=looprl`` (the default): Hydra's own, but the log lines go to stderr,
-#: as ``looprl train``'s (another ``hydra/job_logging`` option replaces it whole).
+#: as ``looprl train``'s, and the summary to stdout (another ``hydra/job_logging`` option
+#: replaces it whole).
 JOB_LOGGING = {
     "version": 1, "disable_existing_loggers": False,
-    "formatters": {"simple": {"format": "[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"}},
+    "formatters": {"simple": {"format": "[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"},
+                   "plain": {"format": "%(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "simple",
                              "stream": "ext://sys.stderr"},
+                 "summary": {"class": "logging.StreamHandler", "formatter": "plain",
+                             "stream": "ext://sys.stdout"},
                  "file": {"class": "logging.FileHandler", "formatter": "simple",
                           "filename": "${hydra.runtime.output_dir}/${hydra.job.name}.log"}},
     "root": {"level": "INFO", "handlers": ["console", "file"]},
+    "loggers": {SUMMARY_LOGGER: {"level": "INFO", "handlers": ["summary", "file"],
+                                 "propagate": False}},
 }
 
 

@@ -25,6 +25,7 @@ from typing import Any
 from looprl.configs import (
     HELP_FOOTER,
     HELP_HEADER,
+    SUMMARY_LOGGER,
     _override_pairs,
     _split_flags,
     build,
@@ -70,7 +71,7 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
     if run.runner.preset is not None:
         run.runner.preset.save(str(Path(output_dir) / "preset.pt"))
     if cfg.runner.name == "online" and not cfg.logging.quiet:  # (as a Ray run's, below)
-        _print_summary(f"{run.runner.experiment.name} on {cfg.env}: {train_results['step']} "
+        _log_summary(f"{run.runner.experiment.name} on {cfg.env}: {train_results['step']} "
                      f"frames, {train_results['episodes']} episodes", eval_results)
     run.runner.close()
     return _write_results(cfg, output_dir, train_results, eval_results)
@@ -91,8 +92,7 @@ def _write_results(cfg: Any, output_dir: str, train: dict[str, Any],
 
 
 def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
-    """``runtime=ray``: the run on Ray workers, then the final evaluation a local run makes
-    (``final_evaluation``) of its final policy, here."""
+    """``runtime=ray``: the run on Ray workers, then a local run's final evaluation, here."""
     from looprl.configs import build_distributed, make_envs
     from looprl.experiments.logger import mean_return
     from looprl.runners.evaluation import final_evaluation, summary
@@ -117,18 +117,18 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
              "restarts": [list(r) for r in result.restarts], "log_dir": result.log_dir,
              "meta": result.meta}
     if not cfg.logging.quiet:
-        _print_summary(f"{run.name} on {cfg.env} (Ray, {run.runtime.actors} actors): "
+        _log_summary(f"{run.name} on {cfg.env} (Ray, {run.runtime.actors} actors): "
                      f"{result.frames} frames at {result.frames_per_second:.0f} frames/s",
                      evaluation)
     return _write_results(cfg, output_dir, train, evaluation)
 
 
-def _print_summary(run: str, evaluation: dict[str, Any]) -> None:
-    """Print what ``run`` did, and the final evaluation's mean return where it had episodes, on
-    stdout (as ``looprl train`` does; the log lines go to stderr)."""
+def _log_summary(run: str, evaluation: dict[str, Any]) -> None:
+    """Log what ``run`` did (and the final evaluation's mean return) on ``SUMMARY_LOGGER``."""
     n = len(evaluation.get("returns", []))
-    print(run + (f", test return {evaluation['mean_eval_reward']:.1f} over {n} "
-                 f"episode{'s' * (n > 1)}" if n else ""), flush=True)
+    logging.getLogger(SUMMARY_LOGGER).info(
+        "%s%s", run, f", test return {evaluation['mean_eval_reward']:.1f} over {n} "
+        f"episode{'s' * (n > 1)}" if n else "")
 
 
 def resume_arguments(argv: list[str]) -> list[str]:
@@ -351,11 +351,11 @@ def _run_dir_key(argv: list[str]) -> str:
 
 
 def claim_run_dir(argv: list[str], now: datetime.datetime | None = None) -> Path | None:
-    """Hydra's default run directory (``outputs/DATE/TIME``, with ``-m``
-    ``multirun/DATE/TIME``), made here, or the first free ``TIME-1``, ``TIME-2``, ... if a run
-    started in the same second has it (Hydra's default would give both one directory: the
-    second run's config and logs would replace the first's); ``None`` where ``argv`` names the
-    directory, prints without running, or chooses a config of the user's own."""
+    """Hydra's default run directory (``outputs/DATE/TIME``, with ``-m`` ``multirun/...``),
+    made here, or the first free ``TIME-1``, ``TIME-2``, ... if a run started in the same second
+    has it (Hydra's default would give both one directory: the second run's config and logs
+    would replace the first's); ``None`` where ``argv`` names the directory, prints without
+    running, or chooses a config of the user's own."""
     key = _run_dir_key(argv)
     directory = config_dir(argv)
     if (_prints_only(argv)
