@@ -353,7 +353,7 @@ def test_a_distributed_run_refuses_more_exploration_rates_than_actors():
         DistributedRun(spec, RuntimeConfig(actors=2), logdir=None)
     assert "got 3 for runtime.actors=2" in one_line(error)
     DistributedRun(spec, RuntimeConfig(actors=4), logdir=None)
-    with pytest.raises(ValueError, match="probabilities in"):
+    with pytest.raises(ValueError, match="a list .or tuple. of probabilities.*got a float"):
         AlgorithmSpec("CartPole-v1", "q-network", "dqn", explorations=0.1)  # (no list)
 
 

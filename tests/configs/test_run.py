@@ -120,6 +120,20 @@ def test_a_local_run_ends_with_its_summary_on_stdout_and_logs_on_stderr(tmp_path
     assert not (tmp_path / "off" / "app.log").exists()  # (Hydra's option replaces looprl's)
 
 
+def test_the_summary_goes_to_stdout_where_no_logging_is_set_up(monkeypatch, capsys) -> None:
+    """With ``hydra/job_logging=disabled`` (or ``execute`` called with no logging set up) the
+    summary went to a logger nothing handles: lost (it was a ``print``)."""
+    import logging
+
+    from looprl.configs import SUMMARY_LOGGER, log_summary
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])  # (pytest's own, taken off)
+    monkeypatch.setattr(logging.getLogger(SUMMARY_LOGGER), "handlers", [])
+    log_summary("ppo on CartPole-v1: 64 frames, 3 episodes", {"returns": [9.0, 11.0],
+                                                             "mean_eval_reward": 10.0})
+    assert capsys.readouterr().out == ("ppo on CartPole-v1: 64 frames, 3 episodes, test return "
+                                       "10.0 over 2 episodes\n")
+
+
 def test_a_run_closes_the_log_file_hydra_opened(tmp_path: Path) -> None:
     """Its ``app.log`` handler was dropped open: Python's ``ResourceWarning`` (unclosed file),
     once per run (or job of a multirun) in a process."""

@@ -523,6 +523,8 @@ def test_ape_x_explorations_are_probabilities() -> None:
         with pytest.raises(ValueError, match="explorations are probabilities in \\[0, 1\\]"):
             ppo_spec(explorations=bad)
     assert ppo_spec(explorations=[0.0, 1]).explorations == [0.0, 1]
+    with pytest.raises(ValueError, match="a list .or tuple. of probabilities.*got a ndarray"):
+        ppo_spec(explorations=np.array([0.1, 0.2]))  # (valid rates: the type is what is wrong)
 
 
 def test_runtime_options_are_checked() -> None:

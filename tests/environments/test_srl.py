@@ -621,5 +621,11 @@ def test_a_pettingzoo_games_errors_name_the_game_not_its_wrapper():
     env = PettingZooEnvironment("tictactoe_v3")
     assert env.name == "tictactoe_v3" and PettingZooEnvironment(_Relay()).name == "_Relay"
     env.reset()
-    with pytest.raises(Exception, match=r"^tictactoe_v3\.step\(\) raised AssertionError"):
-        env.step([100, None])
+    with pytest.raises(ValueError, match=r"^Invalid action 100 for tictactoe_v3's player_1 "
+                                         r"\(action space Discrete\(9\)\)$"):
+        env.step([100, None])  # (was the game's AssertionError as an environment fault)
+    for parallel in (True, False):  # (a parallel game's actions are checked alike)
+        game = PettingZooEnvironment("rps_v2", parallel=parallel)
+        game.reset()
+        with pytest.raises(ValueError, match=r"^Invalid action 7 for rps_v2's player_0 "):
+            game.step([7, 1])

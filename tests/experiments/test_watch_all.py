@@ -24,6 +24,8 @@ def test_watch_is_callable_as_alls() -> None:
     assert callable(watch.watch_env)  # the module's helpers stay
     with pytest.raises(ValueError, match="watch plays a whole number of episodes >= 1"):
         watch(_Left(), GymEnvironment("CartPole-v1"), n_episodes=0)
+    with pytest.raises(ValueError, match="episodes=3 and n_episodes=2 are one argument under two"):
+        watch(_Left(), GymEnvironment("CartPole-v1"), 3, n_episodes=2)  # (2 silently won)
 
 
 def test_watch_without_a_window_or_gif_warns_once(caplog: Any, tmp_path: Any) -> None:

@@ -155,9 +155,9 @@ def test_evaluate_without_evaluation_episodes_says_so(small_ppo):
     runner = OnlineRunner(small_ppo, "CartPole-v1", num_steps=16, eval_episodes=0, quiet=True)
     _, evaluation = runner.run()
     assert evaluation["episodes"] == 0 and evaluation["step"] == 16
-    for episodes in (None, 0):
+    for episodes, given in ((None, "eval_episodes=0: no evaluation"), (0, "episodes=0")):
         with pytest.raises(ValueError, match=r"OnlineRunner.evaluate\(\) of 0 episodes plays "
-                                             "none .* give evaluate\\(episodes=N\\)"):
+                                             rf"none \({given}\): give evaluate\(episodes=N\)"):
             runner.evaluate(episodes)
     assert runner.evaluate(1)["episodes"] == 1
 

@@ -84,7 +84,7 @@ def test_the_preset_values_reach_the_agent(small_ppo):
 @pytest.mark.parametrize("space, message", [
     ({"lr": {"type": "float", "low": 1e-2, "high": 1e-2}}, "empty range, low"),
     ({"lr": {"type": "normal", "low": 0, "high": 1}},
-     "unknown type 'normal'; valid types: categorical, float, int"),
+     "unknown type 'normal'. Valid: categorical, float, int"),
     ({"learning_rate": {"type": "float", "low": 0, "high": 1}},
      "'learning_rate' is not a hyperparameter of ppo.* Valid: .*clip.*lr.*n_steps"),
     ({"n_steps": {"type": "float", "low": 8, "high": 32}}, "int hyperparameter"),

@@ -33,7 +33,9 @@ A user's config directory adds groups and configs (``-cd my_configs +experiment=
 from __future__ import annotations
 
 import inspect
+import logging
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,6 +111,19 @@ RUN_ARGUMENTS = ("agent", "env", "seed", "logdir", "meta", "device", "quiet", "e
 #: The logger of a run's summary line (``SUMMARY_LOGGER``): on stdout, as ``looprl train``
 #: prints it, and in ``app.log``.
 SUMMARY_LOGGER = "looprl.summary"
+
+
+def log_summary(run: str, evaluation: dict[str, Any]) -> None:
+    """Log what ``run`` did (and the final evaluation's mean return) on ``SUMMARY_LOGGER``; on
+    stdout where nothing handles it (``hydra/job_logging=disabled``, no logging set up)."""
+    n = len(evaluation.get("returns", []))
+    line = run + (f", test return {evaluation['mean_eval_reward']:.1f} over {n} "
+                  f"episode{'s' * (n > 1)}" if n else "")
+    if logging.getLogger(SUMMARY_LOGGER).hasHandlers():
+        logging.getLogger(SUMMARY_LOGGER).info("%s", line)
+    else:
+        sys.stdout.write(line + "\n")
+
 
 #: ``hydra/job_logging=looprl`` (the default): Hydra's own, but the log lines go to stderr,
 #: as ``looprl train``'s, and the summary to stdout (another ``hydra/job_logging`` option

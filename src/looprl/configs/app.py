@@ -25,7 +25,6 @@ from typing import Any
 from looprl.configs import (
     HELP_FOOTER,
     HELP_HEADER,
-    SUMMARY_LOGGER,
     _override_pairs,
     _split_flags,
     build,
@@ -33,6 +32,7 @@ from looprl.configs import (
     expand_shorthands,
     find_checkpoint,
     group_options,
+    log_summary,
     register,
     register_imports,
 )
@@ -71,7 +71,7 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
     if run.runner.preset is not None:
         run.runner.preset.save(str(Path(output_dir) / "preset.pt"))
     if cfg.runner.name == "online" and not cfg.logging.quiet:  # (as a Ray run's, below)
-        _log_summary(f"{run.runner.experiment.name} on {cfg.env}: {train_results['step']} "
+        log_summary(f"{run.runner.experiment.name} on {cfg.env}: {train_results['step']} "
                      f"frames, {train_results['episodes']} episodes", eval_results)
     run.runner.close()
     return _write_results(cfg, output_dir, train_results, eval_results)
@@ -117,18 +117,10 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
              "restarts": [list(r) for r in result.restarts], "log_dir": result.log_dir,
              "meta": result.meta}
     if not cfg.logging.quiet:
-        _log_summary(f"{run.name} on {cfg.env} (Ray, {run.runtime.actors} actors): "
+        log_summary(f"{run.name} on {cfg.env} (Ray, {run.runtime.actors} actors): "
                      f"{result.frames} frames at {result.frames_per_second:.0f} frames/s",
                      evaluation)
     return _write_results(cfg, output_dir, train, evaluation)
-
-
-def _log_summary(run: str, evaluation: dict[str, Any]) -> None:
-    """Log what ``run`` did (and the final evaluation's mean return) on ``SUMMARY_LOGGER``."""
-    n = len(evaluation.get("returns", []))
-    logging.getLogger(SUMMARY_LOGGER).info(
-        "%s%s", run, f", test return {evaluation['mean_eval_reward']:.1f} over {n} "
-        f"episode{'s' * (n > 1)}" if n else "")
 
 
 def resume_arguments(argv: list[str]) -> list[str]:

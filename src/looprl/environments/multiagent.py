@@ -33,7 +33,12 @@ from looprl.environments.srl import (
     checked_results,
     result_scalars,
 )
-from looprl.environments.srl_adapters import MASK, PettingZooEnvironment, make_zoo_env
+from looprl.environments.srl_adapters import (
+    MASK,
+    PettingZooEnvironment,
+    check_agent_action,
+    make_zoo_env,
+)
 
 
 class MultiagentEnvironment(ABC):
@@ -240,10 +245,7 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         """A one-line ``ValueError`` for an ``action`` outside ``agent``'s action space (the
         game's own assertion was an ``EnvironmentFailure``, after its turn was taken)."""
         space = self._actions[agent]
-        value = action_to_numpy(action_value(action), space)
-        if not space.contains(value):
-            raise ValueError(f"Invalid action {value!r} for {self.name}'s {agent} (action space "
-                             f"{space})")
+        check_agent_action(self.name, agent, action_to_numpy(action_value(action), space), space)
 
     def _step_without_turns(self) -> None:
         """While no agent has a turn but some that had one play on (an SRL step of ``None``

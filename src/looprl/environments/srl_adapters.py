@@ -26,7 +26,7 @@ from looprl.core.observations import as_observation
 from looprl.core.suggest import check_count, check_seed
 from looprl.environments.atari import AtariVectorEnvironment
 from looprl.environments.base import Restorable
-from looprl.environments.faults import failure
+from looprl.environments.faults import EnvironmentFailure, failure
 from looprl.environments.gym import GymEnvironment
 from looprl.environments.gym_helpers import action_to_numpy, check_env_id, zoo_modules
 from looprl.environments.srl import (
@@ -318,6 +318,12 @@ def _check_count(actions: Any, n: int) -> None:
         raise ValueError(f"step() takes a list of {n} actions (one per agent), got {got}")
 
 
+def check_agent_action(name: str, agent: str, value: Any, space: gym.Space) -> None:
+    """A one-line ``ValueError`` for ``agent``'s action ``value`` outside its ``space``."""
+    if not space.contains(value):
+        raise ValueError(f"Invalid action {value!r} for {name}'s {agent} (action space {space})")
+
+
 class PettingZooEnvironment(_Adapter):
     """A PettingZoo environment (AEC or parallel, or a name for ``make_zoo_env``) as an SRL
     environment; result and action ``i`` belong to ``agent_names[i]``. Parallel: every live
@@ -391,11 +397,16 @@ class PettingZooEnvironment(_Adapter):
         _check_count(actions, self.agent_count)
         if not self.env.agents:
             raise ValueError("every agent's episode is over: call reset() before step()")
-        if self.parallel:
-            step = {agent: self._agent_action(agent, actions) for agent in self.env.agents}
-            return self._parallel_results(*self._call("step", step))
-        self._call("step", self._agent_action(self.env.agent_selection, actions))
-        return self._aec_results()
+        acting = list(self.env.agents) if self.parallel else [self.env.agent_selection]
+        chosen = {agent: self._agent_action(agent, actions) for agent in acting}
+        try:
+            output = self._call("step", chosen if self.parallel else chosen[acting[0]])
+        except EnvironmentFailure as failed:
+            if isinstance(failed.__cause__, AssertionError):  # (games assert valid actions)
+                for agent, value in chosen.items():
+                    check_agent_action(self.name, agent, value, self.env.action_space(agent))
+            raise
+        return self._parallel_results(*output) if self.parallel else self._aec_results()
 
     def _obs(self, agent: str, obs: Any) -> dict[str, np.ndarray]:
         return _obs_dict(obs, self._spaces[self._index[agent]], self.flatten)

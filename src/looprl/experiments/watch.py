@@ -24,7 +24,7 @@ import numpy as np
 from looprl.collector import EnvRunner, Episode
 from looprl.core import RolloutRequest, RolloutResult
 from looprl.core.files import write_atomically
-from looprl.core.suggest import check_positive, warn_once
+from looprl.core.suggest import check_positive, either, warn_once
 from looprl.environments import AtariEnvironment, Environment
 from looprl.environments.ale import atari_game
 from looprl.environments.contextual import ContextualEnvironment
@@ -152,16 +152,16 @@ def default_fps(env: Any) -> float:
     return 15.0 if isinstance(env, AtariEnvironment) else 50.0
 
 
-def watch(agent: Any, env: Any, episodes: int = 1, fps: float | None = None,
+def watch(agent: Any, env: Any, episodes: int | None = None, fps: float | None = None,
           gif: str | Path | None = None, max_steps: int = 10_000, n_episodes: int | None = None,
           ) -> tuple[list[float] | list[dict[str, float]], Path | None]:
-    """Play ``episodes`` (ALL: ``n_episodes``) episodes of ``agent`` in ``env`` and show
+    """Play ``episodes`` (ALL: ``n_episodes``; 1) episodes of ``agent`` in ``env`` and show
     them: in the environment's window (``gif=None``: create it with ``render_mode='human'``)
     at ``fps`` (default: ``default_fps(env)``), or ``env.render()`` frames written to ``gif``.
     An episode is cut after ``max_steps`` steps. Returns the episode returns (``{agent:
     return}`` dicts for a ``MultiagentPettingZooEnv``) and the GIF path (or ``None``).
     """
-    episodes = episodes if n_episodes is None else n_episodes
+    episodes = either("episodes", episodes, "n_episodes", n_episodes, 1)
     check_episodes(episodes, "watch", least=1)
     refuse_gymnasium(env, "watch")
     if not isinstance(env, Environment | MultiagentPettingZooEnv):

@@ -9,7 +9,7 @@ import numpy as np
 
 from looprl.core import SampleBatch
 from looprl.core.namedarray import NamedArray, as_numpy, recursive_apply
-from looprl.core.suggest import check_choice, check_count, did_you_mean
+from looprl.core.suggest import check_choice, check_count
 from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
 from looprl.memory.prioritized import PrioritizedReplayBuffer
 from looprl.memory.replay import ExperienceReplayBuffer
@@ -110,8 +110,6 @@ def check_sample_buffer(kind: str | None, owner: str, also: tuple[str, ...] = ()
 
 def make_sample_buffer(kind: str, **kwargs: Any) -> Any:
     """The buffer of ``kind`` (a key of ``_KINDS``, as a trainer's ``sample_buffer`` names
-    it), built with ``kwargs``; ``KeyError`` if unknown."""
-    if kind not in _KINDS:
-        raise KeyError(f"unknown sample buffer {kind!r}.{did_you_mean(str(kind), _KINDS)} "
-                       f"expected one of {sorted(_KINDS)}")
+    it), built with ``kwargs``; a one-line ``ValueError`` if unknown."""
+    check_choice("sample buffer", kind, list(_KINDS))
     return _KINDS[kind](**kwargs)

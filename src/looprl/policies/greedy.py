@@ -241,8 +241,10 @@ def check_explorations(rates: Any, actors: int | None = None) -> None:
     cycle over them)."""
     if rates is None:
         return
-    if not isinstance(rates, list | tuple) or not all(
-            is_number(rate) and 0 <= rate <= 1 for rate in rates):
+    if not isinstance(rates, list | tuple):
+        raise ValueError(f"AlgorithmSpec's explorations are a list (or tuple) of probabilities, "
+                         f"one per actor, got a {type(rates).__name__}: give list(...) of it")
+    if not all(is_number(rate) and 0 <= rate <= 1 for rate in rates):
         raise ValueError(f"AlgorithmSpec's explorations are probabilities in [0, 1], one per "
                          f"actor, got {rates!r}")
     if actors is not None and len(rates) > actors:

@@ -270,12 +270,12 @@ class Runner:
         (``eval_episodes=0``: no evaluation) without a ``test_env`` is a one-line
         ``ValueError``."""
         self._require_agent()
+        given = "eval_episodes=0: no evaluation" if episodes is None else "episodes=0"
         episodes = (self.eval_episodes if episodes is None
                     else whole(episodes, "evaluate(episodes)"))
         if not episodes and self.test_env is None:
             raise ValueError(f"{type(self).__name__}.evaluate() of 0 episodes plays none "
-                             "(eval_episodes=0: no evaluation): give evaluate(episodes=N), or "
-                             "eval_episodes >= 1")
+                             f"({given}): give evaluate(episodes=N), or eval_episodes >= 1")
         return self._evaluation(episodes)
 
     def _evaluation(self, episodes: int) -> dict[str, Any]:

@@ -37,9 +37,7 @@ class Dimension:
     choices: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.kind not in TYPES:
-            raise _entry_error(self.name, f"unknown type {self.kind!r}."
-                               f"{did_you_mean(str(self.kind), TYPES)} Valid: {', '.join(TYPES)}")
+        _check_type(self.name, self.kind)
         if self.kind == "categorical" and not self.choices:
             raise _entry_error(self.name, "a categorical entry needs a non-empty list of "
                                           "'choices'")
@@ -111,8 +109,7 @@ def _dimension(name: str, spec: Any, current: Mapping[str, Any], owner: str) -> 
     spec = _as_dict(name, spec)
     default = current[name]
     kind = spec.get("type", _kind_of(default, spec))
-    if kind not in TYPES:
-        raise _entry_error(name, f"unknown type {kind!r}; valid types: {', '.join(TYPES)}")
+    _check_type(name, kind)
     if kind == "categorical":
         return _categorical(name, spec, owner)
     _check_kind(name, kind, default)
@@ -195,6 +192,12 @@ def _step(name: str, kind: str, spec: Mapping[str, Any], width: float) -> float 
     if step > width:
         raise _entry_error(name, f"step {step!r} is wider than the range ({width!r})")
     return int(step) if kind == "int" else float(step)
+
+
+def _check_type(name: str, kind: Any) -> None:
+    if kind not in TYPES:
+        raise _entry_error(name, f"unknown type {kind!r}.{did_you_mean(str(kind), TYPES)} "
+                                 f"Valid: {', '.join(TYPES)}")
 
 
 def _check_values(name: str, values: Any, owner: str) -> None:
