@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import torch
 
+import looprl
 import looprl.environments
 from looprl.cli import build_parser, guarded, main, parse_hyperparameters, watch_saved
 from looprl.environments import GymEnvironment
@@ -119,6 +120,18 @@ def test_train_as_a_subprocess(tmp_path: Path) -> None:
     assert "evaluation: mean return" in done.stdout
     assert (tmp_path / "ppo" / "CartPole-v1" / "preset.pt").exists()
     assert (tmp_path / "ppo" / "CartPole-v1" / "returns100.png").exists()
+
+
+def test_only_looprls_own_console_scripts_get_its_ctrl_c_handling(tmp_path: Path) -> None:
+    # was: any program named looprl-* (a user's looprl-mine) imported looprl.cli at
+    # ``import looprl`` and had its Ctrl-C turned into "looprl: interrupted"
+    script = tmp_path / "looprl-mine"
+    script.write_text("import sys, looprl\nprint(looprl._PROGRAM, 'looprl.cli' in sys.modules)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.stdout == "False False\n", done.stderr
+    assert looprl._is_program("looprl-classic") and looprl._is_program("looprl")
+    assert not looprl._is_program("looprl-classic.py")
 
 
 def test_short_train_run_succeeds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

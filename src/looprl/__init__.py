@@ -8,8 +8,23 @@ import sys
 
 __version__ = "0.1.0"
 __all__ = ["State", "StateArray"]
-#: the looprl program or one of its console scripts (``looprl-classic``...; else a user's)
-_PROGRAM = os.path.basename(sys.argv[0]).partition("-")[0] == "looprl"
+
+
+def _is_program(name: str) -> bool:
+    """Whether ``name`` is the looprl program or one of its console scripts (``looprl-classic``...
+    in pyproject.toml's [project.scripts]), not a user's ``looprl-mine``."""
+    if name.partition("-")[0] != "looprl":
+        return False  # (skips the metadata look-up for every other program)
+    from importlib.metadata import PackageNotFoundError, distribution
+    try:
+        scripts = distribution("looprl").entry_points.select(group="console_scripts")
+    except PackageNotFoundError:  # (looprl not installed: no console scripts)
+        return False
+    return name in scripts.names
+
+
+#: the looprl program or one of its console scripts (else a user's program)
+_PROGRAM = _is_program(os.path.basename(sys.argv[0]))
 
 try:
     import numpy  # noqa: F401  (before torch, whose import of it swallows a Ctrl-C)

@@ -640,3 +640,39 @@ def test_a_restarted_worker_is_waited_for_as_long_as_placement_timeout(monkeypat
                                result=None, workers={"trainer": worker})
         assert Supervisor(pool)._wait_restarted(ray, "trainer", former=1) == {"id": 2}
         assert waits[-1] == wait
+
+
+def test_the_drivers_waits_on_starting_and_stopping_workers_follow_placement_timeout(
+        monkeypatch):
+    """A worker's answers as it starts and as the run stops are waited for as long as
+    ``runtime.placement_timeout`` where it is longer than 120 s (was: 120 s to start, 30 s and
+    60 s to stop, whatever it was), and a wait that runs out names the option to raise."""
+    from types import SimpleNamespace
+
+    from looprl.distributed.placement import WorkerPool
+    from looprl.distributed.run_state import DistributedResult, SampleCounts
+
+    waits: list[float] = []
+    answer: list[object] = [[{"steps": 3, "digest": "d"}]]
+
+    def get(ref: object, timeout: float) -> object:
+        waits.append(timeout)
+        if isinstance(answer[0], Exception):
+            raise answer[0]
+        return answer[0]
+
+    monkeypatch.setattr(ray, "get", get)
+    monkeypatch.setattr(ray, "wait", lambda refs, num_returns, timeout: (waits.append(timeout),
+                                                                         (refs, []))[1])
+    call = SimpleNamespace(remote=lambda *args: None)
+    pool = WorkerPool(ppo_spec(), runtime(actors=1, placement_timeout=300), DistributedResult(),
+                      SampleCounts())
+    pool.workers = {"trainer": SimpleNamespace(stop=call, digest=call, explore_from=call)}
+    pool.runs, pool.schedules = {"trainer": None}, {"trainer": [5]}
+    pool.stop()
+    assert waits == [300.0, 300.0] and pool.result.train_steps == 3
+    answer[0] = ray.exceptions.GetTimeoutError("Get timed out: some object(s) not ready.")
+    with pytest.raises(RuntimeError, match=r"^trainer worker failed to start: .*\(no answer "
+                                           r"within 300s: .*; raise runtime.placement_timeout\)$"):
+        pool.explore_on("trainer")
+    assert waits[-1] == 300.0

@@ -390,6 +390,25 @@ def test_a_reward_that_is_no_number_in_a_users_vector_env_is_named(rewards, name
     assert env.step(np.array([0, 1])).reward.tolist() == [1.0, 2.0]
 
 
+class VectorShapes(VectorRewards):
+    """A user's own vector environment whose ``step`` returns observations of 5 numbers."""
+
+    def step(self, actions):
+        _, *rest = super().step(actions)
+        return (np.zeros((2, 5), np.float32), *rest)
+
+
+def test_observations_that_change_shape_in_a_given_vector_env_are_named():
+    """Was: a user's ``VectorEnv`` went on unchecked (NumPy's "could not broadcast" traceback
+    later, in the collector)."""
+    env = GymVectorEnvironment(VectorShapes(np.ones(2)), "users_vec")
+    env.reset()
+    with pytest.raises(ValueError, match=r"^users_vec returned an observation of shape "
+                                         r"\(5,\) after observations of shape \(4,\): .* "
+                                         r"must keep one shape \(pad them"):
+        env.step(np.array([0, 1]))
+
+
 def test_a_box_dimension_of_zero_width_is_named_by_gaussian_ppo():
     """PPO's Gaussian normalizes actions by the half-width: 0 made every loss NaN ("training
     diverged"); the tanh presets map onto the one value and train."""

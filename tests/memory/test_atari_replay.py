@@ -642,3 +642,15 @@ def test_a_ring_that_cannot_be_allocated_is_one_line(monkeypatch: pytest.MonkeyP
     with pytest.raises(ValueError, match=r"^AtariReplayBuffer: 100,000 items of"):
         buffer.store(small, torch.tensor(1), small)
     assert buffer.frames is None and buffer.links is None and len(buffer) == 0
+
+
+def test_an_action_with_a_fraction_after_whole_ones_is_one_line() -> None:
+    """Was: 1.7 stored as 1 in the first action's int64 ring, silently."""
+    buffer = AtariReplayBuffer(20)
+    states = [State(_frames(first)) for first in range(1, 5)]
+    buffer.store(states[0], 0, states[1])
+    buffer.store(states[1], torch.tensor(2.0), states[2])  # (whole: stored as 2)
+    with pytest.raises(TypeError, match=r"^AtariReplayBuffer: actions of float32 with a fraction "
+                                        r"\(\[1\.7.*\]\) after actions of int64"):
+        buffer.store(states[2], torch.tensor(1.7), states[3])
+    assert _ready(buffer)[1].tolist() == [0, 2]

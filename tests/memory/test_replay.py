@@ -256,3 +256,33 @@ def test_a_storage_that_cannot_be_allocated_is_one_line(monkeypatch: pytest.Monk
         buffer.store(state, torch.tensor(1), state)
         len(buffer)
     assert buffer._storage is None and len(buffer) == 0
+
+
+@pytest.mark.parametrize("n_step, batched", [(1, False), (1, True), (3, False)])
+def test_a_later_action_of_another_dtype_is_cast_or_one_line_if_it_would_be_cut(
+        n_step: int, batched: bool) -> None:
+    """The storage keeps the first action's dtype: a later one of another dtype that fits (int32
+    then int64, whole floats) is stored as it (was, n-step: torch's "Index put requires the
+    source and destination dtypes match"), one with a fraction is one line (was: 1.7 stored
+    as 1, silently, or that same torch error)."""
+    def store(buffer: ExperienceReplayBuffer, first: int, action: object) -> None:
+        for i in range(first, first + 2):
+            if batched:  # (numpy segments put as they come: the NumPy views' path)
+                buffer.put(SampleBatch(
+                    obs=np.array([[i], [i + 1]], np.float32), reward=np.zeros((2, 1), np.float32),
+                    action=np.array([[action], [action]]), done=np.zeros((2, 1), bool),
+                    truncated=np.zeros((2, 1), bool)))
+            else:
+                buffer.store(_state(i), action, _state(i + 1))
+        len(buffer)  # (the steps gathered are stored)
+
+    buffer = ExperienceReplayBuffer(50, n_step=n_step)
+    store(buffer, 0, np.int32(1))
+    store(buffer, 2, torch.tensor(3))
+    store(buffer, 4, 2.0)
+    with pytest.raises(TypeError, match=r"^ExperienceReplayBuffer: actions of float(32|64) with a "
+                                        r"fraction \(\[1\.7.*\]\) after actions of int32: .*"
+                                        r"give the actions one dtype"):
+        store(buffer, 6, torch.tensor(1.7))
+    actions = buffer.gather(torch.arange(len(buffer))).action[0]
+    assert actions.dtype == torch.int32 and {1, 3} <= set(actions.tolist()) <= {1, 2, 3}

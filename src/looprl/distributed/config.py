@@ -297,7 +297,7 @@ class RuntimeConfig:
         torch_threads: torch threads per worker.
         trainer_threads: torch threads of each trainer worker (``None``: ``torch_threads``).
         runtime_env: Ray's ``runtime_env``: how your code reaches workers on other machines.
-        placement_timeout: seconds to wait for the cluster to place every worker.
+        placement_timeout: seconds to wait for workers to be placed (and, at least 120, to answer).
     """
 
     address: str | None = None

@@ -110,7 +110,7 @@ class WorkerPool:
             if not done:
                 self._not_placed(ray, list(names.values()))
             name = names.pop(done[0])
-            self.placed(name, _get(ray, done[0], name))
+            self.placed(name, self._get(ray, done[0], name))
 
     def placed(self, name: str, answer: dict[str, Any]) -> None:
         """Record worker ``name``'s ``ready()`` answer (placed, or restarted by Ray): a trainer
@@ -119,7 +119,7 @@ class WorkerPool:
         self.result.nodes[name], self.pids[name] = answer["node"], answer["id"]
         if name in self.trainers:
             self.counts.started(name, answer["counts"])
-            _get(ray, self.workers[name].count_frames_from.remote(
+            self._get(ray, self.workers[name].count_frames_from.remote(
                 self.result.frames // self.runtime.trainers), name)
         self.explore_on(name)
         if name == "trainer" and answer["resumed_from"] is not None:
@@ -151,19 +151,19 @@ class WorkerPool:
         resumed), if any."""
         import ray
         if self.schedules.get(name):
-            _get(ray, self.workers[name].explore_from.remote(self.schedules[name]), name)
+            self._get(ray, self.workers[name].explore_from.remote(self.schedules[name]), name)
 
     def form_trainer_group(self) -> None:
         """Several trainers: all join one torch.distributed group at rank 0's rendezvous."""
         import ray
         if self.runtime.trainers == 1:
             return
-        init_method = _get(ray, self.workers["trainer"].rendezvous.remote(), "trainer")
+        init_method = self._get(ray, self.workers["trainer"].rendezvous.remote(), "trainer")
         if init_method.startswith("file://"):
             self._rendezvous.append(init_method.removeprefix("file://"))
         refs = [self.workers[name].join_group.remote(init_method) for name in self.trainers]
         for name, ref in zip(self.trainers, refs, strict=True):
-            _get(ray, ref, name, timeout=self.runtime.trainer_timeout + 60)
+            self._get(ray, ref, name, extra=self.runtime.trainer_timeout)
 
     def start_loop(self, name: str) -> None:
         """Start (or start again) worker ``name``'s loop."""
@@ -182,17 +182,20 @@ class WorkerPool:
         return stats
 
     def stop(self) -> None:
-        """Stop the loops (waiting up to 30 s); record each trainer's steps (trainer 0's, a step
-        past the last poll, as the run's) and whether they ended with the same parameters."""
+        """Stop the loops (waiting up to ``answer_timeout(runtime)``); record each trainer's
+        steps (trainer 0's, a step past the last poll, as the run's) and whether they ended with
+        the same parameters."""
         import ray
         for name in self.runs:
             self.workers[name].stop.remote()
-        ray.wait(list(self.runs.values()), num_returns=len(self.runs), timeout=30)
+        timeout = answer_timeout(self.runtime)
+        ray.wait(list(self.runs.values()), num_returns=len(self.runs), timeout=timeout)
         try:
             answers = ray.get([self.workers[n].digest.remote() for n in self.trainers],
-                              timeout=60)
+                              timeout=timeout)
         except ray.exceptions.RayError as error:
-            logger.warning("could not compare the trainers: %s", error_line(error))
+            logger.warning("could not compare the trainers: %s%s", error_line(error),
+                           _raise_placement_timeout(error, timeout))
             return
         self.result.trainer_steps = [answer["steps"] for answer in answers]
         self.result.train_steps = self.result.trainer_steps[0]
@@ -217,15 +220,31 @@ class WorkerPool:
         return dict(self.meta_state)
 
     def ask_trainer(self, method: str) -> Any:
-        """Trainer 0's answer to ``method`` within 60 s (else ``ray.exceptions.RayError``)."""
+        """Trainer 0's answer to ``method`` within ``answer_timeout(runtime)`` (else
+        ``ray.exceptions.RayError``)."""
         import ray
-        return ray.get(getattr(self.workers["trainer"], method).remote(), timeout=60)
+        return ray.get(getattr(self.workers["trainer"], method).remote(),
+                       timeout=answer_timeout(self.runtime))
 
     def trainer_checkpoint(self, steps: int = 0) -> tuple[int, bytes] | None:
         """Trainer 0's latest checkpoint, ``(steps, bytes)``, which the server holds, if taken
         at train step ``steps`` or later (``None``: none yet; its bytes travel only then)."""
         import ray
-        return ray.get(self.workers["server"].trainer_checkpoint.remote(steps), timeout=60)
+        return ray.get(self.workers["server"].trainer_checkpoint.remote(steps),
+                       timeout=answer_timeout(self.runtime))
+
+    def _get(self, ray: Any, ref: Any, name: str, extra: float = 0.0) -> Any:
+        """``ray.get(ref)`` of worker ``name`` starting, within ``extra`` seconds past
+        ``answer_timeout(runtime)``; its failure as a ``RuntimeError``."""
+        timeout = answer_timeout(self.runtime) + extra
+        try:
+            return ray.get(ref, timeout=timeout)
+        except ray.exceptions.RayError as error:
+            reason = error_line(error)
+            hint = (" (code your workers import must reach them: install it on every node or "
+                    "pass runtime.runtime_env={'py_modules': [...]} / {'working_dir': ...})"
+                    if "No module named" in reason else _raise_placement_timeout(error, timeout))
+            raise RuntimeError(f"{name} worker failed to start: {reason}{hint}") from None
 
     def kill(self) -> None:
         """Kill every worker (no restarts) and remove the rendezvous files."""
@@ -297,13 +316,16 @@ def _answers(refs: dict[Any, Any]) -> dict[Any, Any]:
     return answers
 
 
-def _get(ray: Any, ref: Any, name: str, timeout: float = 120) -> Any:
-    """``ray.get(ref)`` of worker ``name`` starting; its failure as a ``RuntimeError``."""
-    try:
-        return ray.get(ref, timeout=timeout)
-    except ray.exceptions.RayError as error:
-        reason = error_line(error)
-        hint = (" (code your workers import must reach them: install it on every node or "
-                "pass runtime.runtime_env={'py_modules': [...]} / {'working_dir': ...})"
-                if "No module named" in reason else "")
-        raise RuntimeError(f"{name} worker failed to start: {reason}{hint}") from None
+def answer_timeout(runtime: RuntimeConfig) -> float:
+    """Seconds the driver waits for a worker's answer as it starts, restarts or stops:
+    ``runtime.placement_timeout``, at least 120 s (a loaded machine's workers answer slowly)."""
+    return max(120.0, runtime.placement_timeout)
+
+
+def _raise_placement_timeout(error: Exception, timeout: float) -> str:
+    """For a worker's answer that timed out: which option to raise (else "")."""
+    import ray
+    if not isinstance(error, ray.exceptions.GetTimeoutError):
+        return ""
+    return (f" (no answer within {timeout:g}s: the machine may be overloaded; raise "
+            "runtime.placement_timeout)")

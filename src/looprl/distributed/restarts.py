@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from looprl.distributed.cluster import error_line
-from looprl.distributed.placement import WorkerPool
+from looprl.distributed.placement import WorkerPool, answer_timeout
 from looprl.environments.faults import place
 
 __all__ = ["Supervisor"]
@@ -134,7 +134,7 @@ class Supervisor:
     def _wait_restarted(self, ray: Any, name: str, former: int | None = None) -> Any:
         """The ``ready()`` answer of ``name`` restarted (in a process other than ``former``),
         placed again within ``runtime.placement_timeout`` (at least 120 s)."""
-        timeout = max(120.0, self.runtime.placement_timeout)
+        timeout = answer_timeout(self.runtime)
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -149,5 +149,6 @@ class Supervisor:
                                        f"{error_line(error)}") from None
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{name} worker did not come back within {timeout:.0f}s "
-                                   "after it died (runtime.placement_timeout)")
+                                   "after it died: raise runtime.placement_timeout (the "
+                                   "wait is it, at least 120 s)")
             time.sleep(0.2)

@@ -135,6 +135,7 @@ class NumpyVectorEnvironment(VectorEnvironment):
     """Base of vector environments around ``env``, which has Gymnasium's ``VectorEnv`` API."""
 
     _t = 0  # steps since the last reset (for the line of a failing step)
+    _shape: tuple[int, ...] | None = None  # of each copy's observations (the first reset's)
 
     def __init__(self, env: Any, name: str, n_envs: int, device: str | torch.device = "cpu",
                  seed: int | None = None):
@@ -164,8 +165,17 @@ class NumpyVectorEnvironment(VectorEnvironment):
                                                      for words in SHAPE_ERRORS):
                 raise space_shape_error(self.name, self.observation_space) from error
             raise self._failure("reset", error) from error
-        return as_observation(tuple_rows(obs, self.observation_space), self.name,
-                              batch_dims=1), info
+        return self._kept_shape(as_observation(tuple_rows(obs, self.observation_space),
+                                               self.name, batch_dims=1)), info
+
+    def _kept_shape(self, obs: np.ndarray) -> np.ndarray:
+        """``obs``, whose rows must keep the shape of the first reset's (else a one-line
+        ``ValueError``: a ``VectorEnv`` of the user's returns what it makes, unchecked)."""
+        if self._shape is None:
+            self._shape = obs.shape[1:]
+        elif obs.shape[1:] != self._shape:
+            raise shape_changed(self.name, self._shape, obs.shape[1:])
+        return obs
 
     def _failure(self, method: str, error: Exception) -> Exception:
         where = f"in one of its {self.n_envs} copies" + (
@@ -253,7 +263,7 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
             raise self._failure("step", error) from error
         if isinstance(obs, tuple):  # (a Tuple space's batch: one row per copy)
             obs = tuple_rows(obs, self.observation_space)
-        obs = as_observation(obs, self.name, batch_dims=1)
+        obs = self._kept_shape(as_observation(obs, self.name, batch_dims=1))
         self._state = None
         self._arrays = (obs, vector_rewards(reward, self.name, self._t), terminated, truncated)
         return self._arrays

@@ -225,8 +225,8 @@ class AtariReplayBuffer(ReplayBuffer):
         """Write the transition out of state ``k`` and the newest frame of the next state's
         stack ``observation``; return that state's slot and oldest (``_write_frame``)."""
         n = self._views
-        n["action"][k], n["reward"][k], n["mask"][k], n["done"][k] = (as_numpy(action), reward,
-                                                                     mask, done)
+        n["action"][k], n["reward"][k], n["mask"][k], n["done"][k] = (
+            self._as_stored(as_numpy(action), n["action"].dtype), reward, mask, done)
         return self._write_frame(as_numpy(observation[-1]), k)
 
     def _write_frame(self, frame: np.ndarray, prev: int) -> tuple[int, int]:

@@ -122,6 +122,22 @@ class ReplayBuffer:
                              f"which could not be allocated ({one_line(error)}); lower its size "
                              "(a preset's replay_buffer_size)") from None
 
+    def _as_stored(self, action: Any, dtype: Any) -> Any:
+        """``action`` (a number, an array or a tensor) of ``dtype``, the stored actions' (the
+        first's): cast, but for numbers with a fraction into integers (a one-line
+        ``TypeError``: 1.7 was stored as 1)."""
+        action = action if isinstance(action, torch.Tensor) else np.asarray(action)
+        if action.dtype == dtype:
+            return action
+        fractions = action[action % 1 != 0] if _is_float(action.dtype) else []
+        if len(fractions) and not _is_float(dtype):
+            raise TypeError(f"{type(self).__name__}: actions of {_name(action.dtype)} with a "
+                            f"fraction ({fractions[:3].tolist()}) after actions of "
+                            f"{_name(dtype)}: a buffer keeps its first action's dtype, and "
+                            "would cut them; give the actions one dtype (integers for a "
+                            "Discrete action space, floats for a Box)")
+        return action.to(dtype) if isinstance(action, torch.Tensor) else action.astype(dtype)
+
     def weights(self, index: torch.Tensor) -> torch.Tensor | None:
         """Importance weights of ``index`` (``None``: uniform replay)."""
         return None
@@ -235,7 +251,7 @@ class ExperienceReplayBuffer(ReplayBuffer):
         s, pos, terminal = self._views, self._pos, float(next_state.mask) == 0
         s["obs"][pos, 0] = as_numpy(state.observation)
         s["obs"][pos, 1] = as_numpy(next_state.observation)
-        s["action"][pos, 0] = as_numpy(action)
+        s["action"][pos, 0] = self._as_stored(as_numpy(action), s["action"].dtype)
         s["reward"][pos, 1] = as_numpy(next_state.reward)
         s["done"][pos, 1] = terminal
         s["truncated"][pos, 1] = bool(next_state.done) and not terminal
@@ -311,6 +327,8 @@ class ExperienceReplayBuffer(ReplayBuffer):
             return True
         sample = sample.to(self.device)
         rows = window_rows(sample, sample.obs)
+        if known := self._carry or self._storage:  # (the first action's dtype)
+            rows["action"] = self._as_stored(rows["action"], known["action"].dtype)
         if self.n_step == 1 or sample.stream is None:
             start = torch.zeros(rows["reward"].shape[1], dtype=torch.long, device=self.device)
             self._write_windows(rows, start, cut=True)
@@ -329,6 +347,7 @@ class ExperienceReplayBuffer(ReplayBuffer):
         if k > self.size:
             return False
         at = (self._pos + np.arange(k)) % self.size
+        arrays = (arrays[0], self._as_stored(arrays[1], self._views["action"].dtype), *arrays[2:])
         for row, index in ((0, t), (1, t + 1)):
             for key, array in zip(("obs", "action", "reward", "done", "truncated"), arrays):
                 self._views[key][at, row] = array[index, b]
@@ -391,6 +410,16 @@ class ExperienceReplayBuffer(ReplayBuffer):
         rows = torch.as_tensor(index, device=self.device)  # index_select: cheaper on small batches
         items = fields(self._storage, lambda leaf: leaf.index_select(0, rows).transpose(0, 1))
         return SampleBatch(**items, weight=self.weights(index))
+
+
+def _is_float(dtype: Any) -> bool:
+    """Whether ``dtype`` (NumPy's or torch's) is a floating-point one."""
+    return dtype.kind == "f" if isinstance(dtype, np.dtype) else dtype.is_floating_point
+
+
+def _name(dtype: Any) -> str:
+    """``dtype`` (NumPy's or torch's) as NumPy names it: ``int64``, ``float32``..."""
+    return str(dtype).removeprefix("torch.")
 
 
 def _goes_on(last: State, state: State) -> bool:
