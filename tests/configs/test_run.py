@@ -689,3 +689,25 @@ def test_bad_env_kwargs_and_wrappers_are_one_line(overrides, message, capsys, tm
     assert cli(["run", *overrides, "frames=64", *QUIET, f"hydra.run.dir={tmp_path}"]) == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and message in error[0], error
+
+
+def test_a_looprl_run_with_a_normalizer_is_watched_with_its_training_statistics(
+        tmp_path: Path, monkeypatch) -> None:
+    """``looprl run env_wrappers=[gymnasium.wrappers.NormalizeObservation]`` saves the
+    training statistics beside its ``preset.pt``; ``looprl watch`` loads them, frozen (were:
+    they started anew)."""
+    from looprl.environments.wrappers import read_normalization
+    from looprl.experiments import watch
+
+    assert cli(["run", "env_wrappers=[gymnasium.wrappers.NormalizeObservation]", "frames=300",
+                "test_episodes=1", *QUIET, f"hydra.run.dir={tmp_path}"]) == 0
+    saved = torch.load(tmp_path / "normalization.pt", weights_only=False)
+    trained = saved[1]["normalizers"][0]["obs_rms"]
+    watched = []
+    monkeypatch.setattr(watch, "watch", lambda agent, env, *args, **kwargs: (
+        watched.append(env) or ([0.0], None)))
+    assert cli(["watch", str(tmp_path), "--episodes", "1", "--gif",
+                str(tmp_path / "w.gif")]) == 0
+    loaded = read_normalization(watched[0])[1]["normalizers"][0]["obs_rms"]
+    assert trained["count"] > 10 and loaded["count"] == trained["count"]
+    assert np.array_equal(loaded["mean"], trained["mean"])

@@ -9,10 +9,15 @@ import os
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 from tests.distributed.test_ray_runtime import ppo_spec, runtime
 
-from looprl.distributed import DistributedRun
+from looprl.distributed import DistributedRun, RuntimeConfig, pipeline, watch
+from looprl.environments.wrappers import load_normalization, read_normalization
+from looprl.presets.catalog import make_env
+from looprl.presets.classic_control import a2c
 
 ray = pytest.importorskip("ray")
 
@@ -37,3 +42,32 @@ def test_the_trainer_checkpoint_is_written_and_read_by_the_driver(local_ray, tmp
              r.getMessage()]
     assert steps and int(steps[-1].split()[-1]) == first.trainer_steps[0], caplog.text
     assert resumed.train_steps > first.trainer_steps[0]
+
+
+def test_the_final_evaluation_and_watch_normalize_with_actor_0s_statistics(
+        local_ray, tmp_path, monkeypatch):
+    """A run of ``env_wrappers=[gymnasium.wrappers.NormalizeObservation]``: the driver saves
+    actor 0's statistics beside ``policy.pt``; Ray's final evaluation and ``looprl watch`` load
+    them into their copies, frozen (were: statistics started anew)."""
+    pytest.importorskip("pygame")
+    env = make_env("classic_control.a2c", "CartPole-v1",
+                   env_wrappers=["gymnasium.wrappers.NormalizeObservation"])
+    preset = a2c.hyperparameters(n_envs=2, n_steps=5, hidden=16).env(env).device("cpu").build()
+    run = DistributedRun(preset, RuntimeConfig(actors=1, envs_per_actor=2, groups=1),
+                         frames=400, logdir=str(tmp_path), quiet=True)
+    result = run.run()
+    saved = torch.load(Path(result.log_dir) / "normalization.pt", weights_only=False)
+    made = []
+    for module in (pipeline, watch):
+        monkeypatch.setattr(module, "load_normalization", lambda env, *args: (
+            made.append(env), load_normalization(env, *args)))
+    assert len(run.test(episodes=2)) == 2
+    run.close()
+    watch.watch_run(result.log_dir, gif=tmp_path / "w.gif")
+    assert len(made) == 2
+    trained = saved[1]["normalizers"][0]["obs_rms"]
+    assert trained["count"] >= result.frames / 2  # (every step of actor 0's first copy)
+    for env in made:  # (training's, unchanged by the episodes played: frozen)
+        loaded = read_normalization(env)[1]["normalizers"][0]["obs_rms"]
+        assert loaded["count"] == trained["count"]
+        assert np.array_equal(loaded["mean"], trained["mean"])

@@ -5,6 +5,7 @@ warning, and ``Experiment.test`` runs it."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -160,6 +161,29 @@ def test_evaluation_normalizes_with_the_training_statistics_frozen(tmp_path, mak
     experiment.close()
 
 
+@pytest.mark.parametrize("single", [True, False])
+def test_evaluation_in_the_training_env_leaves_its_statistics_as_they_were(tmp_path,
+                                                                           single) -> None:
+    """A single-env preset's unseeded evaluation (ALL's) and a vector env without ``copy()``
+    play in the training environment: its normalizers kept updating there, so evaluation
+    episodes moved the statistics training goes on with. They are frozen for the while."""
+    env = (_wrapped_cartpole() if single else
+           GymVectorEnvironment(gym.wrappers.vector.NormalizeObservation(
+               gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")), "CartPole-v1"))
+    built = (dqn if single else ppo.hyperparameters(n_envs=2, n_steps=32)).hyperparameters(
+        hidden=8).env(env).build()
+    experiment = (SingleEnvExperiment if single else ParallelEnvExperiment)(
+        built, env, logdir=str(tmp_path), quiet=True, seed=0)
+    experiment.train(frames=64)
+    normalizer = experiment.vector_env.envs[0].env if single else experiment.vector_env.env
+    count = normalizer.obs_rms.count
+    assert experiment._test_env(2) is experiment.vector_env  # (it evaluates in it)
+    experiment.test(episodes=2)
+    assert normalizer.obs_rms.count == count
+    assert normalizer.update_running_mean  # (training updates them again)
+    experiment.close()
+
+
 def test_evaluation_in_an_env_wrapped_otherwise_warns_and_keeps_its_statistics(
         tmp_path, caplog) -> None:
     env = _wrapped_cartpole()
@@ -170,5 +194,43 @@ def test_evaluation_in_an_env_wrapped_otherwise_warns_and_keeps_its_statistics(
         experiment.test(episodes=2, env=GymEnvironment(
             "CartPole-v1", wrap_env=lambda e: gym.wrappers.NormalizeObservation(
                 gym.wrappers.ClipReward(e, -1, 1))))
-    assert caplog.text.count("wrappers (CheckedOutput, NormalizeObservation, ClipReward") == 1
+    assert caplog.text.count("wrappers (NormalizeObservation, ClipReward") == 1
     experiment.close()
+
+
+@pytest.mark.parametrize("builder", [dqn, ppo.hyperparameters(n_envs=2, n_steps=32)])
+def test_a_saved_run_is_watched_with_its_training_statistics_frozen(tmp_path, monkeypatch,
+                                                                    builder) -> None:
+    """``run_experiment`` saves the first training copy's normalizers' statistics beside
+    ``preset.pt`` (``normalization.pt``); ``looprl watch RUN_DIR`` and ``load_and_watch`` load
+    them into the env they play in, frozen (were: its statistics started anew), that of a
+    parallel preset's vector copies too. A run without normalizers writes no such file."""
+    from looprl.cli import main
+    from looprl.environments.wrappers import read_normalization
+    from looprl.experiments import run_experiment, watch
+    from looprl.presets.catalog import make_env
+
+    wrappers = ["gymnasium.wrappers.NormalizeObservation"]
+    env = make_env("classic_control.dqn", "CartPole-v1", env_wrappers=wrappers)
+    (result,) = run_experiment(builder.hyperparameters(hidden=8).env(env).build(), env, 200,
+                               logdir=str(tmp_path), quiet=True, test_episodes=0, seed=0)
+    saved = torch.load(Path(result.log_dir) / "normalization.pt", weights_only=False)
+    trained = saved[1]["normalizers"][0]["obs_rms"]
+    assert trained["count"] >= 100  # (every step of the first copy)
+    watched = []
+    monkeypatch.setattr(watch, "watch", lambda agent, env, *args, **kwargs: (
+        watched.append(env) or ([0.0], None)))
+    assert main(["watch", result.log_dir, "--episodes", "1", "--gif",
+                 str(tmp_path / "w.gif")]) == 0
+    other = make_env("classic_control.dqn", "CartPole-v1", env_wrappers=wrappers)
+    watch.load_and_watch(f"{result.log_dir}/preset.pt", other, n_episodes=1)
+    assert len(watched) == 2
+    for played in watched:
+        loaded = read_normalization(played)[1]["normalizers"][0]["obs_rms"]
+        assert loaded["count"] == trained["count"]
+        assert np.array_equal(loaded["mean"], trained["mean"])
+        assert not played.env.get_wrapper_attr("update_running_mean")
+    plain = GymEnvironment("CartPole-v1")
+    (result,) = run_experiment(dqn.hyperparameters(hidden=8).env(plain).build(), plain, 50,
+                               logdir=str(tmp_path / "plain"), quiet=True, test_episodes=0)
+    assert sorted(path.name for path in Path(result.log_dir).glob("*.pt")) == ["preset.pt"]

@@ -69,7 +69,7 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
     run = build(cfg, output_dir)
     train_results, eval_results = run.runner.run()
     if run.runner.preset is not None:
-        run.runner.preset.save(str(Path(output_dir) / "preset.pt"))
+        run.runner.save_preset(output_dir)
     if cfg.runner.name == "online" and not cfg.logging.quiet:  # (as a Ray run's, below)
         log_summary(f"{run.runner.experiment.name} on {cfg.env}: {train_results['step']} "
                      f"frames, {train_results['episodes']} episodes", eval_results)

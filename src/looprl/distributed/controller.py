@@ -35,6 +35,7 @@ from looprl.distributed.run_state import (
 )
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.contextual import contextual_envs
+from looprl.environments.wrappers import save_normalization, saved_normalization
 from looprl.experiments.diagnose import diverged
 from looprl.experiments.episodes import check_test
 from looprl.experiments.experiment import evaluation_seed, warn_never_trained
@@ -185,10 +186,10 @@ class DistributedRun:
 
     def test(self, episodes: int = 100, env: Any = None) -> list[float]:
         """Returns of ``episodes`` evaluation episodes of the final policy (``policy.pt``), in
-        the run's environment reset from ``seed + TEST_SEED_OFFSET`` as a local run's, logged
-        where a local run logs them (each agent's in its own directory); in ``env`` (a looprl
-        environment, as ``Experiment.test`` takes): not logged. Call it after ``run``, and
-        ``close`` after it."""
+        the run's environment reset from ``seed + TEST_SEED_OFFSET`` and normalized with actor
+        0's statistics as a local run's, logged where a local run logs them (each agent's in its
+        own directory); in ``env`` (a looprl environment, as ``Experiment.test`` takes): not
+        logged. Call it after ``run``, and ``close`` after it."""
         check_test(episodes, env, "DistributedRun.test")
         policy = Path(self.result.log_dir or "") / "policy.pt"
         if self.result.log_dir is None or not policy.is_file():
@@ -200,10 +201,11 @@ class DistributedRun:
         if made is not None and made != (spec.env, spec.env_args):  # (another env: its copies)
             spec = replace(spec, env=made[0], env_args=made[1], copies=None)
         saved = load_file(policy, "trained policy", "train the run again", map_location="cpu")
+        statistics = saved_normalization(policy.parent)  # (actor 0's, at the end of training)
         with evaluation_progress(f"{self.name} on {self.spec.env_label}", episodes,
                                  self.quiet) as progress:
             played = pipeline.evaluation_episodes(spec, saved, episodes, seed=self.test_seed,
-                                                  progress=progress)
+                                                  progress=progress, normalization=statistics)
         returns = [episode.ret for episode in played]
         if env is None and self._log is not None:  # (then the monitor's ``agent_logs`` too)
             each = {agent: [episode.returns[i] for episode in played]
@@ -299,7 +301,7 @@ class DistributedRun:
                 ray.shutdown()
 
     def _finish(self) -> None:
-        """Stop the loops, save ``policy.pt`` and a last checkpoint."""
+        """Stop the loops, save ``policy.pt`` (and ``normalization.pt``) and a last checkpoint."""
         import ray
         self._pool.stop()
         if self.result.log_dir is None:
@@ -307,6 +309,7 @@ class DistributedRun:
         try:
             torch.save(self._pool.ask_trainer("policy_checkpoint"),
                        Path(self.result.log_dir) / "policy.pt")
+            save_normalization(self._pool.normalization(), self.result.log_dir)
             if self.runtime.checkpoint_every:
                 self._pool.ask_trainer("checkpoint")
                 self._checkpoint.save(final=True)

@@ -4,6 +4,8 @@ environment, a policy and that learner in one process, as on Ray. No Ray here.""
 from __future__ import annotations
 
 import copy
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -14,6 +16,7 @@ from looprl.agents.learner import make_learner
 from looprl.collector import EnvRunner, Episode
 from looprl.core.suggest import check_count, check_seed
 from looprl.distributed.config import AlgorithmSpec
+from looprl.environments.wrappers import load_normalization
 from looprl.meta.component import HOOKS
 from looprl.meta.hub import MetaHub, StreamHooks, seed_hubs
 from looprl.meta.hyperparameters import set_hyperparameter
@@ -187,13 +190,14 @@ test_pipeline.__test__ = False  # not a pytest test
 
 
 def evaluation_episodes(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None,
-                        episodes: int = 10, seed: int = 0, progress: Any = None
-                        ) -> list[Episode]:
+                        episodes: int = 10, seed: int = 0, progress: Any = None,
+                        normalization: list[Any] | None = None) -> list[Episode]:
     """``episodes`` evaluation episodes of the policy restored from ``checkpoint`` (``None``: a
     new one; ``Episode.returns``: each agent's return), Ray's final evaluation: the policy's
     evaluation ``Actor``, its random numbers seeded with ``seed``, over ``min(test_copies,
     episodes)`` env copies reset from ``seed`` (the preset's local copies where it has them),
-    as a local run's evaluation; ``progress``: ``play_episodes``'."""
+    as a local run's evaluation; ``progress``: ``play_episodes``'; ``normalization``: the
+    training statistics its copies' normalizers load, frozen (``read_normalization``)."""
     from looprl.experiments.episodes import play_episodes
     policy = spec.make_policy()
     if checkpoint is not None:
@@ -202,9 +206,17 @@ def evaluation_episodes(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None,
     actor.seed(seed)
     copies = max(1, min(spec.test_copies, episodes))
     build, process = spec.collector_env(copies)
-    runner = EnvRunner(build, None, copies, None, policy.default_policy_state, seed=seed,
-                       is_evaluation=True, process=process)
+    runner = EnvRunner(functools.partial(_normalized, build, normalization, spec.env_label), None,
+                       copies, None, policy.default_policy_state, seed=seed, is_evaluation=True,
+                       process=process)
     return play_episodes(runner, actor.rollout, episodes, progress=progress)
+
+
+def _normalized(build: Callable[[], Any], normalization: list[Any] | None, name: str) -> Any:
+    """``build()``, its normalizers loaded with ``normalization`` (``load_normalization``)."""
+    env = build()
+    load_normalization(env, normalization, name)
+    return env
 
 
 #: the key of a published ``get_checkpoint()`` (a policy that exposes no ``module``)

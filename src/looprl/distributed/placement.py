@@ -219,6 +219,17 @@ class WorkerPool:
                 self.meta_state[index] = states[index]
         return dict(self.meta_state)
 
+    def normalization(self) -> list[Any] | None:
+        """Actor 0's ``normalization()`` (``None``, with a warning: no answer in time)."""
+        import ray
+        try:
+            return ray.get(self.workers["actor0"].normalization.remote(),
+                           timeout=answer_timeout(self.runtime))
+        except ray.exceptions.RayError as error:
+            logger.warning("actor 0 did not hand over its normalizers' statistics: the final "
+                           "evaluation normalizes anew (%s)", error_line(error))
+            return None
+
     def ask_trainer(self, method: str) -> Any:
         """Trainer 0's answer to ``method`` within ``answer_timeout(runtime)`` (else
         ``ray.exceptions.RayError``)."""

@@ -1,5 +1,6 @@
 """Watch the policy a distributed run trained (``looprl watch RUN_DIR`` of a Ray run), rebuilt
-from the run directory's ``policy.pt`` and ``algorithm.pt`` (its ``AlgorithmSpec``)."""
+from the run directory's ``policy.pt`` and ``algorithm.pt`` (its ``AlgorithmSpec``), in an env
+normalized as training's (``normalization.pt``, where it had normalizers)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from looprl.collector import EnvRunner
 from looprl.core.files import load_file
 from looprl.distributed.config import AlgorithmSpec
 from looprl.environments.srl import make
+from looprl.environments.wrappers import load_normalization, saved_normalization
 from looprl.experiments.episodes import played_then_closed
 from looprl.experiments.watch import default_fps, has_display, play_and_show, render_env
 
@@ -51,13 +53,15 @@ def watch_run(
     max_steps: int = 10_000,
     seed: int = 0,
 ) -> tuple[list[float], Path | None]:
-    """Play ``episodes`` deterministic episodes of the policy in ``run_dir``, in a window
+    """Play ``episodes`` deterministic episodes of the policy in ``run_dir`` (its env normalized
+    with the training statistics saved there: ``save_normalization``), in a window
     when a display exists and the environment draws one, else into a GIF. ``fps`` defaults
     to the environment's ``render_fps``, ``gif`` to ``run_dir/watch.gif``. Returns the episode
     returns (summed over agents) and the GIF path (``None``: a window)."""
     spec, policy = load_run(run_dir)
     build = partial(make, spec.env, **spec.env_args)
     env, window = render_env(build, window=gif is None and has_display())
+    load_normalization(env, saved_normalization(run_dir), spec.env_label)
     fps = fps or getattr(env, "render_fps", None) or default_fps(env)
     if not window:
         gif = Path(gif) if gif is not None else Path(run_dir) / "watch.gif"

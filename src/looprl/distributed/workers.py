@@ -28,6 +28,7 @@ from looprl.distributed.pipeline import load_parameters, load_shared_state
 from looprl.distributed.sender import SegmentSender
 from looprl.distributed.server import ParameterServer, unpack
 from looprl.environments.base import wrapped_seed
+from looprl.environments.wrappers import read_normalization
 from looprl.meta.hyperparameters import acting_schedules, acting_values
 
 __all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "Worker", "cuda_device", "named",
@@ -228,6 +229,11 @@ class ActorWorker(Worker):
             state = self._meta_state or (self._take_state() if self._finished else None)
             self._meta_state = None
             return state
+
+    def normalization(self) -> list[Any]:
+        """Its env copies' normalizers' statistics (``read_normalization``): the run's final
+        evaluation and ``looprl watch`` normalize with actor 0's, as training did."""
+        return read_normalization(self.runner.envs)
 
     def _take_state(self) -> list[tuple[str, Any]]:
         components = self.runner.hooks.components if self.runner.hooks is not None else []

@@ -1,21 +1,29 @@
 """Gymnasium's wrappers in looprl: ``env_wrappers`` by import path (``Wrappers``), vector
 wrappers refused where each copy is wrapped, and the normalizers' running statistics carried
-from training into evaluation (``sync_normalization``)."""
+from training into evaluation (``sync_normalization``) and saved with a run
+(``save_normalization``)."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 import logging
-from collections.abc import Sequence
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 
+from looprl.core.files import load_file, save_atomically
 from looprl.core.imports import import_object
 from looprl.core.suggest import warn_once
+from looprl.environments.vector import CheckedOutput
 
-__all__ = ["NORMALIZERS", "Wrappers", "refuse_vector_wrapper", "sync_normalization"]
+__all__ = ["NORMALIZATION_FILE", "NORMALIZERS", "Wrappers", "load_normalization",
+           "read_normalization", "refuse_vector_wrapper", "save_normalization",
+           "saved_normalization", "sync_normalization"]
 
 log = logging.getLogger(__name__)
 
@@ -85,10 +93,12 @@ NORMALIZERS = (gym.wrappers.NormalizeObservation, gym.wrappers.NormalizeReward,
 
 
 def _wrappers(env: Any) -> list[Any]:
-    """The wrappers of a Gymnasium (vector) environment, outermost first."""
+    """The wrappers of a Gymnasium (vector) environment, outermost first, but looprl's
+    ``CheckedOutput`` (of a vector environment's copies: not of a single one)."""
     chain = []
     while isinstance(env, (gym.Wrapper, gym.vector.VectorWrapper)):
-        chain.append(env)
+        if not isinstance(env, CheckedOutput):
+            chain.append(env)
         env = env.env
     return chain
 
@@ -96,43 +106,110 @@ def _wrappers(env: Any) -> list[Any]:
 def _gym_envs(env: Any) -> tuple[list[Any], list[Any]]:
     """The Gymnasium vector environments and environments that the looprl environment ``env``
     steps: its ``env`` (a vector one: with its copies), or its ``envs``' (a
-    ``DuplicateEnvironment``'s)."""
+    ``DuplicateEnvironment``'s; those of a list of environments)."""
     inner = getattr(env, "env", None)
     if isinstance(inner, gym.vector.VectorEnv):
         return [inner], list(getattr(inner.unwrapped, "envs", []))
     if isinstance(inner, gym.Env):
         return [], [inner]
-    envs = getattr(env, "envs", None)
+    envs = env if isinstance(env, list) else getattr(env, "envs", None)
     if not isinstance(envs, list):
         return [], []
     return [], [one for each in envs for one in _gym_envs(each)[1]]
 
 
-def sync_normalization(training: Any, evaluation: Any) -> None:
-    """Copy the running statistics of the ``NORMALIZERS`` of ``training``'s first copy into
-    those at the same place in each copy of ``evaluation`` (looprl environments), frozen there
-    (``update_running_mean = False``): evaluation scales observations and rewards as training
-    did (SB3's ``sync_envs_normalization``). Wrapper chains that differ: a warning, no copy."""
-    if training is evaluation:
+@contextlib.contextmanager
+def sync_normalization(training: Any, evaluation: Any) -> Iterator[None]:
+    """While it is entered, ``evaluation`` (a looprl environment) scales observations and
+    rewards as ``training`` did (SB3's ``sync_envs_normalization``): the running statistics of
+    the ``NORMALIZERS`` of ``training``'s first copy are copied into those at the same place in
+    each copy of ``evaluation``, frozen there (``update_running_mean = False``; chains that
+    differ: a warning, no copy); ``training`` itself: its normalizers frozen for the while."""
+    if training is not evaluation:
+        load_normalization(evaluation, read_normalization(training), training.name)
+        yield
         return
-    for source, targets in zip(_gym_envs(training), _gym_envs(evaluation)):
-        chain = _wrappers(source[0]) if source else []
+    frozen = [wrapper for group in _gym_envs(training) for env in group
+              for wrapper in _wrappers(env) if isinstance(wrapper, NORMALIZERS)]
+    updating = [wrapper.update_running_mean for wrapper in frozen]
+    for wrapper in frozen:
+        wrapper.update_running_mean = False
+    try:
+        yield
+    finally:
+        for wrapper, update in zip(frozen, updating, strict=True):
+            wrapper.update_running_mean = update
+
+
+def read_normalization(env: Any) -> list[dict[str, Any] | None]:
+    """The running statistics of the ``NORMALIZERS`` of the first copy of ``env`` (a looprl
+    environment, or a list of them: an ``EnvRunner``'s), as plain, picklable data: of its
+    Gymnasium vector environment and of its first Gymnasium environment (``None``: none), the
+    wrapper chain's class paths and each normalizer's ``mean``, ``var`` and ``count``, in chain
+    order; what ``load_normalization`` takes."""
+    return [_statistics(group[0]) if group else None for group in _gym_envs(env)]
+
+
+def load_normalization(env: Any, statistics: Sequence[dict[str, Any] | None] | None,
+                       name: str) -> None:
+    """Load ``read_normalization`` (of the training environment ``name``) into the
+    ``NORMALIZERS`` at the same place in each copy of ``env``, frozen there (``None``: none
+    saved: nothing); chains that differ from the statistics' own: a warning, no load."""
+    for source, targets in zip(statistics or (), _gym_envs(env)):
+        paths, saved = (source["wrappers"], source["normalizers"]) if source else ([], [])
         for target in targets:
             tested = _wrappers(target)
-            if not any(isinstance(wrapper, NORMALIZERS) for wrapper in chain + tested):
+            normalizers = [wrapper for wrapper in tested if isinstance(wrapper, NORMALIZERS)]
+            if not saved and not normalizers:
                 continue
-            if [type(wrapper) for wrapper in chain] != [type(wrapper) for wrapper in tested]:
+            if paths != [_path(wrapper) for wrapper in tested]:
                 warn_once(log, "%s: the evaluation environment's wrappers (%s) are not the "
                           "training one's (%s), so its normalization statistics are its own, "
-                          "not training's: evaluate in copies wrapped alike", training.name,
-                          _names(tested), _names(chain))
+                          "not training's: evaluate in copies wrapped alike", name,
+                          _names(tested), ", ".join(path.rpartition(".")[2] for path in paths)
+                          or "none")
                 break
-            for trained, frozen in zip(chain, tested):
-                if isinstance(frozen, NORMALIZERS):
-                    for key in ("obs_rms", "return_rms"):
-                        if hasattr(trained, key):
-                            setattr(frozen, key, copy.deepcopy(getattr(trained, key)))
-                    frozen.update_running_mean = False
+            for frozen, trained in zip(normalizers, saved):
+                for key, values in trained.items():
+                    statistics_of = copy.copy(getattr(frozen, key))
+                    for field, value in values.items():
+                        setattr(statistics_of, field, copy.deepcopy(value))
+                    setattr(frozen, key, statistics_of)
+                frozen.update_running_mean = False
+
+
+#: the file beside a run's ``preset.pt`` (or ``policy.pt``) that holds the training statistics
+#: of its normalizers (``save_normalization``; none without them)
+NORMALIZATION_FILE = "normalization.pt"
+
+
+def save_normalization(statistics: list[dict[str, Any] | None] | None,
+                       run_dir: str | os.PathLike) -> None:
+    """Write ``read_normalization`` to ``run_dir``'s ``NORMALIZATION_FILE`` if they hold
+    a normalizer's (else nothing)."""
+    if any(source and source["normalizers"] for source in statistics or ()):
+        save_atomically(statistics, Path(run_dir) / NORMALIZATION_FILE)
+
+
+def saved_normalization(run_dir: str | os.PathLike) -> list[dict[str, Any] | None] | None:
+    """The statistics ``save_normalization`` wrote to ``run_dir`` (``None``: none)."""
+    path = Path(run_dir) / NORMALIZATION_FILE
+    return load_file(path, "normalization statistics", "delete it, or train the run again"
+                     ) if path.is_file() else None
+
+
+def _statistics(first: Any) -> dict[str, Any]:
+    """``read_normalization`` of one Gymnasium (vector) environment."""
+    chain = _wrappers(first)
+    return {"wrappers": [_path(wrapper) for wrapper in chain],
+            "normalizers": [{key: {field: copy.deepcopy(getattr(getattr(wrapper, key), field))
+                                   for field in ("mean", "var", "count")}
+                             for key in ("obs_rms", "return_rms") if hasattr(wrapper, key)}
+                            for wrapper in chain if isinstance(wrapper, NORMALIZERS)]}
+
+
+def _path(wrapper: Any) -> str:
+    return f"{type(wrapper).__module__}.{type(wrapper).__qualname__}"
 
 
 def _names(chain: list[Any]) -> str:

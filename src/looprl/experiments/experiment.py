@@ -22,7 +22,7 @@ from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.base import wrapped_seed
 from looprl.environments.bodies import body_states
 from looprl.environments.duplicate import DuplicateEnvironment
-from looprl.environments.wrappers import sync_normalization
+from looprl.environments.wrappers import read_normalization, save_normalization, sync_normalization
 from looprl.experiments.checkpoint import check_checkpointing, save_checkpoint
 from looprl.experiments.diagnose import diverged, explain_divergence
 from looprl.experiments.episodes import (
@@ -357,13 +357,13 @@ class Experiment:
         env = check_spaces(self.preset, env).duplicate(copies) if given else self._test_env(copies)
         if env is self.vector_env and self.runner is not None:
             self.runner.truncate()  # training resumes with new episodes
-        sync_normalization(self.vector_env, env)  # (the statistics training normalized with)
         seeded = self.seed is not None and (given or self.seeded_test)
         seed = evaluation_seed(self.seed) if seeded else None
         if seed is not None and callable(getattr(agent, "seed", None)):
             agent.seed(seed)  # (its random numbers: those of a Ray run's evaluation)
-        runner = EnvRunner(env, segment_length=None, seed=seed, is_evaluation=True)
-        with evaluation_progress(self.description, episodes, self.quiet) as progress:
+        with sync_normalization(self.vector_env, env), evaluation_progress(  # (training's)
+                self.description, episodes, self.quiet) as progress:
+            runner = EnvRunner(env, segment_length=None, seed=seed, is_evaluation=True)
             played = played_then_closed(
                 None if env is self.vector_env else env, lambda: play_episodes(
                     runner, lambda _: RolloutResult(action=self._acts(agent, runner.states())),
@@ -383,11 +383,11 @@ class Experiment:
 
     def save(self) -> str | None:
         """Save the preset as trained so far to ``{log_dir}/preset.pt`` (ALL's; ``looprl watch
-        RUN_DIR`` plays it); its path, ``None`` without a log directory (``DummyLogger``)."""
-        if (log_dir := getattr(self.logger, "log_dir", None)) is None:
-            return None
-        self.preset.save(path := os.path.join(str(log_dir), "preset.pt"))
-        return path
+        RUN_DIR`` plays it) and its normalizers' statistics; its path (``None``: no log dir)."""
+        if (log_dir := getattr(self.logger, "log_dir", None)) is not None:
+            self.preset.save(path := os.path.join(str(log_dir), "preset.pt"))
+            save_normalization(read_normalization(self.vector_env), str(log_dir))
+            return path
 
     def flush_loggers(self) -> None:
         """Write what the experiment's loggers buffer (rows every 100 episodes, scalars)."""

@@ -32,6 +32,7 @@ from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.environments.faults import EnvironmentFailure, failure
 from looprl.environments.gym import refuse_gymnasium
 from looprl.environments.multiagent import MultiagentPettingZooEnv
+from looprl.environments.wrappers import load_normalization, saved_normalization
 from looprl.experiments.episodes import (
     check_episodes,
     check_spaces,
@@ -259,9 +260,11 @@ def rgb_frame(render: Callable[[], Any]) -> np.ndarray:
 def load_and_watch(filename: str | Path, env: Any, fps: float | None = 60,
                    n_episodes: int = sys.maxsize, **options: Any,
                    ) -> tuple[list[float] | list[dict[str, float]], Path | None]:
-    """``watch`` the test agent of the preset saved at ``filename`` (default: forever)."""
+    """``watch`` the test agent of the preset saved at ``filename`` (default: forever), in
+    ``env`` normalized with the training statistics saved beside it (``save_normalization``)."""
     preset = load_preset(str(filename), device=getattr(env, "device", None))
     _check_spaces(preset, env)
+    load_normalization(env, saved_normalization(Path(filename).parent), env.name)
     return watch(preset.test_agent(), env, fps=fps, n_episodes=n_episodes, **options)
 
 

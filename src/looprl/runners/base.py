@@ -26,6 +26,7 @@ from looprl.core import Hyperparameter
 from looprl.core.logger import Logger
 from looprl.core.suggest import check_seed, is_number
 from looprl.environments import Environment, MultiagentEnvironment
+from looprl.environments.wrappers import read_normalization, save_normalization
 from looprl.experiments.checkpoint import check_checkpointing, load_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.experiments.logger import MemoryLogger, RecordingLogger, mean_return
@@ -284,6 +285,13 @@ class Runner:
         self.experiment.seeded_test = True  # (as a Ray run's evaluation is)
         return {**final_evaluation(self.experiment, episodes, self.env, self.test_env),
                 "step": self.experiment.frame}
+
+    def save_preset(self, directory: str) -> None:
+        """Save the preset to ``{directory}/preset.pt`` (``looprl watch DIRECTORY`` plays it)
+        and, of the current experiment's, its normalizers' statistics beside it."""
+        self.preset.save(os.path.join(directory, "preset.pt"))
+        if self.experiment is not None and self.experiment.preset is self.preset:
+            save_normalization(read_normalization(self.experiment.vector_env), directory)
 
     def close_experiment(self, experiment: Any) -> None:
         """Close an experiment's logger and the environments it made (not ``self.env``)."""
