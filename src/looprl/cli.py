@@ -112,19 +112,16 @@ def cmd_train(args: argparse.Namespace) -> int:
                                    seed=args.seed, render=args.render, save_freq=args.save_freq)
     except TrainingInterrupted as stop:  # Ctrl-C: keep what was trained
         print(f"interrupted at frame {stop.frame:,}; the preset as trained so far is saved")
-        _saved(preset, Path(stop.log_dir), args.logdir, plot=False)
+        _saved(Path(stop.log_dir), args.logdir, plot=False)
         return 130
     print(result.summary())
-    _saved(preset, Path(result.log_dir), args.logdir, plot=result.episodes > 0)
+    _saved(Path(result.log_dir), args.logdir, plot=result.episodes > 0)
     return 0
 
 
-def _saved(preset: Any, run_dir: Path, logdir: str, plot: bool) -> None:
-    """Say where the logs, plot and preset are; save ``preset`` in ``run_dir`` unless
-    ``run_experiment`` has (it does after training, not after Ctrl-C)."""
+def _saved(run_dir: Path, logdir: str, plot: bool) -> None:
+    """Say where the logs, plot and preset (``run_experiment`` saved it) are."""
     from looprl.experiments import plot_returns_100
-    if not (run_dir / "preset.pt").exists():
-        preset.save(str(run_dir / "preset.pt"))
     print(f"logs:   {run_dir}  (tensorboard --logdir {shlex.quote(logdir)})")
     if plot:
         print(f"plot:   {plot_returns_100(str(run_dir), filename=str(run_dir / 'returns100.png'))}")
@@ -215,7 +212,8 @@ def watch_saved(args: argparse.Namespace) -> Path | None:
                 raise
             raise ValueError(f"{error} If your code registers {env_id}, give the module that "
                              f"does: --env MODULE:{env_id}") from None
-        load_normalization(env, saved_normalization(preset_file.parent), env_id)
+        load_normalization(env, saved_normalization(preset_file.parent, "best_" * args.best),
+                           env_id)
         gif = None if window else args.gif or str(preset_file.parent / "watch.gif")
         episodes = args.episodes or (sys.maxsize if window else 1)  # (None: ALL's, forever)
         returns, path = watch.watch(preset.test_agent(), env, episodes, args.fps, gif,

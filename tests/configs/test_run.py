@@ -700,7 +700,8 @@ def test_a_looprl_run_with_a_normalizer_is_watched_with_its_training_statistics(
     from looprl.experiments import watch
 
     assert cli(["run", "env_wrappers=[gymnasium.wrappers.NormalizeObservation]", "frames=300",
-                "test_episodes=1", *QUIET, f"hydra.run.dir={tmp_path}"]) == 0
+                "test_episodes=1", "runner.eval_every=100", *QUIET,
+                f"hydra.run.dir={tmp_path}"]) == 0
     saved = torch.load(tmp_path / "normalization.pt", weights_only=False)
     trained = saved[1]["normalizers"][0]["obs_rms"]
     watched = []
@@ -711,3 +712,9 @@ def test_a_looprl_run_with_a_normalizer_is_watched_with_its_training_statistics(
     loaded = read_normalization(watched[0])[1]["normalizers"][0]["obs_rms"]
     assert trained["count"] > 10 and loaded["count"] == trained["count"]
     assert np.array_equal(loaded["mean"], trained["mean"])
+    # --best plays best_preset.pt with the statistics it was evaluated with (were: the last)
+    best = torch.load(tmp_path / "best_normalization.pt", weights_only=False)
+    assert cli(["watch", str(tmp_path), "--best", "--episodes", "1", "--gif",
+                str(tmp_path / "w.gif")]) == 0
+    loaded = read_normalization(watched[1])[1]["normalizers"][0]["obs_rms"]
+    assert loaded["count"] == best[1]["normalizers"][0]["obs_rms"]["count"] < trained["count"]

@@ -533,6 +533,8 @@ def test_run_experiment_interrupted_keeps_the_runs_it_completed(tmp_path: Path) 
         "Training interrupted at frame 5; no logs (logdir=None)")
     assert first.frames >= 200 and len(first.test_returns) == 2
     assert stop.value.log_dir != first.log_dir
+    assert (Path(stop.value.log_dir) / "preset.pt").is_file()  # (as trained so far: was only
+    # looprl train's to save, and without the normalizers' statistics beside it)
 
 
 def test_an_interrupted_test_closes_its_environment_copies(tmp_path: Path,

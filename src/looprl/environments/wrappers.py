@@ -179,21 +179,23 @@ def load_normalization(env: Any, statistics: Sequence[dict[str, Any] | None] | N
 
 
 #: the file beside a run's ``preset.pt`` (or ``policy.pt``) that holds the training statistics
-#: of its normalizers (``save_normalization``; none without them)
+#: of its normalizers (``save_normalization``; none without them; ``best_preset.pt``'s: with
+#: the prefix ``best_``)
 NORMALIZATION_FILE = "normalization.pt"
 
 
 def save_normalization(statistics: list[dict[str, Any] | None] | None,
-                       run_dir: str | os.PathLike) -> None:
-    """Write ``read_normalization`` to ``run_dir``'s ``NORMALIZATION_FILE`` if they hold
-    a normalizer's (else nothing)."""
+                       run_dir: str | os.PathLike, prefix: str = "") -> None:
+    """Write ``read_normalization`` to ``run_dir``'s ``NORMALIZATION_FILE`` (after ``prefix``)
+    if they hold a normalizer's (else nothing)."""
     if any(source and source["normalizers"] for source in statistics or ()):
-        save_atomically(statistics, Path(run_dir) / NORMALIZATION_FILE)
+        save_atomically(statistics, Path(run_dir) / (prefix + NORMALIZATION_FILE))
 
 
-def saved_normalization(run_dir: str | os.PathLike) -> list[dict[str, Any] | None] | None:
+def saved_normalization(run_dir: str | os.PathLike, prefix: str = ""
+                        ) -> list[dict[str, Any] | None] | None:
     """The statistics ``save_normalization`` wrote to ``run_dir`` (``None``: none)."""
-    path = Path(run_dir) / NORMALIZATION_FILE
+    path = Path(run_dir) / (prefix + NORMALIZATION_FILE)
     return load_file(path, "normalization statistics", "delete it, or train the run again"
                      ) if path.is_file() else None
 

@@ -64,8 +64,9 @@ class ExperimentResult:
 
 class TrainingInterrupted(KeyboardInterrupt):
     """Ctrl-C during ``run_experiment``: the run's logs (in ``log_dir``) were flushed and
-    closed; ``frame``: frames trained until then; ``results``: the ``ExperimentResult`` of
-    each run that completed before it; ``no_logs``: what its line says without a ``log_dir``."""
+    closed, the preset as trained so far saved there; ``frame``: frames trained until then;
+    ``results``: the ``ExperimentResult`` of each run that completed before it; ``no_logs``:
+    what its line says without a ``log_dir``."""
 
     def __init__(self, log_dir: str | None, frame: int, results: Sequence[Any] = (),
                  no_logs: str = "no logs (logdir=None)"):
@@ -228,11 +229,15 @@ def _save(experiment: Experiment) -> None:
 
 def _run(experiment: Experiment, frames: float, test_episodes: int) -> ExperimentResult:
     """Train and test ``experiment``; its logs are closed even if training fails."""
+    saved = False
     try:
         experiment.train(frames=frames)
         _save(experiment)
+        saved = True
         returns = experiment.test(episodes=test_episodes) if test_episodes > 0 else []
     except KeyboardInterrupt:
+        if not saved:  # (the preset as trained so far, and its normalizers' statistics)
+            _save(experiment)
         raise TrainingInterrupted(str(experiment.logger.log_dir), experiment.frame) from None
     finally:
         experiment.close_loggers()
