@@ -431,4 +431,11 @@ def test_parts_refuse_no_size_and_a_name_that_is_no_text(tmp_path):
     with pytest.raises(TypeError, match="DistributedRun's logdir is a directory path"):
         DistributedRun(spec, logdir=5)
     assert DistributedRun(spec, logdir=tmp_path).logdir == tmp_path
+    from looprl.environments import GymEnvironment
+    from looprl.experiments import ParallelEnvExperiment
+    from looprl.presets.classic_control import a2c
+    env = GymEnvironment("CartPole-v1")
+    with pytest.raises(TypeError, match="^the experiment's logdir is a directory path .* got "
+                                        "NoneType None$"):  # (was os.path's TypeError)
+        ParallelEnvExperiment(a2c.env(env).device("cpu").build(), env, logdir=None)
     assert len(apex_epsilons(1)) == SumTree(1).size == 1

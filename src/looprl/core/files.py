@@ -85,6 +85,15 @@ def _unreadable(path: Path, what: str, remedy: str, error: Exception) -> ValueEr
                       f"written by looprl ({type(error).__name__}: {reason}); {remedy}")
 
 
+def check_path(path: Any, what: str) -> Any:
+    """``path`` if it is a path (a ``str`` or an ``os.PathLike``), else a one-line
+    ``TypeError`` that names ``what`` it is (``run_experiment's logdir``)."""
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"{what} is a directory path (a str or a Path), got "
+                        f"{type(path).__name__} {path!r:.40}")
+    return path
+
+
 def check_writable(path: str | Path, option: str) -> None:
     """A one-line ``ValueError`` (naming ``option``) unless ``path`` can be written in."""
     path = Path(path)

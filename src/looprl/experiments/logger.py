@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from torch.utils.tensorboard import SummaryWriter
 
+from looprl.core.files import check_path
 from looprl.core.imports import import_extra
 from looprl.core.logger import DummyLogger, Logger
 from looprl.core.suggest import check_count
@@ -117,8 +118,9 @@ def _stats(values: np.ndarray) -> tuple[float, float, float, float]:
     return float(values.mean()), float(values.std()), float(values.max()), float(values.min())
 
 
-def _check_names(**names: Any) -> None:
-    """A one-line ``TypeError`` for a name that is not text (ALL's experiment first)."""
+def _check_arguments(logdir: Any, **names: Any) -> None:
+    """A one-line ``TypeError`` for a ``logdir`` that is no path, a name that is no text."""
+    check_path(logdir, "the experiment's logdir")
     for key, name in names.items():
         if not isinstance(name, str):
             raise TypeError(f"ExperimentLogger(agent_name, env_name, logdir='runs', ...) takes "
@@ -179,7 +181,7 @@ class ExperimentLogger(Logger):
                  verbose: bool = True, loss_every: int = 1, wandb: dict[str, Any] | None = None,
                  run_name: str | None = None, run_info: dict[str, Any] | None = None) -> None:
         check_count(loss_every=loss_every)
-        _check_names(agent_name=agent_name, env_name=env_name)
+        _check_arguments(logdir, agent_name=agent_name, env_name=env_name)
         self.agent_name, self.env_name, self.verbose = agent_name, env_name, verbose
         self.loss_every, self.frame, self.episode = int(loss_every), 0, 0
         self._logdir, self._wandb_options = os.path.abspath(os.path.expanduser(logdir)), wandb

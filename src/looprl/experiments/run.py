@@ -6,7 +6,6 @@ import copy
 import logging
 import math
 import numbers
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from looprl.core import ParallelPreset, Preset
+from looprl.core.files import check_path
 from looprl.core.suggest import check_seed, is_number, is_whole
 from looprl.environments import SRLEnvironment
 from looprl.environments.gym import refuse_gymnasium
@@ -188,9 +188,7 @@ def fresh_components(agent: Any, meta: Sequence[Any]) -> tuple[tuple[Any, ...], 
 
 def _check_arguments(logdir: Any, test_episodes: Any, seed: Any, **flags: Any) -> None:
     """One line for a ``run_experiment`` argument of the wrong type or range."""
-    if not isinstance(logdir, str | os.PathLike):
-        raise TypeError(f"run_experiment's logdir is a directory path (a str or a Path), got "
-                        f"{type(logdir).__name__} {logdir!r:.40}")
+    check_path(logdir, "run_experiment's logdir")
     if not is_whole(test_episodes) or test_episodes < 0:
         error = ValueError if is_whole(test_episodes) else TypeError
         raise error(f"run_experiment's test_episodes is a whole number >= 0 (0 skips the "
