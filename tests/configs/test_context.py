@@ -77,8 +77,12 @@ def test_a_run_reports_train_set_and_test_set_returns(tmp_path: Path) -> None:
                      "env=CartPole-v1 has none: set context.train=N"),
     (["meta=[space]", "algorithm=dqn"], "meta space picks the instances"),
     # (were: a plain CartPole trained without a word, and int()'s or NumPy's own messages)
-    (["context.ranges.length=[0.2,0.8]"], "context.ranges draws the instances of "
+    (["context.ranges.length=[0.2,0.8]"], "context.ranges is for the instances of "
                                           "context.train / context.test, and neither is set"),
+    # (were taken, and trained a plain CartPole without a word)
+    *[([f"context.{key}"], f"context.{key.partition('=')[0]} is for the instances of "
+                          "context.train / context.test, and neither is set: add context.train=N")
+      for key in ("seed=3", "hide_context=false", "instance_mode=round_robin")],
     (["context.train=4", "context.seed=abc"], "context: a seed is a whole number from 0 to "
                                               "2**32 - 1, got 'abc'"),
     (["context.train=4", "context.seed=-1"], "context: a seed is a whole number from 0 to "

@@ -58,6 +58,17 @@ def test_text_for_a_number_names_the_argument(name, argument):
     make_component("space", seed=None)  # (None where a number is the default: the class says)
 
 
+@pytest.mark.parametrize("name, argument", [("rnd", "normalize"), ("noveld", "episodic"),
+                                            ("hp_schedule", "integer")])
+def test_text_for_a_switch_names_the_argument(name, argument):
+    """A config's ``meta.rnd.normalize=maybe`` (was taken: text is true in Python)."""
+    kwargs = dict(key="hp/lr", kind="linear", start=1e-3, end=0.0, duration=10) if (
+        name == "hp_schedule") else {}
+    with pytest.raises(ValueError, match=f"argument {argument} must be True or False, got "
+                                         "'maybe'$"):
+        make_component(name, **kwargs, **{argument: "maybe"})
+
+
 def test_a_missing_required_argument_is_named() -> None:
     """``make_component('network_reset')`` names ``every`` (was Python's "missing 1 required
     positional argument")."""

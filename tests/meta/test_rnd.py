@@ -352,6 +352,12 @@ def test_a_batch_of_another_observation_shape_is_one_line():
     with pytest.raises(ValueError, match=r"networks take observations of shape \(4,\), but "
                                          r"the batch holds \(3,\)"):
         rnd.update_predictor({"batch": replay_batch(torch.zeros(8, 3))})
+    # a step's observations of another shape than obs_shape (looprl run meta.rnd.obs_shape=[3]
+    # on CartPole) were torch's "mat1 and mat2 shapes cannot be multiplied", a traceback
+    with pytest.raises(ValueError, match=r"networks take observations of shape \(4,\) "
+                                         r"\(obs_shape\), but the environment's have shape "
+                                         r"\(3,\): give obs_shape=\[3\], or none"):
+        rnd.get_reward({"transition": {"next_state": torch.zeros(2, 3), "reward": torch.zeros(2)}})
 
 
 def test_a_seeded_run_builds_the_same_networks_in_every_process() -> None:

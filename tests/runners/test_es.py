@@ -180,6 +180,14 @@ def test_bad_inputs_are_one_line_errors(small_ppo):
               strategy_options={"popsize": "abc"}), TypeError,
          r"^strategy_options of cma: a value of \{'popsize': 'abc'\} is of a type or has a "
          r"text cma cannot read"),
+        # a config's text for a switch ('maybe', true in Python) searched, trained or reset
+        *[(dict(search_targets={"lr": (1e-4, 1e-2)}, **{flag: "maybe"}), ValueError,
+           f"^{flag} must be True or False, got 'maybe'$")
+          for flag in ("search_params", "train_agent", "reset_agent")],
+        # (was Python's "'int' object is not iterable")
+        *[(dict(search_targets={"lr": (1e-4, 1e-2)}, strategy=strategy, strategy_options=5),
+           ValueError, f"^strategy_options maps options of the {strategy} strategy to their "
+           "values \\(a dict, or None\\), got 5$") for strategy in ("cma", "openai")],
     ]
     for kwargs, error, message in cases:
         with pytest.raises(error, match=message) as info:

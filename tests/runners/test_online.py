@@ -73,6 +73,10 @@ def test_evaluate_before_any_agent_and_bad_inputs_are_clear_errors(small_ppo):
         Runner(ppo.env(GymEnvironment("CartPole-v1")).build(), "CartPole-v1")
     with pytest.raises(ValueError, match="num_steps must be positive"):
         OnlineRunner(small_ppo, "CartPole-v1", num_steps=0)
+    for flag in ("quiet", "verbose"):  # (text such as 'maybe', true in Python, was taken)
+        with pytest.raises(ValueError, match=f"^{flag} \\(looprl run's logging.{flag}\\) must "
+                           "be True or False, got 'maybe'$"):
+            OnlineRunner(small_ppo, "CartPole-v1", **{flag: "maybe"})
 
 
 def test_meta_components_run_and_hp_keys_reach_the_trainer_under_them(small_ppo):

@@ -144,6 +144,12 @@ def test_bad_sampler_or_pruner_names(small_ppo):
         OptunaRunner(small_ppo, "CartPole-v1", SPACE, pruner="mean")
     with pytest.raises(ValueError, match="Unknown sampler 'cmaes'; valid: random, tpe"):
         OptunaRunner(small_ppo, "CartPole-v1", SPACE, sampler="cmaes")
+    # neither a name nor an Optuna object (looprl run runner.pruner=5) was an AttributeError
+    # ("'int' object has no attribute 'prune'") after the first trial had trained
+    for kind in ("sampler", "pruner"):
+        with pytest.raises(TypeError, match=f"^{kind} is a name \\(.*\\) or an Optuna {kind} "
+                                            "object, got 5$"):
+            OptunaRunner(small_ppo, "CartPole-v1", SPACE, **{kind: 5})
 
 
 def test_runners_import_without_optuna_and_say_how_to_install_it(small_ppo, monkeypatch):

@@ -334,10 +334,13 @@ def _plain(node: Any) -> Any:
 
 
 def _check_run_values(cfg: Any) -> None:
-    """One line for an unknown top-level key, or a budget, seed or episode count that is not a
-    whole number in range (every runtime); whole floats (``frames=1e6``) become integers."""
+    """One line for an unknown top-level key, a budget, seed or episode count that is not a
+    whole number in range (every runtime; whole floats, ``frames=1e6``, become integers), or a
+    ``resume`` that is not true or false."""
     from looprl.configs.sources import check_config_keys
+    from looprl.core.suggest import check_flag
     check_config_keys(cfg)
+    check_flag("resume", cfg.resume)  # (resume=maybe looked for a checkpoint)
     for key in RUN_MINIMUMS:
         cfg[key] = check_run_value(key, cfg[key])
 

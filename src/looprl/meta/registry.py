@@ -9,7 +9,7 @@ from typing import Any
 
 from looprl.core.imports import import_object, is_import_path
 from looprl.core.registry import Registry
-from looprl.core.suggest import did_you_mean, is_number
+from looprl.core.suggest import check_flag, did_you_mean, is_number
 from looprl.meta.component import MetaComponent
 from looprl.meta.plr import PLR
 from looprl.meta.reset import NetworkReset
@@ -93,9 +93,11 @@ def make_component(name: str, **kwargs: Any) -> MetaComponent:
         raise ValueError(f"{name!r} ({cls.__name__}) needs the argument(s) "
                          f"{', '.join(missing)}, e.g. {missing[0]}=... (meta.{name}.{missing[0]}"
                          " in a config)")
-    for key, value in kwargs.items():  # (a config's text where a number belongs)
+    for key, value in kwargs.items():  # (a config's text where a number or a switch belongs)
         default = parameters[key].default
         if is_number(default) and value is not None and not is_number(value):
             raise ValueError(f"{name!r} ({cls.__name__}) argument {key} must be a number "
                              f"(like {default!r}), got {value!r}")
+        if isinstance(default, bool):
+            check_flag(f"{name!r} ({cls.__name__}) argument {key}", value)
     return cls(**kwargs)

@@ -193,6 +193,11 @@ class RND(MetaComponent):
         next_state = transition["next_state"].to(self.device)
         if self.rnd_net is None:
             self.initialize_networks(next_state.shape[1:])
+        if tuple(next_state.shape[1:]) != self.obs_shape:  # (an obs_shape of another env)
+            raise ValueError(f"{type(self).__name__}'s networks take observations of shape "
+                             f"{self.obs_shape} (obs_shape), but the environment's have shape "
+                             f"{tuple(next_state.shape[1:])}: give obs_shape="
+                             f"{list(next_state.shape[1:])}, or none (built at the first step)")
         if self.recent is not None:
             self.recent.add(next_state)
         bonus = self.internal_reward_weight * self.bonus(transition, next_state)

@@ -60,14 +60,20 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None, 
     if not isinstance(env_id, str):
         raise ValueError(f"env is an id or an import path, got {env_id!r}; a contextual "
                          "environment's instance sets are context.train / context.test")
+    if not isinstance(env_kwargs or {}, Mapping):  # (env_kwargs=5: "not iterable")
+        raise ValueError(f"env_kwargs maps the environment's arguments to their values "
+                         f"(env_kwargs.is_slippery=false), got {env_kwargs!r:.40}")
     kwargs = dict(env_kwargs or {})
     if context and (context.get("train") is not None or context.get("test") is not None):
         _only_gymnasium(env_id, "a contextual environment (context.train)", kwargs, env_wrappers)
         train, _ = context_sets(env_id, context)
         return make_contextual(agent, env_id, train, context)
-    if context and context.get("ranges"):
-        raise ValueError(f"context.ranges draws the instances of context.train / context.test, "
-                         f"and neither is set: add context.train=N (N instances of {env_id})")
+    given = [key for key, default in CONTEXT_DEFAULTS.items()
+             if context and context.get(key) not in (None, default)]
+    if given:  # (context.seed=1 alone trained a plain env without a word)
+        raise ValueError(f"context.{given[0]} is for the instances of context.train / "
+                         f"context.test, and neither is set: add context.train=N (N instances "
+                         f"of {env_id})")
     kind, target = _kind_of(env_id, agent.startswith("multiagent."))
     if kind == "srl":
         _only_gymnasium(env_id, "an SRL environment", {}, env_wrappers)
@@ -177,6 +183,8 @@ def env_for(agent: Any, env_id: str) -> Any:
 
 
 CONTEXT_KEYS = ("train", "test", "ranges", "seed", "hide_context", "instance_mode")
+#: the keys of ``context`` that only its instance sets read -> their values when not given
+CONTEXT_DEFAULTS = {"ranges": {}, "seed": 0, "hide_context": True, "instance_mode": "random"}
 
 
 def context_sets(env_id: str, context: Mapping[str, Any]) -> tuple[Any, Any]:

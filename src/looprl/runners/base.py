@@ -16,7 +16,7 @@ import copy
 import math
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,7 +24,7 @@ import torch
 
 from looprl.core import Hyperparameter
 from looprl.core.logger import Logger
-from looprl.core.suggest import check_seed, is_number
+from looprl.core.suggest import check_flag, check_seed, is_number
 from looprl.environments import Environment, MultiagentEnvironment
 from looprl.environments.wrappers import read_normalization, save_normalization
 from looprl.experiments.checkpoint import check_checkpointing, load_checkpoint
@@ -104,7 +104,8 @@ class Runner:
         self.test_env = None if test_env is None else _environment(agent, test_env, "test_env")
         self.seed = check_seed(type(self).__name__, seed, optional=False)
         self.logdir = logdir
-        self.meta, self.quiet = tuple(meta), quiet
+        self.meta = tuple(meta)
+        self.quiet = check_flag("quiet (looprl run's logging.quiet)", quiet)
         # each new agent's components start as given (a trial does not go on from the last's)
         self._fresh_meta = fresh_components(self.builder, self.meta)
         self.eval_episodes = whole(eval_episodes, "eval_episodes (looprl run's test_episodes)")
@@ -119,9 +120,13 @@ class Runner:
                                                     checkpoint_replay)
         self.run_info = {"runner": self.name, "seed": self.seed,
                          "meta": [repr(component) for component in self.meta], **(run_info or {})}
+        if wandb is not None and not isinstance(wandb, Mapping):  # ("not a mapping")
+            raise TypeError(f"wandb is wandb.init's arguments (a dict; looprl run: "
+                            f"logging.wandb={{project: NAME}}) or None, got {wandb!r:.40}")
         if wandb is not None and logdir is None:
             raise ValueError("wandb logging needs a logdir (its runs are stored there)")
-        self.verbose, self.wandb = verbose, wandb
+        self.verbose = check_flag("verbose (looprl run's logging.verbose)", verbose)
+        self.wandb = wandb
         self.experiment: Any = None
         self.preset: Any = None
         self._next_run: tuple[str, dict[str, Any]] | None = None  # label_next_run

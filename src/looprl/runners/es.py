@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from looprl.core.suggest import check_count, check_positive
+from looprl.core.suggest import check_count, check_flag, check_positive
 from looprl.runners.base import Runner
 from looprl.runners.space import SearchSpaceError, parse_search_space, search_mapping
 from looprl.runners.strategies import STRATEGIES, fitness_shaper, make_strategy
@@ -62,7 +62,10 @@ class ESRunner(Runner):
         if not targets and not search_params:
             raise ValueError("Nothing to search: give search_targets, search_params=True, "
                              "or both")
-        self.search_params, self.train_agent = search_params, train_agent
+        self.search_params = check_flag("search_params", search_params)
+        self.train_agent = check_flag("train_agent", train_agent)
+        if reset_agent is not None:
+            check_flag("reset_agent", reset_agent)
         check_count(iterations=iterations, popsize=popsize,
                     num_steps_per_iteration=num_steps_per_iteration)
         check_positive(sigma=sigma)

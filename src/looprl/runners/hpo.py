@@ -62,8 +62,8 @@ class OptunaRunner(Runner):
         self.n_trials, self.num_steps = int(n_trials), int(num_steps)
         self.n_evaluations = int(n_evaluations)
         self.storage, self.study_name = storage, study_name
-        self.sampler = _check_name("sampler", sampler, SAMPLERS)
-        self.pruner = _check_name("pruner", pruner, PRUNERS)
+        self.sampler = _check_name("sampler", sampler, SAMPLERS, self.optuna.samplers.BaseSampler)
+        self.pruner = _check_name("pruner", pruner, PRUNERS, self.optuna.pruners.BasePruner)
         self.trials = LocalTrials() if trials is None else trials
         search_space = search_mapping(search_space, "search_space")
         searchable = dict(self.builder.hyperparameter_defaults)
@@ -238,7 +238,11 @@ class _Reporter:
         return self.pruned
 
 
-def _check_name(kind: str, value: Any, valid: dict[str, str]) -> Any:
+def _check_name(kind: str, value: Any, valid: dict[str, str], base: type) -> Any:
+    """``value``: a name of ``valid`` or an Optuna ``base`` (a sampler, a pruner)."""
+    if not isinstance(value, str | base):  # (runner.pruner=5 was an AttributeError at trial 1)
+        raise TypeError(f"{kind} is a name ({', '.join(valid)}) or an Optuna {kind} object, "
+                        f"got {value!r:.40}")
     if isinstance(value, str) and value not in valid:
         raise ValueError(f"Unknown {kind} {value!r}; valid: {', '.join(valid)} "
                          f"(or an Optuna {kind} object)")

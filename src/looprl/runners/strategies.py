@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -99,6 +99,9 @@ STRATEGIES: tuple[str, ...] = ("cma", "openai")
 def make_strategy(name: str, x0: np.ndarray, sigma: float, popsize: int, seed: int,
                   options: dict[str, Any] | None = None) -> CMAES | OpenAIES:
     """The strategy called ``name``; ``options`` are cma's, or ``{"learning_rate": ...}``."""
+    if not isinstance(options or {}, Mapping):  # (strategy_options=5: "not iterable")
+        raise ValueError(f"strategy_options maps options of the {name} strategy to their values "
+                         f"(a dict, or None), got {options!r:.40}")
     if name == "cma":
         return CMAES(x0, sigma, popsize, seed, options)
     if name == "openai":
