@@ -407,3 +407,14 @@ def test_sample_contexts_rejects_bad_ranges() -> None:
         sample_contexts("CartPole-v1", 0, {}, seed=0)
     with pytest.raises(ValueError, match="supported environments"):
         sample_contexts("Pong-v5", 2, {}, seed=0)
+
+
+def test_instances_with_no_features_drawn_are_said_to_be_alike(caplog) -> None:
+    """``looprl run context.train=5`` (no ``context.ranges``) trained on five copies of the
+    default instance without a word."""
+    import logging
+    with caplog.at_level(logging.WARNING):
+        assert sample_contexts("CartPole-v1", 5, {}, seed=0) == {i: {} for i in range(5)}
+        sample_contexts("CartPole-v1", 1, {}, seed=0)  # (one: the default instance, unsaid)
+    assert caplog.text.count("5 instances of CartPole-v1 with no features drawn are 5 copies "
+                             "of the default one: give ranges") == 1

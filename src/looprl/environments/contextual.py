@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from looprl.core.suggest import check_flag, check_seed, did_you_mean, is_whole
+from looprl.core.suggest import check_flag, check_seed, did_you_mean, is_whole, warn_once
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.duplicate import DuplicateEnvironment, local_copies
 from looprl.environments.gym import GymEnvironment
@@ -31,6 +32,7 @@ from looprl.environments.mujoco import require_mujoco
 from looprl.environments.srl_adapters import GymnasiumEnvironment
 from looprl.environments.vector import GymVectorEnvironment
 
+log = logging.getLogger(__name__)
 Context = dict[str, float]
 INSTANCE_MODES = ("random", "round_robin")
 
@@ -313,6 +315,10 @@ def sample_contexts(env_id: str, n: int, features: Mapping[str, tuple[float, flo
     if not isinstance(features, Mapping):
         raise ValueError(f"features maps context features to (low, high) ranges, e.g. "
                          f"{{'length': (0.25, 1.0)}}, got {features!r}")
+    if n > 1 and not features:  # (context.train=5 alone trained on five alike, unsaid)
+        warn_once(log, "%d instances of %s with no features drawn are %d copies of the default "
+                  "one: give ranges of the features to vary (context.ranges.length=[0.25,1.0]; "
+                  "its features: %s)", n, env_id, n, ", ".join(features_of(env_id)))
     ranges = {name: _check_range(env_id, name, span) for name, span in features.items()}
     order = [name for name in features_of(env_id) if name in ranges]
     rng = np.random.default_rng(check_seed("sample_contexts", seed))
