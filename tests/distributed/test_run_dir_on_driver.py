@@ -71,3 +71,58 @@ def test_the_final_evaluation_and_watch_normalize_with_actor_0s_statistics(
         loaded = read_normalization(env)[1]["normalizers"][0]["obs_rms"]
         assert loaded["count"] == trained["count"]
         assert np.array_equal(loaded["mean"], trained["mean"])
+
+
+@ray.remote
+class _Normalized:
+    """An actor's ``normalization()``: a ``NormalizeObservation`` that counted ``count``."""
+
+    def __init__(self, count: float):
+        self.count = count
+
+    def normalization(self):
+        return [None, {"wrappers": ["NormalizeObservation"], "normalizers": [
+            {"obs_rms": {"mean": np.zeros(1), "var": np.ones(1), "count": self.count}}]}]
+
+
+def test_the_run_saves_the_statistics_of_the_actor_that_counted_the_most_steps(local_ray):
+    """Ray restarted actor 0 (its normalizers started anew): the run saves the statistics of
+    the actor that counted the most steps (were: the restarted actor 0's), and skips an actor
+    that does not answer; none answers: ``None``."""
+    from looprl.distributed.placement import WorkerPool
+    pool = object.__new__(WorkerPool)
+    pool.runtime = RuntimeConfig(actors=3)
+    dead = _Normalized.remote(1e6)
+    ray.kill(dead, no_restart=True)
+    pool.workers = {"actor0": _Normalized.remote(5.0), "actor1": _Normalized.remote(500.0),
+                    "actor2": dead}
+    assert pool.normalization()[1]["normalizers"][0]["obs_rms"]["count"] == 500.0
+    pool.runtime, pool.workers = RuntimeConfig(actors=1), {"actor0": dead}
+    assert pool.normalization() is None
+
+
+def test_evaluation_workers_normalize_with_the_training_statistics_frozen(local_ray, tmp_path):
+    """``runtime.eval_workers``: the evaluation worker's normalizers hold the training actors'
+    statistics, frozen (were: its own, updating as it played)."""
+    env = make_env("classic_control.a2c", "CartPole-v1",
+                   env_wrappers=["gymnasium.wrappers.NormalizeObservation"])
+    preset = a2c.hyperparameters(n_envs=2, n_steps=5, hidden=16).env(env).device("cpu").build()
+    seen = []
+
+    def first_normalizer(worker):
+        normalizer = worker.runner.envs.env.unwrapped.envs[0].env
+        return normalizer.update_running_mean, normalizer.obs_rms.count
+
+    def callback(run):
+        if run.result.eval_returns and not seen:
+            seen.append(ray.get(run._pool.workers["eval0"].__ray_call__.remote(first_normalizer)))
+            seen.append(ray.get(run._pool.workers["actor0"].__ray_call__.remote(first_normalizer)))
+
+    run = DistributedRun(preset, RuntimeConfig(actors=1, envs_per_actor=2, groups=1,
+                                               eval_workers=1),
+                         frames=600, logdir=str(tmp_path), quiet=True)
+    run.run(callback=callback)
+    assert seen, "the evaluation worker finished no episode"
+    (evaluating, evaluated), (training, trained) = seen
+    assert training and not evaluating
+    assert 1 < evaluated <= trained  # (a count of actor 0's, before this poll)

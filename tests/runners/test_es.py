@@ -283,3 +283,31 @@ def test_each_individuals_progress_lines_name_it(small_ppo, targets, capsys):
         assert any(line.startswith(f"ppo on CartPole-v1 [{individual}]: evaluation: 1/1 "
                                    "episodes (100%)") for line in lines)
     assert all(line.startswith("ppo on CartPole-v1 [") for line in lines), lines
+
+
+def test_the_shared_agent_keeps_the_best_individuals_normalizers(small_ppo, tmp_path):
+    """With one agent through the search, the best individual's normalizers' statistics (as
+    it was evaluated) come back with its network: the final evaluation and ``normalization.pt``
+    beside ``preset.pt`` have them (were: the last individual's)."""
+    import gymnasium as gym
+
+    from looprl.environments import GymEnvironment
+    from looprl.environments.wrappers import read_normalization, saved_normalization
+    env = GymEnvironment("CartPole-v1", wrap_env=gym.wrappers.NormalizeObservation)
+    runner = ESRunner(small_ppo, env, iterations=1, popsize=4, num_steps_per_iteration=64,
+                      eval_episodes=1, seed=0, strategy="openai", sigma=0.3,
+                      search_targets={"hp/clip": (0.05, 0.5)}, train_agent=True)
+    counts, evaluate = [], runner.evaluate
+
+    def record(*args, **kwargs):
+        statistics = read_normalization(runner.experiment.vector_env)
+        counts.append(statistics[1]["normalizers"][0]["obs_rms"]["count"])
+        return evaluate(*args, **kwargs)
+
+    runner.evaluate = record
+    results, _ = runner.run()
+    best = counts[int(np.argmax(results["history"][0]["fitness"]))]
+    assert best < counts[3] and counts[-1] == best  # (the final evaluation's: the best's)
+    runner.save_preset(str(tmp_path))
+    assert saved_normalization(tmp_path)[1]["normalizers"][0]["obs_rms"]["count"] == best
+    assert runner.experiment.vector_env.env.unwrapped.envs[0].env.update_running_mean  # (trains)

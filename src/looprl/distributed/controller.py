@@ -186,10 +186,10 @@ class DistributedRun:
 
     def test(self, episodes: int = 100, env: Any = None) -> list[float]:
         """Returns of ``episodes`` evaluation episodes of the final policy (``policy.pt``), in
-        the run's environment reset from ``seed + TEST_SEED_OFFSET`` and normalized with actor
-        0's statistics as a local run's, logged where a local run logs them (each agent's in its
-        own directory); in ``env`` (a looprl environment, as ``Experiment.test`` takes): not
-        logged. Call it after ``run``, and ``close`` after it."""
+        the run's environment reset from ``seed + TEST_SEED_OFFSET`` and normalized with the
+        training statistics (``normalization.pt``) as a local run's, logged where a local run
+        logs them (each agent's in its own directory); in ``env`` (a looprl environment, as
+        ``Experiment.test`` takes): not logged. Call it after ``run``, and ``close`` after it."""
         check_test(episodes, env, "DistributedRun.test")
         policy = Path(self.result.log_dir or "") / "policy.pt"
         if self.result.log_dir is None or not policy.is_file():
@@ -201,7 +201,7 @@ class DistributedRun:
         if made is not None and made != (spec.env, spec.env_args):  # (another env: its copies)
             spec = replace(spec, env=made[0], env_args=made[1], copies=None)
         saved = load_file(policy, "trained policy", "train the run again", map_location="cpu")
-        statistics = saved_normalization(policy.parent)  # (actor 0's, at the end of training)
+        statistics = saved_normalization(policy.parent)  # (training's: ``normalization.pt``)
         with evaluation_progress(f"{self.name} on {self.spec.env_label}", episodes,
                                  self.quiet) as progress:
             played = pipeline.evaluation_episodes(spec, saved, episodes, seed=self.test_seed,

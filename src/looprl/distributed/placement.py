@@ -91,8 +91,10 @@ class WorkerPool:
                    policies[i % len(policies)] if policies else None, seed, False, share,
                    meta_state.get(i)),
                   num_cpus=rt.cpus_per_actor, scheduling_strategy="SPREAD", **restart)
+        actors = [f"{self._prefix}actor{i}" for i in range(rt.actors)]  # (their statistics)
         for i in range(rt.eval_workers):
-            start(f"eval{i}", ActorWorker, (rt.actors + i, rt, server, None, None, seed, True),
+            start(f"eval{i}", ActorWorker, (rt.actors + i, rt, server, None, None, seed, True,
+                                            None, None, actors),
                   num_cpus=rt.cpus_per_actor, **restart)
 
     def _start(self, name: str, cls: Any, args: tuple[Any, ...], **options: Any) -> str:
@@ -220,15 +222,15 @@ class WorkerPool:
         return dict(self.meta_state)
 
     def normalization(self) -> list[Any] | None:
-        """Actor 0's ``normalization()`` (``None``, with a warning: no answer in time)."""
-        import ray
-        try:
-            return ray.get(self.workers["actor0"].normalization.remote(),
-                           timeout=answer_timeout(self.runtime))
-        except ray.exceptions.RayError as error:
-            logger.warning("actor 0 did not hand over its normalizers' statistics: the final "
-                           "evaluation normalizes anew (%s)", error_line(error))
-            return None
+        """The training actors' ``training_normalization`` (``None``: none answered; warned)."""
+        from looprl.distributed.normalization import training_normalization
+        statistics = training_normalization(
+            [self.workers[f"actor{i}"] for i in range(self.runtime.actors)],
+            answer_timeout(self.runtime))
+        if statistics is None:
+            logger.warning("no actor handed over its normalizers' statistics in time: the "
+                           "final evaluation normalizes anew")
+        return statistics
 
     def ask_trainer(self, method: str) -> Any:
         """Trainer 0's answer to ``method`` within ``answer_timeout(runtime)`` (else

@@ -27,7 +27,6 @@ from looprl.distributed.workers import (
     Worker,
     cuda_device,
     named,
-    on_cpu,
     run_spec,
 )
 from looprl.meta.hyperparameters import agent_hyperparameters
@@ -334,3 +333,14 @@ def trained_rows(batch: Any) -> int:
         return int(np.shape(sample.reward)[1]) if indices is not None else transitions(sample)
     except (TypeError, ValueError, AttributeError):
         return 0
+
+
+def on_cpu(value: Any) -> Any:
+    """``value`` (tensors, in dicts, lists and tuples) with every tensor detached on the CPU."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return type(value)((key, on_cpu(item)) for key, item in value.items())
+    if type(value) in (list, tuple):
+        return type(value)(on_cpu(item) for item in value)
+    return value

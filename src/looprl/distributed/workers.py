@@ -11,6 +11,7 @@ import os
 import threading
 import time
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import ray
@@ -24,6 +25,7 @@ from looprl.collector.recovery import EnvRestarts, env_call
 from looprl.collector.runner import check_result
 from looprl.core.namedarray import concat
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
+from looprl.distributed.normalization import normalize_as_training
 from looprl.distributed.pipeline import load_parameters, load_shared_state
 from looprl.distributed.sender import SegmentSender
 from looprl.distributed.server import ParameterServer, unpack
@@ -32,7 +34,7 @@ from looprl.environments.wrappers import read_normalization
 from looprl.meta.hyperparameters import acting_schedules, acting_values
 
 __all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "Worker", "cuda_device", "named",
-           "on_cpu", "run_spec"]
+           "run_spec"]
 
 logger = logging.getLogger(__name__)
 
@@ -151,14 +153,17 @@ class ActorWorker(Worker):
     ``trainer`` (a Ray name; ``None``: none sent), acting with a ``policy_worker`` (``None``:
     its own policy copy), until it has taken ``frames`` env steps (``None``: no limit);
     ``meta_state``: its step hooks' state to start from (``components_state``: a resumed
-    run's)."""
+    run's); ``normalizers``: the training actors (Ray names) whose statistics an evaluation
+    worker's normalizers load, frozen, as it loads new parameters (``normalize_as_training``)."""
 
     def __init__(self, index: int, runtime: RuntimeConfig, server: str, trainer: str | None,
                  policy_worker: str | None, seed: int, evaluation: bool = False,
-                 frames: int | None = None, meta_state: list[tuple[str, Any]] | None = None):
+                 frames: int | None = None, meta_state: list[tuple[str, Any]] | None = None,
+                 normalizers: Sequence[str] = ()):
         super().__init__(runtime.torch_threads)
         spec = run_spec(server)
         self.index, self.budget, self.evaluation = index, frames, evaluation
+        self.normalizers = [named(name) for name in normalizers]
         self.trainer = named(trainer)
         self.policy_worker = named(policy_worker)
         self.sync = runtime.sync
@@ -231,8 +236,9 @@ class ActorWorker(Worker):
             return state
 
     def normalization(self) -> list[Any]:
-        """Its env copies' normalizers' statistics (``read_normalization``): the run's final
-        evaluation and ``looprl watch`` normalize with actor 0's, as training did."""
+        """Its env copies' normalizers' statistics (``read_normalization``): the evaluation
+        workers, the run's final evaluation and ``looprl watch`` normalize with the training
+        actors' (``training_normalization``), as training did."""
         return read_normalization(self.runner.envs)
 
     def _take_state(self) -> list[tuple[str, Any]]:
@@ -245,6 +251,7 @@ class ActorWorker(Worker):
         try:
             if self.local is not None:
                 self.local.maybe_pull(wait=True)
+                self._normalize_as_training()
                 while not self._stop.is_set() and self._within_budget():
                     self._local_step()
             else:
@@ -303,6 +310,13 @@ class ActorWorker(Worker):
                 not self._stop.is_set()):
             time.sleep(self.local.interval)
             self.local.maybe_pull()
+        if ended and self.evaluation:
+            self._normalize_as_training()
+
+    def _normalize_as_training(self) -> None:
+        """An evaluation worker's normalizers: the training actors' statistics, frozen."""
+        if self.normalizers and not self._stop.is_set():
+            normalize_as_training(self.runner, self.normalizers)
 
     def _ask(self, group: int) -> tuple[Any, Any]:
         request = self.runner.request(group)
@@ -420,17 +434,6 @@ class PolicyWorker(Worker):
         for (_, future), size in zip(waiting, sizes, strict=True):
             future.set_result((result[start:start + size], version))
             start += size
-
-
-def on_cpu(value: Any) -> Any:
-    """``value`` (tensors, in dicts, lists and tuples) with every tensor detached on the CPU."""
-    if isinstance(value, torch.Tensor):
-        return value.detach().cpu()
-    if isinstance(value, dict):
-        return type(value)((key, on_cpu(item)) for key, item in value.items())
-    if type(value) in (list, tuple):
-        return type(value)(on_cpu(item) for item in value)
-    return value
 
 
 def _states_of(meta: list[Any], copies: int, saved: list[tuple[str, Any]] | None,

@@ -22,7 +22,7 @@ from looprl.core.suggest import warn_once
 from looprl.environments.vector import CheckedOutput
 
 __all__ = ["NORMALIZATION_FILE", "NORMALIZERS", "Wrappers", "load_normalization",
-           "read_normalization", "refuse_vector_wrapper", "save_normalization",
+           "most_counted", "read_normalization", "refuse_vector_wrapper", "save_normalization",
            "saved_normalization", "sync_normalization"]
 
 log = logging.getLogger(__name__)
@@ -151,10 +151,11 @@ def read_normalization(env: Any) -> list[dict[str, Any] | None]:
 
 
 def load_normalization(env: Any, statistics: Sequence[dict[str, Any] | None] | None,
-                       name: str) -> None:
+                       name: str, freeze: bool = True) -> None:
     """Load ``read_normalization`` (of the training environment ``name``) into the
-    ``NORMALIZERS`` at the same place in each copy of ``env``, frozen there (``None``: none
-    saved: nothing); chains that differ from the statistics' own: a warning, no load."""
+    ``NORMALIZERS`` at the same place in each copy of ``env``, frozen there (``freeze=False``:
+    updating as before; ``None``: none saved: nothing); chains that differ from the
+    statistics' own: a warning, no load."""
     for source, targets in zip(statistics or (), _gym_envs(env)):
         paths, saved = (source["wrappers"], source["normalizers"]) if source else ([], [])
         for target in targets:
@@ -175,7 +176,17 @@ def load_normalization(env: Any, statistics: Sequence[dict[str, Any] | None] | N
                     for field, value in values.items():
                         setattr(statistics_of, field, copy.deepcopy(value))
                     setattr(frozen, key, statistics_of)
-                frozen.update_running_mean = False
+                frozen.update_running_mean = frozen.update_running_mean and not freeze
+
+
+def most_counted(statistics: Sequence[list[dict[str, Any] | None] | None]
+                 ) -> list[dict[str, Any] | None] | None:
+    """Of several environments' ``read_normalization`` (``None``: none), those whose
+    normalizers counted the most steps, the first of those (``None``: none given)."""
+    return max((each for each in statistics if each is not None), default=None,
+               key=lambda each: sum(values["count"] for source in each if source
+                                    for normalizer in source["normalizers"]
+                                    for values in normalizer.values()))
 
 
 #: the file beside a run's ``preset.pt`` (or ``policy.pt``) that holds the training statistics

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from looprl.core.suggest import check_count, check_flag, check_positive
+from looprl.environments.wrappers import load_normalization, read_normalization
 from looprl.runners.base import Runner
 from looprl.runners.space import SearchSpaceError, parse_search_space, search_mapping
 from looprl.runners.strategies import STRATEGIES, fitness_shaper, make_strategy
@@ -140,6 +141,7 @@ class ESRunner(Runner):
         self._best: dict[str, Any] = {"fitness": -math.inf}
         self._best_agent: KeptAgent | None = None
         self._best_network: np.ndarray | None = None
+        self._best_normalization: list[Any] | None = None  # (the shared agent's, as evaluated)
         history = []
         train_steps = self.num_steps_per_iteration if self.train_agent else 0
         try:
@@ -191,9 +193,10 @@ class ESRunner(Runner):
                 previous, self._best_agent = self._best_agent, agent
                 if previous is not None:
                     previous.close(self)
-            else:  # the network as evaluated (trained from the individual's parameters)
+            else:  # the network and normalizers as evaluated (trained from the individual's)
                 with contextlib.suppress(TypeError):  # (a preset without a ``model``: None)
                     self._best_network = self.parameter_vector()
+                self._best_normalization = read_normalization(self.experiment.vector_env)
         return fitness
 
     def _restore_best(self) -> None:
@@ -209,6 +212,8 @@ class ESRunner(Runner):
             self.configure(best["values"], fresh=False)
             if self._best_network is not None:
                 self.apply_parameters(self._best_network)
+            load_normalization(self.experiment.vector_env, self._best_normalization,
+                               self.experiment.name, freeze=False)
 
 
 @dataclass

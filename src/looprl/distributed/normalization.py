@@ -1,0 +1,37 @@
+"""The normalizers' statistics a Ray run evaluates with (its evaluation workers, its final
+evaluation, ``looprl watch``): those of the training actor whose normalizers counted the
+most steps, not a restarted actor's, whose normalizers start anew (with one actor: its
+own). Importing this module imports Ray."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import ray
+
+from looprl.environments.wrappers import load_normalization, most_counted
+
+__all__ = ["normalize_as_training", "training_normalization"]
+
+
+def training_normalization(actors: Sequence[Any], timeout: float) -> list[Any] | None:
+    """Of the ``normalization()`` answers of the training ``actors`` (Ray handles, actor 0's
+    first) within ``timeout`` seconds, the one that counted the most steps (``most_counted``;
+    ``None``: no actor answered)."""
+    refs = [actor.normalization.remote() for actor in actors]
+    deadline, answers = time.monotonic() + timeout, []
+    for ref in refs:
+        try:
+            answers.append(ray.get(ref, timeout=max(0.0, deadline - time.monotonic())))
+        except ray.exceptions.RayError:  # (dead, restarting or silent: the others')
+            continue
+    return most_counted(answers)
+
+
+def normalize_as_training(runner: Any, actors: Sequence[Any], timeout: float = 30.0) -> None:
+    """Load ``training_normalization`` into the normalizers of ``runner``'s env copies (an
+    evaluation worker's ``EnvRunner``), frozen, as a local run's evaluation has training's (no
+    answer: they keep what they had)."""
+    load_normalization(runner.envs, training_normalization(actors, timeout), runner.env_name)
