@@ -3,6 +3,8 @@ agent takes a batch of any width, whatever its preset's ``n_envs``."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 
@@ -81,3 +83,36 @@ def test_act_on_what_is_no_state_is_one_line(given) -> None:
     test_agent = ppo.env(GymEnvironment("CartPole-v1")).device("cpu").build().test_agent()
     with pytest.raises(TypeError, match=r"^act takes a State \(env.state, .*State.array"):
         test_agent.act(given)
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "inference_mode", "set_grad_enabled"])
+def test_act_learns_the_same_whatever_the_callers_grad_mode(mode) -> None:
+    """Acting under ``torch.no_grad()`` / ``torch.inference_mode()``, or after
+    ``torch.set_grad_enabled(False)``, trains as without (was: reinforce's "takes a loss
+    tensor with gradients" error, or "Inference tensors cannot be saved for backward")."""
+    from looprl.presets.classic_control import dqn
+
+    def trained(context) -> list[torch.Tensor]:
+        seed_everything(0)
+        env = GymEnvironment("CartPole-v1")
+        preset = dqn.hyperparameters(hidden=8, replay_start_size=8, update_frequency=4,
+                                     gradient_steps=1, minibatch_size=4)
+        agent = preset.env(env).device("cpu").build().agent()
+        state = env.reset(seed=0)
+        for _ in range(24):
+            with context():
+                action = agent.act(state)
+            state = env.reset(seed=0) if env.step(action).done else env.state
+        assert agent.unwrapped.learner.updates >= 3
+        return [p.detach().clone() for p in agent.unwrapped.policy.q.model.parameters()]
+
+    @contextlib.contextmanager
+    def off():  # (a user's global switch, left off while acting)
+        torch.set_grad_enabled(False)
+        yield
+        torch.set_grad_enabled(True)
+
+    context = {"no_grad": torch.no_grad, "inference_mode": torch.inference_mode,
+               "set_grad_enabled": off}[mode]
+    expected = trained(torch.enable_grad)
+    assert all(torch.equal(a, b) for a, b in zip(trained(context), expected, strict=True))

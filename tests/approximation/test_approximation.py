@@ -274,3 +274,23 @@ def test_zero_grad_clears_accumulated_gradients():
     assert model.weight.grad is not None
     f.zero_grad()
     assert model.weight.grad is None
+
+
+def test_a_step_leaves_the_users_flush_denormal_on() -> None:
+    """A user's ``torch.set_flush_denormal(True)`` stays on after a step (was: every step turned
+    flushing off, for the rest of the process); off, it stays off."""
+    def flushing_denormals() -> bool:
+        return torch.tensor([1e-42]).mul(1.0).item() == 0.0  # (a float32 denormal)
+
+    model = nn.Linear(2, 1)
+    f = Approximation(model, optim.Adam(model.parameters()))
+    if not torch.set_flush_denormal(True):
+        pytest.skip("this CPU cannot flush denormal floats")
+    try:
+        f.reinforce(f(torch.ones(1, 2)).sum())
+        assert flushing_denormals()
+        torch.set_flush_denormal(False)
+        f.reinforce(f(torch.ones(1, 2)).sum())
+        assert not flushing_denormals()
+    finally:
+        torch.set_flush_denormal(False)

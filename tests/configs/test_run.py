@@ -407,6 +407,11 @@ def test_hydra_flags_take_their_value_as_the_next_argument(capsys) -> None:
     with pytest.raises(SystemExit):
         cli(["--help"])
     assert "{train,run,list,plot,watch}" in capsys.readouterr().out  # run is listed
+    # a bare name is the first family's that has it, as looprl train reads it (was refused)
+    assert cli(["run", "--cfg", "job", "algorithm=sac"]) == 0
+    assert "preset: continuous.sac" in capsys.readouterr().out
+    assert cli(["run", "--cfg", "job", "algorithm=ppo"]) == 0
+    assert "preset: classic_control.ppo" in capsys.readouterr().out
 
 
 def test_a_swapped_part_is_saved_once_under_the_algorithm(tmp_path: Path) -> None:

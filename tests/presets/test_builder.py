@@ -333,3 +333,25 @@ def test_features_refuse_observations_that_are_no_box(builder) -> None:
         with pytest.raises(ValueError, match=rf"features take Box observations, but "
                                              rf"{env.name} has {space}\(.*FlattenObservation"):
             builder.hyperparameters(features="mlp").env(env).device("cpu").build()
+
+
+def test_a_default_dtype_other_than_float32_is_one_line(cartpole: GymEnvironment) -> None:
+    """``torch.set_default_dtype(torch.float64)`` before building, or between building and
+    training (was: torch's "mat1 and mat2 must have the same dtype" deep in the first step)."""
+    from looprl.core import DummyLogger
+    from looprl.experiments import SingleEnvExperiment
+
+    refused = r"float32, but torch's default dtype is torch.float64 .*set_default_dtype\(torch"
+    preset = dqn.hyperparameters(hidden=8).env(cartpole).device("cpu").build()
+    experiment = SingleEnvExperiment(preset, cartpole, quiet=True, logger=DummyLogger())
+    agent = preset.agent()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with pytest.raises(ValueError, match=rf"^dqn.build\(\): looprl builds .*{refused}"):
+            dqn.env(cartpole).build()
+        with pytest.raises(ValueError, match=rf"^SingleEnvExperiment.train\(\): .*{refused}"):
+            experiment.train(frames=10)
+        with pytest.raises(ValueError, match=rf"^DQN.act: .*{refused}"):
+            agent.act(cartpole.reset(seed=0))
+    finally:
+        torch.set_default_dtype(torch.float32)

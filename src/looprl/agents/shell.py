@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 from looprl.agents.actor import Actor
 from looprl.agents.learner import Learner, ReplaySchedule
 from looprl.core import (
@@ -17,6 +19,7 @@ from looprl.core import (
     Trainer,
     TrainerStepResult,
 )
+from looprl.core.observations import check_default_dtype
 from looprl.core.state import StateArray
 from looprl.memory.samples import OnPolicyBuffer
 from looprl.memory.segments import SegmentBuffer
@@ -61,6 +64,7 @@ class LearningAgent(AgentBase):
     def act(self, state: Any) -> Any:
         """The policy's action for ``state`` (a ``State``, or each row of a ``StateArray``), written
         as one row; the learner takes each finished segment and steps as due."""
+        check_default_dtype(f"{type(self).__name__}.act")
         self._fit(len(state) if isinstance(state, StateArray) else 1)
         action = self.actor.act(state)
         for segment in self.actor.segments():
@@ -86,7 +90,12 @@ class LearningAgent(AgentBase):
             self.learner.buffer.batch_streams = rows
 
     def train(self, segment: SampleBatch) -> TrainerStepResult | None:
-        """Put ``segment`` (``[T + 1, B]``), take the steps due; the last result (or ``None``)."""
+        """Put ``segment`` (``[T + 1, B]``), take the steps due; the last result (or ``None``).
+        Gradients are on for it whatever the caller's mode (``torch.no_grad()``,
+        ``torch.inference_mode()``, ``torch.set_grad_enabled(False)``), which covers acting only."""
+        if not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
+            with torch.inference_mode(False), torch.enable_grad():  # (5 us: only where needed)
+                return self.train(segment)
         learner = self.learner
         learner.put(segment if learner.replay else segment.to(self.actor.device))
         return learner.train()

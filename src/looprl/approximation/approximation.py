@@ -17,6 +17,14 @@ from looprl.core.suggest import check_count, check_device, is_number
 
 __all__ = ["Approximation", "data_parallel"]
 
+_DENORMAL = 5e-324  # the smallest double, read as 0 where denormals are flushed
+
+
+def flushing_denormals() -> bool:
+    """Whether denormal floats are flushed to zero now (``torch.set_flush_denormal``, which has
+    no getter: the CPU's flag shows in any float operation)."""
+    return _DENORMAL * 1.0 == 0.0
+
 
 class Approximation:
     """A function approximator: forward passes, updates and their bookkeeping.
@@ -34,7 +42,7 @@ class Approximation:
             (reading it there waits for the device).
         flush_denormal: on the CPU, step with denormal floats flushed to zero (Adam's
             moments of dead units decay into denormals, which are slow on CPUs), then turn
-            flushing off (torch cannot tell whether it was on: ``False`` leaves yours alone).
+            flushing off again, unless it was on already (``torch.set_flush_denormal(True)``).
         functional_step: step a plain ``Adam``/``AdamW`` through ``AdamStep``; ``False``:
             through ``optimizer.step()`` (which runs the optimizer's step hooks).
     """
@@ -185,7 +193,8 @@ class Approximation:
                 f"update {self._updates} (the loss was finite); nothing was stepped. Look for an "
                 "operation in the loss whose gradient is infinite (sqrt or log at 0), or try a "
                 "lower learning rate.")
-        if self._flush_denormal:  # (the CPU: no-ops elsewhere)
+        flush = self._flush_denormal and not flushing_denormals()  # (the CPU: no-ops elsewhere)
+        if flush:
             torch.set_flush_denormal(True)
         try:
             if functional:
@@ -193,7 +202,7 @@ class Approximation:
             else:
                 self.optimizer.step()
         finally:
-            if self._flush_denormal:
+            if flush:
                 torch.set_flush_denormal(False)
 
     def zero_grad(self) -> Approximation:

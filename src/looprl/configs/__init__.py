@@ -407,9 +407,15 @@ def find_checkpoint(run_dir: str | None, runner: str, runtime: str = "local") ->
 
 def expand_shorthands(overrides: list[str]) -> list[str]:
     """``exploration=X`` (``buffer=``, ``update=``: the preset's ``PARTS``) ->
-    ``algorithm.exploration=X``."""
+    ``algorithm.exploration=X``; ``algorithm=sac`` (a bare name no option has) -> the first
+    family's, ``algorithm=continuous/sac``, as ``looprl train sac`` reads it."""
     from looprl.presets.parts import PARTS
-    return [f"algorithm.{o}" if o.partition("=")[0] in PARTS else o for o in overrides]
+    bare: dict[str, str] = {}
+    for option in algorithm_options():
+        bare.setdefault(option.rpartition("/")[2], option)
+    return [f"algorithm.{o}" if o.partition("=")[0] in PARTS else
+            f"algorithm={bare[o[10:]]}" if o.startswith("algorithm=") and o[10:] in bare else o
+            for o in overrides]
 
 
 #: Hydra's flags that take a value as the next argument (``--cfg job``, ``-p PACKAGE``)

@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import torch
 
-__all__ = ["as_observation", "not_numeric", "observation_dtype"]
+__all__ = ["as_observation", "check_default_dtype", "not_numeric", "observation_dtype"]
 
 
 def as_observation(obs: Any, source: str = "The environment", batch_dims: int = 0
@@ -43,3 +44,15 @@ def not_numeric(obs: Any, source: str) -> TypeError:
                      "numbers (an array of one shape, as a Box, Discrete or MultiBinary space "
                      "gives): encode it as numbers in a gymnasium.ObservationWrapper (a dict: "
                      "gymnasium.wrappers.FlattenObservation)")
+
+
+def check_default_dtype(what: str) -> None:
+    """A one-line ``ValueError`` where torch's default dtype is not float32: looprl's networks,
+    buffers and observations are float32, and the tensors it makes of the default dtype would
+    meet them in one operation."""
+    dtype = torch.get_default_dtype()
+    if dtype != torch.float32:
+        raise ValueError(f"{what}: looprl builds and trains in float32, but torch's default "
+                         f"dtype is {dtype} (torch.set_default_dtype): call "
+                         "torch.set_default_dtype(torch.float32) before building or training "
+                         "a looprl agent (and set yours back after)")

@@ -16,6 +16,7 @@ from looprl.agents.shell import seed_units
 from looprl.collector import EnvRunner, Episode
 from looprl.collector.runner import report_cuts
 from looprl.core import Preset, RolloutResult, StateArray
+from looprl.core.observations import check_default_dtype
 from looprl.core.preset import check_built
 from looprl.core.suggest import check_count, check_seed, is_number, warn_once
 from looprl.environments import Environment, VectorEnvironment
@@ -109,13 +110,15 @@ def divergence(experiment: Experiment, error: FloatingPointError) -> Exception:
 
 def check_train(experiment: Experiment, frames: float, episodes: float) -> None:
     """A one-line ``ValueError`` for a ``train`` call without a budget, a budget that is no
-    positive number (``math.inf``: none), or one that cannot save the checkpoints asked for."""
+    positive number (``math.inf``: none), one that cannot save the checkpoints asked for, or
+    torch's default dtype set to another than float32."""
     for name, budget in (("frames", frames), ("episodes", episodes)):
         if not is_number(budget) or not budget > 0:
             raise ValueError(f"train()'s {name} is a positive number (math.inf: no limit), "
                              f"got {budget!r}")
     if math.isinf(frames) and math.isinf(episodes):
         raise ValueError("train() needs a budget: frames=... or episodes=...")
+    check_default_dtype(f"{type(experiment).__name__}.train()")
     logger = experiment.logger
     if experiment.checkpoint_every is not None and getattr(logger, "log_dir", None) is None:
         raise ValueError(f"checkpoint_every saves checkpoint.pt in the logger's log_dir; "

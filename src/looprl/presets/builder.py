@@ -14,6 +14,7 @@ import gymnasium as gym
 import torch
 
 from looprl.core import Preset
+from looprl.core.observations import check_default_dtype
 from looprl.core.ranges import check_ranges, range_of
 from looprl.core.suggest import check_device, is_out_of_memory, one_line, warn_once
 from looprl.environments.base import Environment
@@ -212,6 +213,7 @@ class PresetBuilder:
         """Build the preset; requires ``env`` to have been set."""
         if self._env is None:
             raise ValueError(f"Call .env(environment) on the {self.default_name} builder first")
+        check_default_dtype(f"{self.default_name}.build()")
         self._check_constructors()
         try:
             preset = self._construct(self._device if self._device is not None
