@@ -150,6 +150,17 @@ def test_a_rollout_of_the_wrong_batch_size_is_one_line() -> None:
         runner.step(0, WrongSize().rollout(request))
 
 
+def test_the_last_seed_seeds_every_env_copy() -> None:
+    """Copy ``i`` is seeded with ``seed + i``: with the last seed (2**32 - 1) copy 1's seed
+    was past every seed's range, a ValueError naming a seed the user never gave."""
+    from looprl.environments.base import wrapped_seed
+
+    last = 2**32 - 1
+    runner = EnvRunner("CartPole-v1", n_envs=2, segment_length=None, seed=last)
+    alone = EnvRunner("CartPole-v1", n_envs=1, segment_length=None, seed=wrapped_seed(last + 1))
+    assert np.array_equal(runner.request(0).obs["obs"][1], alone.request(0).obs["obs"][0])
+
+
 def test_a_rollout_whose_memory_or_outputs_miss_rows_is_one_line() -> None:
     """A recurrent policy answering with one memory for every row (its default_policy_state),
     no memory, or no RolloutResult: one line (was: the memory broadcast to every row, or NaN

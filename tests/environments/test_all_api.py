@@ -181,6 +181,16 @@ def test_seed_of_a_duplicate_environment_seeds_its_next_reset() -> None:
     assert not torch.equal(env.reset().observation, first)  # (one reset only)
 
 
+def test_a_duplicate_environment_takes_the_last_seed() -> None:
+    """``reset(seed=2**32 - 1)`` seeded copy 1 with 2**32, past every seed's range (a
+    ValueError naming a seed the user never gave)."""
+    env = DuplicateEnvironment([GymEnvironment("CartPole-v1") for _ in range(2)])
+    observation = env.reset(seed=2**32 - 1).observation
+    for i, seed in enumerate((2**32 - 1, 0)):  # (copy 1's: modulo 2**32)
+        alone = GymEnvironment("CartPole-v1").reset(seed=seed).observation
+        assert torch.equal(observation[i], alone)
+
+
 def test_seed_of_a_multiagent_environment_seeds_its_next_reset() -> None:
     from pettingzoo.classic import rps_v2
 

@@ -184,6 +184,16 @@ def test_a_ring_too_small_for_its_stacks_says_the_size_it_needs() -> None:
         buffer.store(State(_frames(0)), 0, State(_frames(1)))
 
 
+def test_n_step_windows_longer_than_int16_are_one_line_at_the_first_store() -> None:
+    """Was: an OverflowError ("Python integer 32768 out of bounds for int16") once 32768
+    steps were stored and the first window was complete."""
+    buffer = AtariReplayBuffer(40_000, n_step=2**15)
+    with pytest.raises(ValueError, match=r"^AtariReplayBuffer keeps windows of at most 32767 "
+                                         r"steps \(int16\), got n_step=32768: lower it$"):
+        buffer.store(State(_frames(0)), 0, State(_frames(1)))
+    AtariReplayBuffer(40_000, n_step=2**15 - 1).store(State(_frames(0)), 0, State(_frames(1)))
+
+
 # -- n-step returns and prioritized replay ------------------------------------------------
 
 

@@ -112,6 +112,21 @@ def test_negative_alpha_beta_or_epsilon_is_one_line(args: tuple[float, float, fl
         PrioritizedReplayBuffer(8, *args)
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_priorities_that_sum_to_zero_or_past_float64_are_one_line() -> None:
+    """(was: TD errors of 0 with epsilon=0, or priorities whose sum overflowed, gave every
+    importance weight as NaN, silently: a later NaN loss was taken for divergence)"""
+    buffer = _buffer()
+    _fill(buffer, 2)
+    buffer.gather(torch.tensor([0, 1]))
+    buffer.update_priorities(torch.zeros(2))
+    with pytest.raises(ValueError, match="every priority is 0 .*give epsilon > 0"):
+        buffer.sample(4)
+    buffer.update_priorities(np.full(2, 1e308), [0, 1])
+    with pytest.raises(FloatingPointError, match="sum past float64's range: training diverged"):
+        buffer.sample(4)
+
+
 def test_update_priorities_needs_a_sample() -> None:
     with pytest.raises(RuntimeError, match="sample"):
         _buffer().update_priorities(torch.ones(2))

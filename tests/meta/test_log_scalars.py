@@ -170,6 +170,18 @@ def test_rnd_intrinsic_reward_in_the_transition_is_logged(tmp_path: Path) -> Non
         [v for _, v in own], rel=1e-5)  # the same mean, two ways
 
 
+def test_a_transition_keys_mean_over_more_than_2_24_rows_counts_every_row() -> None:
+    """A long logging interval (episodes that do not end): the running sum was a float32
+    tensor, which stops growing by 1 at 2**24 (the mean of ones fell below 1)."""
+    from looprl.meta.transition_log import TransitionMeans
+
+    means = TransitionMeans()
+    means.add({"visit": torch.ones(2**24)}, 0)
+    for _ in range(1000):
+        means.add({"visit": torch.ones(1)}, 0)
+    assert means.take() == {"log/transition/visit": 1.0}
+
+
 def test_without_added_transition_keys_the_hub_keeps_no_sums(tmp_path: Path) -> None:
     hooked = _experiment(SMALL_DQN, "CartPole-v1", tmp_path, 200, meta=[BonusReward(1.0)])
     hooked.close()

@@ -113,6 +113,16 @@ def test_normalized_bonus_is_the_error_itself_until_two_were_seen():
     assert torch.isfinite(rnd.reward_stats.var)
 
 
+def test_mean_intrinsic_reward_of_a_long_interval_counts_every_bonus():
+    """Episodes that do not end (one logging interval): the bonuses' running sum was float32,
+    which stops growing by 1 at 2**24 (the mean of bonuses of 1 fell below 1)."""
+    rnd, metrics = RND(), {}
+    rnd.log_bonus(metrics, torch.ones(2**24))
+    for _ in range(1000):
+        rnd.log_bonus(metrics, torch.ones(1))
+    assert float(metrics["log/rnd/intrinsic_reward_mean"]) == 1.0
+
+
 def test_predictor_trains_on_segments_and_on_buffered_states():
     for make_batch in (replay_batch, lambda obs: None):
         torch.manual_seed(3)

@@ -111,6 +111,20 @@ def test_hp_schedule_metrics_clock_reads_the_loops_counter():
         HPSchedule("hp/lr", "exponential", 1.0, decay=0.5, clock="metrics").write({})
 
 
+def test_growing_hp_schedules_stop_at_their_end_in_a_long_run():
+    """10**6 steps on: a growing step or exponential schedule overflowed a float (an
+    OverflowError) instead of staying at its end."""
+    metrics = {"step": 10**6}
+    for schedule in (HPSchedule("hp/batch_size", "exponential", 32, end=512, decay=1.001,
+                                per="step", clock="metrics", integer=True),
+                     HPSchedule("hp/batch_size", "step", 32, end=512, factor=2, every=10,
+                                per="step", clock="metrics", integer=True)):
+        MetaStack([schedule])("pre_step", metrics)
+        assert metrics["hp/batch_size"] == 512
+    assert HPSchedule("hp/x", "exponential", -1.0, decay=2.0).value(10**6) == -float("inf")
+    assert HPSchedule("hp/x", "step", 0.0, factor=2.0, every=1).value(10**6) == 0.0
+
+
 def test_hp_schedule_state_dict_resumes():
     schedule = HPSchedule("hp/lr", "exponential", 1.0, decay=0.5)
     run(schedule, "pre_update", 3)

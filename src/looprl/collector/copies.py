@@ -131,10 +131,11 @@ class Copies:
     default_cap = env_cap
 
     def reset(self, runner: Any, seed: int | None) -> None:
-        """Start a new episode in every copy (copy ``i`` seeded with ``seed + i``, if given)."""
+        """Start a new episode in every copy (copy ``i`` seeded with ``seed + i``, if given,
+        wrapped as a rebuilt copy's)."""
         for i, env in enumerate(self.envs):
             if seed is not None:
-                _seed(env, seed + i)
+                _seed(env, wrapped_seed(seed + i))
             self._reset(runner, i)
 
     def _reset(self, runner: Any, i: int) -> None:

@@ -37,9 +37,10 @@ def state_arrays(state: State) -> tuple[Any, float, bool, bool]:
 
 class DuplicateEnvironment(VectorEnvironment):
     """``envs`` (distinct objects, the same spaces) stepped as one batch, next-step autoreset;
-    ``reset(seed=s)`` seeds copy ``i`` with ``s + i``. The batch keeps the single-number
-    entries that every copy's ``State`` has (``AtariEnvironment``'s ``life_lost``); copies of
-    ``GymEnvironment`` (``MujocoEnvironment`` too) step as arrays, without their info entries."""
+    ``reset(seed=s)`` seeds copy ``i`` with ``s + i`` (modulo ``2**32``, a seed's range). The
+    batch keeps the single-number entries that every copy's ``State`` has
+    (``AtariEnvironment``'s ``life_lost``); copies of ``GymEnvironment`` (``MujocoEnvironment``
+    too) step as arrays, without their info entries."""
 
     def __init__(self, envs: Sequence[Environment], device: str | torch.device = "cpu"):
         check_device(device)
@@ -92,7 +93,8 @@ class DuplicateEnvironment(VectorEnvironment):
         try:
             for i, env in enumerate(self.envs):
                 if self._over[i]:
-                    states.append(env.reset() if seed is None else env.reset(seed=seed + i))
+                    states.append(env.reset() if seed is None
+                                  else env.reset(seed=(seed + i) % 2**32))
                     rows.append((state_arrays(states[-1])[0], 0.0, False, False))
                 elif self._steps[i] is not None:
                     rows.append(self._steps[i](action[i]))

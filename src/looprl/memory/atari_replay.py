@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 #: The storage arrays, one entry per slot.
 _ARRAYS = ("frames", "action", "reward", "mask", "done", "steps", "links", "nexts")
 
+#: The longest n-step window a slot's ``steps`` (int16) holds.
+_MAX_STEPS = int(np.iinfo(np.int16).max)
+
 #: Pending priority changes kept before ``PrioritizedAtariReplayBuffer`` applies them anyway.
 _MAX_PENDING_UPDATES = 4096
 
@@ -89,6 +92,9 @@ class AtariReplayBuffer(ReplayBuffer):
 
     def _allocate(self, observation: torch.Tensor, action: torch.Tensor) -> None:
         self.stack = int(observation.shape[0])
+        if self.n_step > _MAX_STEPS:
+            raise ValueError(f"{type(self).__name__} keeps windows of at most {_MAX_STEPS} steps "
+                             f"(int16), got n_step={self.n_step}: lower it")
         if self.size < self.stack + self.n_step + 1:
             raise ValueError(f"Replay size {self.size} is too small for stacks of {self.stack} and "
                              f"{self.n_step}-step returns: give it at least "

@@ -115,8 +115,16 @@ class Prioritized:
         """Leaves drawn proportionally to priority, one per equal segment of the total."""
         if len(self) == 0:
             raise RuntimeError("Cannot sample from an empty replay buffer")
+        total, name = self.tree.total, type(self).__name__
+        if total == 0:  # (else every weight is NaN)
+            raise ValueError(f"{name}: every priority is 0 (TD errors of 0 with epsilon=0), "
+                             "nothing to sample in proportion to; give epsilon > 0 (e.g. 1e-5)")
+        if not math.isfinite(total):
+            raise FloatingPointError(f"{name}: the priorities sum past float64's range: training "
+                                     "diverged; try a lower learning rate or gradient clipping "
+                                     "(clip_grad)")
         uniforms = torch.rand(batch_size, generator=self.generator, dtype=torch.float64).numpy()
-        return self.tree.find((np.arange(batch_size) + uniforms) * (self.tree.total / batch_size))
+        return self.tree.find((np.arange(batch_size) + uniforms) * (total / batch_size))
 
     def weights(self, index: torch.Tensor) -> torch.Tensor:
         """Importance weights ``[n_step + 1, B]`` of ``index`` (remembered)."""

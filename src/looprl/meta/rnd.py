@@ -216,10 +216,11 @@ class RND(MetaComponent):
         if bonus.numel() == 0:
             return
         key = f"log/{self.log_name}/intrinsic_reward_mean"
+        total = bonus.double().sum()  # (a float32 sum stops growing by 1 at 2**24)
         if key not in metrics or self._bonus_sum is None:
-            self._bonus_sum, self._bonus_count, self._bonus_max = bonus.sum(), 0, bonus.max()
+            self._bonus_sum, self._bonus_count, self._bonus_max = total, 0, bonus.max()
         else:
-            self._bonus_sum = self._bonus_sum + bonus.sum()
+            self._bonus_sum = self._bonus_sum + total
             self._bonus_max = torch.maximum(self._bonus_max, bonus.max())
         self._bonus_count += bonus.numel()
         metrics[key] = self._bonus_sum / self._bonus_count

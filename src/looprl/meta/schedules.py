@@ -30,6 +30,15 @@ def cosine_restarts(t: int, initial: float, minimum: float, period: float,
     return minimum + 0.5 * (initial - minimum) * (1.0 + math.cos(math.pi * t_cur / t_i))
 
 
+def _scaled(start: float, base: float, exponent: float) -> float:
+    """``start * base ** exponent``, infinite (of ``start``'s sign) where it overflows a float
+    (a long run's growing schedule: its ``end`` bounds it)."""
+    try:
+        return start * base**exponent
+    except OverflowError:
+        return math.copysign(math.inf, start) if start else 0.0
+
+
 def check_key(key: str) -> str:
     """``key`` if it is an ``hp/*`` key, else ``ValueError``."""
     if not isinstance(key, str) or not key.startswith("hp/") or key == "hp/":
@@ -150,11 +159,11 @@ class HPSchedule(MetaComponent):
             fraction = min(t / self.duration, 1.0)
             value = self.end + (self.start - self.end) * 0.5 * (1.0 + math.cos(math.pi * fraction))
         else:
-            value = (self.start * self.factor ** (t // self.every) if self.kind == "step"
-                     else self.start * self.decay**t)
+            value = (_scaled(self.start, self.factor, t // self.every) if self.kind == "step"
+                     else _scaled(self.start, self.decay, t))
             if self.end is not None:  # a bound
                 value = max(value, self.end) if self.start >= self.end else min(value, self.end)
-        return round(value) if self.integer else value
+        return round(value) if self.integer and math.isfinite(value) else value
 
     def now(self, metrics: dict[str, Any]) -> float:
         """``t`` of this call: own calls so far, or the loop's step or update counter."""
