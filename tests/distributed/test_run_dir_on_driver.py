@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from tests.distributed.test_ray_runtime import ppo_spec, runtime
+from tests.distributed.test_ray_runtime import ControllerDied, ppo_spec, runtime
 
 from looprl.distributed import DistributedRun, RuntimeConfig, pipeline, watch
 from looprl.environments.wrappers import load_normalization, read_normalization
@@ -78,11 +78,20 @@ class _Normalized:
     """An actor's ``normalization()``: a ``NormalizeObservation`` that counted ``count``."""
 
     def __init__(self, count: float):
-        self.count = count
+        self.count, self.loaded = count, []
 
     def normalization(self):
         return [None, {"wrappers": ["NormalizeObservation"], "normalizers": [
             {"obs_rms": {"mean": np.zeros(1), "var": np.ones(1), "count": self.count}}]}]
+
+    def load_normalization(self, statistics):
+        self.loaded.append(statistics[1]["normalizers"][0]["obs_rms"]["count"])
+
+
+
+def _counted(count: float) -> list:
+    """The ``read_normalization`` of a ``NormalizeObservation`` that counted ``count``."""
+    return ray.get(_Normalized.remote(count).normalization.remote())
 
 
 def test_the_run_saves_the_statistics_of_the_actor_that_counted_the_most_steps(local_ray):
@@ -91,14 +100,86 @@ def test_the_run_saves_the_statistics_of_the_actor_that_counted_the_most_steps(l
     that does not answer; none answers: ``None``."""
     from looprl.distributed.placement import WorkerPool
     pool = object.__new__(WorkerPool)
-    pool.runtime = RuntimeConfig(actors=3)
+    pool.runtime, pool.statistics = RuntimeConfig(actors=3), None
     dead = _Normalized.remote(1e6)
     ray.kill(dead, no_restart=True)
     pool.workers = {"actor0": _Normalized.remote(5.0), "actor1": _Normalized.remote(500.0),
                     "actor2": dead}
     assert pool.normalization()[1]["normalizers"][0]["obs_rms"]["count"] == 500.0
     pool.runtime, pool.workers = RuntimeConfig(actors=1), {"actor0": dead}
+    assert pool.normalization()[1]["normalizers"][0]["obs_rms"]["count"] == 500.0  # (known)
+    pool.statistics = None
     assert pool.normalization() is None
+
+
+def test_a_restarted_actor_goes_on_from_the_most_counted_statistics(local_ray):
+    """An actor that Ray restarts (its normalizers started anew) loads the most counted of the
+    training actors' statistics and the run's latest known (a checkpoint's), updating on; a
+    resumed run's actors load its checkpoint's as they are placed (were: fresh normalizers)."""
+    from looprl.distributed.placement import WorkerPool
+    from looprl.distributed.run_state import DistributedResult, SampleCounts
+
+    pool = WorkerPool(ppo_spec(), RuntimeConfig(actors=2), DistributedResult(), SampleCounts())
+    pool.workers = {"actor0": _Normalized.remote(5.0), "actor1": _Normalized.remote(500.0)}
+    for name in pool.workers:  # (a fresh run: nothing loaded)
+        pool.placed(name, {"node": "n", "id": 1})
+    pool.placed("actor0", {"node": "n", "id": 2})  # (restarted by Ray, before its loop)
+    pool.statistics = _counted(800.0)  # (the latest checkpoint's, counted more)
+    pool.placed("actor1", {"node": "n", "id": 2})
+    assert [ray.get(w.__ray_call__.remote(lambda w: w.loaded)) for w in pool.workers.values()
+            ] == [[500.0], [800.0]]
+    resumed = WorkerPool(ppo_spec(), RuntimeConfig(actors=1), DistributedResult(),
+                         SampleCounts(), _counted(300.0))
+    resumed.workers = {"actor0": _Normalized.remote(1.0)}
+    resumed.placed("actor0", {"node": "n", "id": 1})
+    assert ray.get(resumed.workers["actor0"].__ray_call__.remote(lambda w: w.loaded)) == [300.0]
+
+
+def test_a_resumed_runs_actors_go_on_from_its_checkpoints_normalization(local_ray, tmp_path):
+    """``env_wrappers=[gymnasium.wrappers.NormalizeObservation]`` on Ray: the controller
+    checkpoint holds the training statistics; the resumed run's actor goes on from them,
+    updating (was: fresh normalizers, observations scaled anew); an older checkpoint without
+    them still resumes."""
+    from looprl.distributed.run_state import find_controller_checkpoint
+    from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
+
+    env = make_env("classic_control.a2c", "CartPole-v1",
+                   env_wrappers=["gymnasium.wrappers.NormalizeObservation"])
+    preset = a2c.hyperparameters(n_envs=2, n_steps=5, hidden=16).env(env).device("cpu").build()
+    options = RuntimeConfig(actors=1, envs_per_actor=2, groups=1, checkpoint_every=5)
+
+    def die(run: DistributedRun) -> None:
+        if run.result.frames >= 300 and list(tmp_path.glob("*/*/controller_checkpoint.pt")):
+            run._finish = lambda: None  # a dead controller saves nothing on its way out
+            raise ControllerDied
+
+    with pytest.raises(ControllerDied):
+        DistributedRun(preset, options, frames=10**6, logdir=str(tmp_path), quiet=True
+                       ).run(callback=die)
+    path = find_controller_checkpoint(tmp_path)
+    state = load_checkpoint(path)
+    saved = state.normalization[1]["normalizers"][0]["obs_rms"]["count"]
+    assert saved > 10
+    seen = []
+
+    def first_normalizer(worker):
+        normalizer = worker.runner.envs.env.unwrapped.envs[0].env
+        return normalizer.update_running_mean, normalizer.obs_rms.count
+
+    def callback(run):
+        if not seen:
+            seen.append(ray.get(run.workers["actor0"].__ray_call__.remote(first_normalizer)))
+
+    run = DistributedRun(preset, options, frames=state.result.frames + 100,
+                         logdir=str(tmp_path), quiet=True, resume_from=str(tmp_path))
+    run.run(callback=callback)
+    (updating, count), = seen
+    assert updating and count >= saved
+    state = load_checkpoint(path)
+    del state.normalization  # (an older checkpoint's: none)
+    save_checkpoint(state, path)
+    DistributedRun(preset, options, frames=run.result.frames + 100, logdir=str(tmp_path),
+                   quiet=True, resume_from=str(tmp_path)).run()
 
 
 def test_evaluation_workers_normalize_with_the_training_statistics_frozen(local_ray, tmp_path):

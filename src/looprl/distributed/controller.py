@@ -65,6 +65,15 @@ def _check_types(runtime: Any, logdir: Any) -> None:
                         f"None, got {type(logdir).__name__} {logdir!r:.40}")
 
 
+def _check_segment_length(given: int, implied: int) -> None:
+    """A one-line ``ValueError`` for a ``segment_length`` ``given`` other than the default and
+    a preset's own (``implied``)."""
+    if given not in (RuntimeConfig.segment_length, implied):
+        raise ValueError(f"a preset's segments are its own ({implied} steps: its n_steps or its "
+                         f"update schedule), got RuntimeConfig(segment_length={given}): drop "
+                         "segment_length, or change the preset's hyperparameters")
+
+
 class DistributedRun:
     """One training run on Ray: actor, policy, trainer and evaluation workers.
 
@@ -90,12 +99,7 @@ class DistributedRun:
             name = name or spec.name
             spec, implied = AlgorithmSpec.of_preset(spec, frames, self.runtime.actors,
                                                     self.runtime.trainers)
-            given = self.runtime.segment_length
-            if given not in (RuntimeConfig.segment_length, implied["segment_length"]):
-                raise ValueError(f"a preset's segments are its own ({implied['segment_length']} "
-                                 f"steps: its n_steps or its update schedule), got "
-                                 f"RuntimeConfig(segment_length={given}): drop segment_length, "
-                                 "or change the preset's hyperparameters")
+            _check_segment_length(self.runtime.segment_length, implied["segment_length"])
             self.runtime = replace(self.runtime, **implied)
         if meta:
             spec = replace(spec, meta=[*spec.meta, *meta])
@@ -154,14 +158,15 @@ class DistributedRun:
                 no_logs="nothing written yet (Ray was starting)") from None
         try:  # (applied once Ray started: a run() again after its failure resumes the same)
             counts = self._open_logs() if resumed is None else self._resume(resumed)
-            self._pool = WorkerPool(self.spec, self.runtime, self.result, counts)
+            self._pool = WorkerPool(self.spec, self.runtime, self.result, counts,
+                                    getattr(resumed, "normalization", None))  # (older: none)
             self._supervisor = Supervisor(self._pool)
             self._monitor = RunMonitor(self.result, counts, self._log, self._pool.trainers,
                                        self.frames, agents, self._agent_logs)
             self._checkpoint = ControllerCheckpoint(
                 self.runtime.checkpoint_every, self._log, self.result, counts, self._agent_logs,
                 self._pool.actors_meta_state, self._planned, self._pool.schedules,
-                self._pool.trainer_checkpoint, self._checkpoint_steps)
+                self._pool.trainer_checkpoint, self._checkpoint_steps, self._pool.normalization)
             self._started_frames = self.frames
             self._pool.start(self.result.log_dir, self.seed,
                              self.frames - self.result.frames, self._actors_meta,

@@ -1,7 +1,7 @@
 """The normalizers' statistics a Ray run evaluates with (its evaluation workers, its final
-evaluation, ``looprl watch``): those of the training actor whose normalizers counted the
-most steps, not a restarted actor's, whose normalizers start anew (with one actor: its
-own). Importing this module imports Ray."""
+evaluation, ``looprl watch``), checkpoints and restarts its actors from: those of the training
+actor whose normalizers counted the most steps (with one actor: its own). Importing this
+module imports Ray."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -23,8 +24,10 @@ from looprl.meta.hyperparameters import set_hyperparameter
 from looprl.meta.schedules import CosineLRSchedule, HPSchedule
 
 __all__ = ["CHECKPOINT", "PipelineReport", "check_schedules", "collect", "evaluation_episodes",
-           "load_parameters", "load_shared_state", "policy_parameters", "test_pipeline",
-           "trainer_core"]
+           "load_parameters", "load_shared_state", "meta_states", "policy_parameters",
+           "test_pipeline", "trainer_core"]
+
+logger = logging.getLogger(__name__)
 
 #: the hooks a Ray trainer worker runs, and those its actors run
 UPDATE_HOOKS = ("pre_update", "post_update")
@@ -169,6 +172,20 @@ def load_shared_state(components: Any, shared: list[dict[str, Any] | None]) -> N
     for component, state in zip(components, shared, strict=True):
         if state is not None:
             component.load_shared_state(state)
+
+
+def meta_states(meta: list[Any], copies: int, saved: list[tuple[str, Any]] | None,
+                index: int) -> list[Any]:
+    """The ``state_dict``s of an actor's ``copies`` copies of ``meta`` from its ``saved``
+    ``components_state`` (a warning and none if it was of other components)."""
+    if not saved or not meta:
+        return []
+    names = [type(component).__name__ for component in meta] * copies
+    if [name for name, _ in saved] != names:
+        logger.warning("actor %d: the checkpoint's meta components %s are not this run's %s: "
+                       "they start anew", index, [name for name, _ in saved], names)
+        return []
+    return [state for _, state in saved]
 
 
 def _train(core: Any, report: PipelineReport) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 from looprl.distributed.cluster import error_line
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.run_state import TRAINER_CHECKPOINT, DistributedResult, SampleCounts
+from looprl.environments.wrappers import most_counted
 
 __all__ = ["WorkerPool"]
 
@@ -20,11 +21,13 @@ logger = logging.getLogger(__name__)
 class WorkerPool:
     """Places the workers of one run and runs their loops; ``workers``: the Ray actors by
     name (``server``, ``trainer``, ``trainer1``, ``policy0``, ``actor0``, ``eval0``, ...);
-    ``runs``: the ``run()`` call in flight of each worker that has a loop."""
+    ``runs``: the ``run()`` call in flight of each worker that has a loop; ``statistics``: the
+    training actors' normalizers' statistics, the most counted known (a resumed run's first)."""
 
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, result: DistributedResult,
-                 counts: SampleCounts) -> None:
+                 counts: SampleCounts, statistics: list[Any] | None = None) -> None:
         self.spec, self.runtime, self.result, self.counts = spec, runtime, result, counts
+        self.statistics = statistics
         self.workers: dict[str, Any] = {}
         self.runs: dict[str, Any] = {}
         self.pids: dict[str, int] = {}
@@ -110,43 +113,28 @@ class WorkerPool:
         while names:
             done, _ = ray.wait(list(names), timeout=max(0.0, deadline - time.monotonic()))
             if not done:
-                self._not_placed(ray, list(names.values()))
+                _not_placed(ray, self.runtime, list(names.values()))
             name = names.pop(done[0])
             self.placed(name, self._get(ray, done[0], name))
 
     def placed(self, name: str, answer: dict[str, Any]) -> None:
         """Record worker ``name``'s ``ready()`` answer (placed, or restarted by Ray): a trainer
-        counts frames from the run's, an actor explores from where the run's schedules are."""
+        counts frames from the run's, an actor explores from where the run's schedules are and
+        normalizes on from the run's ``statistics`` (restarted: the ``normalization()`` now)."""
         import ray
+        restarted = name in self.pids
         self.result.nodes[name], self.pids[name] = answer["node"], answer["id"]
         if name in self.trainers:
             self.counts.started(name, answer["counts"])
             self._get(ray, self.workers[name].count_frames_from.remote(
                 self.result.frames // self.runtime.trainers), name)
         self.explore_on(name)
+        if name.startswith("actor") and (restarted or self.statistics is not None):
+            statistics = self.normalization() if restarted else self.statistics
+            self._get(ray, self.workers[name].load_normalization.remote(statistics), name)
         if name == "trainer" and answer["resumed_from"] is not None:
             logger.warning("trainer resumed from its checkpoint at step %d",
                            answer["resumed_from"])
-
-    def _not_placed(self, ray: Any, missing: list[str]) -> None:
-        rt, free, total = self.runtime, ray.available_resources(), ray.cluster_resources()
-        _check_node_fits(ray, rt, missing)
-        if _holds(total, rt):
-            actors = any(name.startswith(("actor", "eval")) for name in missing)
-            raise RuntimeError(
-                f"worker(s) {missing} did not start within {rt.placement_timeout:g}s, although "
-                f"the cluster holds what the run reserves ({rt.reserved_cpus():g} CPUs, "
-                f"{rt.reserved_gpus():g} GPUs): its processes start slowly, so the machine may "
-                "be overloaded" + (", or an actor's environment hangs in its first reset (an "
-                "actor makes and resets its env copies as it starts: try the environment with "
-                "looprl.distributed.test_environment)" if actors else "") +
-                "; raise runtime.placement_timeout or run when it is quieter")
-        raise RuntimeError(
-            f"the cluster did not place worker(s) {missing} within "
-            f"{rt.placement_timeout:g}s: the run reserves {rt.reserved_cpus():g} CPUs and "
-            f"{rt.reserved_gpus():g} GPUs and the cluster has {free.get('CPU', 0):g} CPUs and "
-            f"{free.get('GPU', 0):g} GPUs free; lower runtime.actors or the "
-            "runtime.cpus_per_*/gpus_per_* options, or add nodes")
 
     def explore_on(self, name: str) -> None:
         """Move worker ``name``'s exploration schedules to the furthest steps polled (or
@@ -222,15 +210,16 @@ class WorkerPool:
         return dict(self.meta_state)
 
     def normalization(self) -> list[Any] | None:
-        """The training actors' ``training_normalization`` (``None``: none answered; warned)."""
+        """The training actors' ``training_normalization``, or ``statistics`` where those
+        counted more (a restarted actor's), kept as ``statistics`` (``None``: none; warned)."""
         from looprl.distributed.normalization import training_normalization
-        statistics = training_normalization(
+        self.statistics = most_counted([training_normalization(
             [self.workers[f"actor{i}"] for i in range(self.runtime.actors)],
-            answer_timeout(self.runtime))
-        if statistics is None:
-            logger.warning("no actor handed over its normalizers' statistics in time: the "
-                           "final evaluation normalizes anew")
-        return statistics
+            answer_timeout(self.runtime)), self.statistics])
+        if self.statistics is None:
+            logger.warning("no actor handed over its normalizers' statistics in time: what "
+                           "loads them (evaluation, a restarted actor) normalizes anew")
+        return self.statistics
 
     def ask_trainer(self, method: str) -> Any:
         """Trainer 0's answer to ``method`` within ``answer_timeout(runtime)`` (else
@@ -267,6 +256,28 @@ class WorkerPool:
         self.workers.clear()
         for path in self._rendezvous:
             Path(path).unlink(missing_ok=True)
+
+
+def _not_placed(ray: Any, rt: RuntimeConfig, missing: list[str]) -> None:
+    """``RuntimeError`` for the ``missing`` workers, not placed in time: why (one line)."""
+    free, total = ray.available_resources(), ray.cluster_resources()
+    _check_node_fits(ray, rt, missing)
+    if _holds(total, rt):
+        actors = any(name.startswith(("actor", "eval")) for name in missing)
+        raise RuntimeError(
+            f"worker(s) {missing} did not start within {rt.placement_timeout:g}s, although "
+            f"the cluster holds what the run reserves ({rt.reserved_cpus():g} CPUs, "
+            f"{rt.reserved_gpus():g} GPUs): its processes start slowly, so the machine may "
+            "be overloaded" + (", or an actor's environment hangs in its first reset (an "
+            "actor makes and resets its env copies as it starts: try the environment with "
+            "looprl.distributed.test_environment)" if actors else "") +
+            "; raise runtime.placement_timeout or run when it is quieter")
+    raise RuntimeError(
+        f"the cluster did not place worker(s) {missing} within "
+        f"{rt.placement_timeout:g}s: the run reserves {rt.reserved_cpus():g} CPUs and "
+        f"{rt.reserved_gpus():g} GPUs and the cluster has {free.get('CPU', 0):g} CPUs and "
+        f"{free.get('GPU', 0):g} GPUs free; lower runtime.actors or the "
+        "runtime.cpus_per_*/gpus_per_* options, or add nodes")
 
 
 def _holds(resources: dict[str, float], rt: RuntimeConfig) -> bool:

@@ -65,6 +65,9 @@ class ControllerState:
     schedules: dict[str, list[int]] = field(default_factory=dict)
     #: the train step of the trainer checkpoint beside it (``None``: older, ``result``'s)
     checkpoint_steps: int | None = None
+    #: the training actors' normalizers' statistics (``WorkerPool.normalization``; ``None``:
+    #: none handed over, or older), which a resumed run's actors go on from
+    normalization: list[Any] | None = None
 
     def prepare_checkpoint(self) -> None:
         """Flush the agents' loggers (``save_checkpoint`` flushes ``logger``)."""
@@ -118,16 +121,18 @@ class ControllerCheckpoint:
     ``trainer(steps)`` returns as ``(steps, bytes)`` if taken at ``steps`` or later (``None``:
     none yet), beside it: the driver alone writes there. A save waits for the checkpoint of its
     interval, not for the ``result``'s steps, which count it before it is handed over;
-    ``taken``: the train step of the trainer checkpoint it goes on from (a resumed run's)."""
+    ``taken``: the train step of the trainer checkpoint it goes on from (a resumed run's);
+    ``normalization()``: the training actors' normalizers' statistics (``None``: none)."""
 
     def __init__(self, every: int | None, log: Any, result: DistributedResult,
                  counts: SampleCounts, agent_logs: dict[str, Any] | None = None,
                  actors_meta: Callable[[], dict[int, Any]] | None = None,
                  budget: int = 0, schedules: dict[str, list[int]] | None = None,
                  trainer: Callable[[int], tuple[int, bytes] | None] = lambda steps: None,
-                 taken: int = 0) -> None:
+                 taken: int = 0,
+                 normalization: Callable[[], list[Any] | None] = lambda: None) -> None:
         self.every, self.log, self.result, self.counts = every, log, result, counts
-        self.trainer = trainer
+        self.trainer, self.normalization = trainer, normalization
         self.agent_logs = {} if agent_logs is None else agent_logs
         self.actors_meta, self.budget = actors_meta, budget
         self.schedules = {} if schedules is None else schedules
@@ -151,5 +156,6 @@ class ControllerCheckpoint:
         save_checkpoint(ControllerState(self.log, self.result, self.counts.saved(),
                                         self.agent_logs,
                                         self.actors_meta() if self.actors_meta else {},
-                                        self.budget, dict(self.schedules), steps),
+                                        self.budget, dict(self.schedules), steps,
+                                        self.normalization()),
                         Path(self.log.log_dir) / CONTROLLER_CHECKPOINT)

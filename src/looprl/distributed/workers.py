@@ -26,11 +26,11 @@ from looprl.collector.runner import check_result
 from looprl.core.namedarray import concat
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.normalization import normalize_as_training
-from looprl.distributed.pipeline import load_parameters, load_shared_state
+from looprl.distributed.pipeline import load_parameters, load_shared_state, meta_states
 from looprl.distributed.sender import SegmentSender
 from looprl.distributed.server import ParameterServer, unpack
 from looprl.environments.base import wrapped_seed
-from looprl.environments.wrappers import read_normalization
+from looprl.environments.wrappers import load_normalization, read_normalization
 from looprl.meta.hyperparameters import acting_schedules, acting_values
 
 __all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "Worker", "cuda_device", "named",
@@ -187,7 +187,7 @@ class ActorWorker(Worker):
             None if self.trainer is None else runtime.segment_length,  # (no rows: none sent)
             policy.default_policy_state, groups=1 if self.local else runtime.groups,
             seed=own_seed, exploration=explorations[index % len(explorations)],
-            is_evaluation=evaluation, meta=meta, meta_state=_states_of(
+            is_evaluation=evaluation, meta=meta, meta_state=meta_states(
                 meta, len(spec.agent_names(policy)) or 1, meta_state, index),
             policy=self.local.policy if self.local else None, process=process,
             whole_episodes=spec.whole_episodes, first_stream=_STREAMS_PER_ACTOR * index,
@@ -240,6 +240,11 @@ class ActorWorker(Worker):
         workers, the run's final evaluation and ``looprl watch`` normalize with the training
         actors' (``training_normalization``), as training did."""
         return read_normalization(self.runner.envs)
+
+    def load_normalization(self, statistics: list[Any] | None) -> None:
+        """Its normalizers go on from training's ``statistics`` (``training_normalization``),
+        updating: a resumed run's actors, and one that Ray restarted (``WorkerPool.placed``)."""
+        load_normalization(self.runner.envs, statistics, self.runner.env_name, freeze=False)
 
     def _take_state(self) -> list[tuple[str, Any]]:
         components = self.runner.hooks.components if self.runner.hooks is not None else []
@@ -434,17 +439,3 @@ class PolicyWorker(Worker):
         for (_, future), size in zip(waiting, sizes, strict=True):
             future.set_result((result[start:start + size], version))
             start += size
-
-
-def _states_of(meta: list[Any], copies: int, saved: list[tuple[str, Any]] | None,
-               index: int) -> list[Any]:
-    """The ``state_dict``s of an actor's ``copies`` copies of ``meta`` from its ``saved``
-    ``components_state`` (a warning and none if it was of other components)."""
-    if not saved or not meta:
-        return []
-    names = [type(component).__name__ for component in meta] * copies
-    if [name for name, _ in saved] != names:
-        logger.warning("actor %d: the checkpoint's meta components %s are not this run's %s: "
-                       "they start anew", index, [name for name, _ in saved], names)
-        return []
-    return [state for _, state in saved]

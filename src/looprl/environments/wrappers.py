@@ -164,9 +164,9 @@ def load_normalization(env: Any, statistics: Sequence[dict[str, Any] | None] | N
             if not saved and not normalizers:
                 continue
             if paths != [_path(wrapper) for wrapper in tested]:
-                warn_once(log, "%s: the evaluation environment's wrappers (%s) are not the "
-                          "training one's (%s), so its normalization statistics are its own, "
-                          "not training's: evaluate in copies wrapped alike", name,
+                warn_once(log, "%s: an environment's wrappers (%s) are not those of the "
+                          "training one (%s), so its normalization statistics are its own, "
+                          "not training's: wrap its copies alike", name,
                           _names(tested), ", ".join(path.rpartition(".")[2] for path in paths)
                           or "none")
                 break

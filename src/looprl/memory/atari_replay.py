@@ -92,13 +92,7 @@ class AtariReplayBuffer(ReplayBuffer):
 
     def _allocate(self, observation: torch.Tensor, action: torch.Tensor) -> None:
         self.stack = int(observation.shape[0])
-        if self.n_step > _MAX_STEPS:
-            raise ValueError(f"{type(self).__name__} keeps windows of at most {_MAX_STEPS} steps "
-                             f"(int16), got n_step={self.n_step}: lower it")
-        if self.size < self.stack + self.n_step + 1:
-            raise ValueError(f"Replay size {self.size} is too small for stacks of {self.stack} and "
-                             f"{self.n_step}-step returns: give it at least "
-                             f"{self.stack + self.n_step + 1} (a preset's replay_buffer_size)")
+        _check_room(self)
         with self._allocating(slot_bytes(observation[0].nbytes, action.nbytes, self.stack), "cpu"):
             self.frames = torch.empty((self.size, *observation.shape[1:]), dtype=observation.dtype)
             self.action = torch.zeros((self.size, *action.shape), dtype=action.dtype)
@@ -407,3 +401,15 @@ def _frames(obs: Any) -> torch.Tensor:
                              f"frames, got {len(fields)}; send obs={{'obs': frames}}")
         obs = fields[0]
     return torch.as_tensor(obs)
+
+
+def _check_room(buffer: AtariReplayBuffer) -> None:
+    """One line for an ``n_step`` past a slot's ``steps`` (int16), or a ``size`` that cannot
+    hold a stack and a window."""
+    if buffer.n_step > _MAX_STEPS:
+        raise ValueError(f"{type(buffer).__name__} keeps windows of at most {_MAX_STEPS} steps "
+                         f"(int16), got n_step={buffer.n_step}: lower it")
+    if buffer.size < buffer.stack + buffer.n_step + 1:
+        raise ValueError(f"Replay size {buffer.size} is too small for stacks of {buffer.stack} "
+                         f"and {buffer.n_step}-step returns: give it at least "
+                         f"{buffer.stack + buffer.n_step + 1} (a preset's replay_buffer_size)")
