@@ -117,9 +117,10 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
              "restarts": [list(r) for r in result.restarts], "log_dir": result.log_dir,
              "meta": result.meta}
     if not cfg.logging.quiet:
-        log_summary(f"{run.name} on {cfg.env} (Ray, {run.runtime.actors} actors): "
-                     f"{result.frames} frames at {result.frames_per_second:.0f} frames/s",
-                     evaluation)
+        actors = run.runtime.actors
+        log_summary(f"{run.name} on {cfg.env} (Ray, {actors} actor{'s' * (actors > 1)}): "
+                    f"{result.frames} frames at {result.frames_per_second:.0f} frames/s",
+                    evaluation)
     return _write_results(cfg, output_dir, train, evaluation)
 
 
