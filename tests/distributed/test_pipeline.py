@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -1004,3 +1005,42 @@ def test_an_older_controller_checkpoints_exploration_steps_are_resumed() -> None
     assert _meta_and_schedules(older) == ({0: [("RND", {"n": 3})], 1: []}, {"actor0": [512]})
     newer = SimpleNamespace(actors_meta={0: [("RND", {"n": 3})]}, schedules={"actor0": [9]})
     assert _meta_and_schedules(newer) == ({0: [("RND", {"n": 3})]}, {"actor0": [9]})
+
+
+@pytest.mark.parametrize("seed", [2**31, 2**32 - 1])
+@pytest.mark.parametrize("algorithm", ["dqn", "ppo"])
+def test_a_local_run_seeds_its_units_as_a_ray_actor_does(tmp_path, algorithm, seed) -> None:
+    """A Ray actor's units, hooks and env copies take ``wrapped_seed`` of the run's seed (actor
+    0's: ``wrapped_seed(seed)``); a local run's take the same, so that one synchronous actor
+    gives the local run bit for bit at every seed: from the same initial weights, a local run
+    seeded ``seed`` plays and trains as one seeded ``wrapped_seed(seed)``. (Was: a local run
+    seeded from 2**31 - 2**16 up seeded its actor, learner, RND and vector env with the seed
+    as given, the Ray run with it wrapped: other episodes, other parameters.)"""
+    from looprl.environments import GymEnvironment
+    from looprl.environments.base import wrapped_seed
+    from looprl.experiments import make_experiment
+    from looprl.experiments.episodes import seed_everything
+    from looprl.meta import RND
+    from looprl.presets.classic_control import dqn, ppo
+
+    runs = []
+    for run_seed in (seed, wrapped_seed(seed)):
+        seed_everything(0)  # (the initial weights, made by build(): the same on both)
+        env = GymEnvironment("CartPole-v1")
+        preset = (dqn.env(env).hyperparameters(replay_start_size=64, update_frequency=16,
+                                               gradient_steps=2, hidden=16)
+                  if algorithm == "dqn" else
+                  ppo.env(env).hyperparameters(n_envs=4, n_steps=16, minibatch_size=32,
+                                               hidden=16)).device("cpu").build()
+        run = make_experiment(preset, env, logdir=str(tmp_path / str(run_seed)), quiet=True,
+                              verbose=False, seed=run_seed,
+                              meta=[RND()] if algorithm == "dqn" else ())
+        module = run.agent.unwrapped.policy.module
+        first = {key: value.clone() for key, value in module.state_dict().items()}
+        run.train(frames=200)
+        runs.append(((Path(run.logger.log_dir) / "results.csv").read_text(),
+                     module.state_dict(), first))
+    (episodes, mine, first), (wrapped, theirs, _) = runs
+    assert len(episodes.splitlines()) > 3 and episodes == wrapped
+    assert not all(torch.equal(first[key], mine[key]) for key in mine)  # (it trained)
+    assert all(torch.equal(mine[key], theirs[key]) for key in mine)

@@ -29,13 +29,13 @@ FRAMES = 600  # (DQN trains at frames 256 and 512, SAC at every frame from 100)
 
 
 def _run(runtime: str, run_dir: Path, algorithm: list[str], env: str, copies: int,
-         frames: int = FRAMES, test_episodes: int = 3) -> Path:
+         frames: int = FRAMES, test_episodes: int = 3, seed: int = 0) -> Path:
     """``looprl run`` of ``algorithm`` on ``env`` for ``frames`` frames (on Ray: one actor of
-    the preset's ``copies`` env copies); its run directory."""
+    the preset's ``copies`` env copies) seeded with ``seed``; its run directory."""
     ray = ["runtime=ray", "runtime.actors=1", "runtime.sync=true",
            f"runtime.envs_per_actor={copies}", "runtime.groups=1"] if runtime == "ray" else [
         f"checkpoint_every={frames}"]
-    code = main([*algorithm, f"env={env}", f"frames={frames}", "seed=0",
+    code = main([*algorithm, f"env={env}", f"frames={frames}", f"seed={seed}",
                  f"test_episodes={test_episodes}", "logging.quiet=true",
                  f"hydra.run.dir={run_dir}", *ray])
     assert code == 0
@@ -43,9 +43,9 @@ def _run(runtime: str, run_dir: Path, algorithm: list[str], env: str, copies: in
     return found.parent
 
 
-def _local_parameters(run: Path) -> dict[str, torch.Tensor]:
+def _local_parameters(run: Path, frames: int = FRAMES) -> dict[str, torch.Tensor]:
     experiment = load_checkpoint(run / "checkpoint.pt")  # (saved at the budget's end)
-    assert FRAMES <= experiment.frame < FRAMES + 4
+    assert frames <= experiment.frame < frames + 4
     return experiment.agent.unwrapped.policy.module.state_dict()
 
 
@@ -114,3 +114,18 @@ def test_no_test_episodes_evaluate_the_held_out_set_as_a_local_run_does(local_ra
     assert evaluations[0]["test_set"]["episodes"] == 2 and evaluations[1] == evaluations[0]
     assert [(run / "test_returns.csv").read_text() for run in runs.values()] == [
         (runs["local"] / "test_returns.csv").read_text()] * 2
+
+
+def test_the_last_seed_gives_the_local_run_bit_for_bit_on_ray(local_ray, tmp_path) -> None:
+    """Every accepted seed: a Ray actor seeds its units, hooks and env copies with
+    ``wrapped_seed`` of the run's seed, as a local run does. (Was: from 2**31 - 2**16 up the
+    local run seeded its actor, learner and RND with the seed as given, the Ray actor with it
+    wrapped: other episodes from the first, other parameters.)"""
+    algorithm = ["algorithm=dqn", "algorithm.replay_start_size=100", "algorithm.hidden=16",
+                 "meta=[rnd]"]
+    runs = [_run(side, tmp_path / side, algorithm, "CartPole-v1", 1, frames=300,
+                 test_episodes=1, seed=2**32 - 1) for side in ("local", "ray")]
+    episodes = (runs[0] / "results.csv").read_text()
+    assert len(episodes.splitlines()) > 3 and (runs[1] / "results.csv").read_text() == episodes
+    mine, theirs = _local_parameters(runs[0], 300), _ray_parameters(runs[1])
+    assert all(torch.equal(mine[key], theirs[key]) for key in mine)

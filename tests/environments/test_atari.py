@@ -238,6 +238,18 @@ def test_a_seed_ale_py_cannot_take_is_one_line() -> None:
     env.close()
 
 
+def test_a_local_run_seeded_past_ale_pys_range_resets_its_vector_environment() -> None:
+    """A run's collector resets its vector environment from the run's seed wrapped below
+    ale-py's range, as a Ray actor's. (Was: a local parallel Atari run seeded from
+    2**31 - 1 - n_envs up failed at its first reset, ale-py's range named.)"""
+    from looprl.collector import EnvRunner
+
+    env = AtariVectorEnvironment("Breakout", 2, num_threads=1)
+    runner = EnvRunner(env, n_envs=2, segment_length=None, seed=2**32 - 1)
+    assert runner.request(0).obs.shape == (2, 4, 84, 84)
+    env.close()
+
+
 @pytest.mark.parametrize("vector", [False, True])
 def test_a_pickled_environment_resets_as_the_original_after_a_checkpoint(vector: bool) -> None:
     import pickle

@@ -21,6 +21,7 @@ from looprl.core import (
 )
 from looprl.core.observations import check_default_dtype
 from looprl.core.state import StateArray
+from looprl.environments.base import wrapped_seed
 from looprl.memory.samples import OnPolicyBuffer
 from looprl.memory.segments import SegmentBuffer
 
@@ -28,10 +29,11 @@ __all__ = ["LearningAgent", "ReplayAgent", "SegmentAgent", "seed_units"]
 
 
 def seed_units(seed: int, actor: Actor | None = None, learner: Learner | None = None) -> None:
-    """Seed an ``actor`` and a ``learner`` with ``seed`` (each with random numbers of its own)."""
+    """Seed an ``actor`` and a ``learner`` with ``wrapped_seed(seed)`` (each with random numbers
+    of its own), as every runtime seeds them: a local run's seed and a Ray worker's alike."""
     for unit in (actor, learner):
         if unit is not None:
-            unit.seed(seed)
+            unit.seed(wrapped_seed(seed))
 
 
 def _check_units(agent: Any, policy: Any, trainer: Any) -> None:

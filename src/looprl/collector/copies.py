@@ -329,10 +329,11 @@ class VectorCopies(Copies):
         return bool(getattr(self.env, "needs_reset", False))
 
     def reset(self, runner: Any, seed: int | None) -> None:
+        """Start a new episode in every copy (from ``seed``, if given, wrapped as ``Copies``')."""
         self.returns[:], self.lengths[:] = 0.0, 0
         env = self.env
         state = self._call(runner, None, "reset", env.reset,
-                           **({} if seed is None else {"seed": seed}))
+                           **({} if seed is None else {"seed": wrapped_seed(seed)}))
         if state is None:
             return  # rebuilt and reset
         self._receive_rows(*self._rows(state), np.zeros(env.n_envs), np.zeros(env.n_envs, bool))

@@ -14,6 +14,7 @@ import torch
 
 from looprl.core import AgentBase, Hyperparameter, SampleBatch, Trainer, TrainerStepResult
 from looprl.core.namedarray import NamedArray
+from looprl.environments.base import wrapped_seed
 from looprl.meta.component import MetaComponent, MetaStack
 from looprl.meta.hyperparameters import (
     acting_values,
@@ -292,10 +293,11 @@ def worker_keys(found: dict[str, Hyperparameter], policy: Any, actor: bool
 
 def seed_hubs(hubs: Sequence[MetaHub], seed: int) -> None:
     """``MetaComponent.seed_run`` of every component of ``hubs`` (one per agent of independent
-    learners), hub ``i``'s with ``seed + i``: what the collector and a Ray trainer do."""
+    learners), hub ``i``'s with ``wrapped_seed(seed + i)``: what the collector and a Ray trainer
+    do (a local run's seed and a Ray worker's alike)."""
     for index, hub in enumerate(hubs):
         for component in hub.stack:
-            component.seed_run(seed + index)
+            component.seed_run(wrapped_seed(seed + index))
 
 
 def agent_hub(components: list[MetaComponent], agent: Any, env: Any) -> MetaHub:
