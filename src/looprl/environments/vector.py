@@ -263,7 +263,9 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
             raise self._failure("step", error) from error
         if isinstance(obs, tuple):  # (a Tuple space's batch: one row per copy)
             obs = tuple_rows(obs, self.observation_space)
-        obs = self._kept_shape(as_observation(obs, self.name, batch_dims=1))
+        obs = as_observation(obs, self.name, batch_dims=1)
+        if obs.shape[1:] != self._shape:  # (reset kept the first shape)
+            self._kept_shape(obs)
         self._state = None
         self._arrays = (obs, vector_rewards(reward, self.name, self._t), terminated, truncated)
         return self._arrays

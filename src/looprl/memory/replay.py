@@ -327,7 +327,8 @@ class ExperienceReplayBuffer(ReplayBuffer):
             return True
         sample = sample.to(self.device)
         rows = window_rows(sample, sample.obs)
-        if known := self._carry or self._storage:  # (the first action's dtype)
+        if (known := self._carry or self._storage) and (
+                rows["action"].dtype != known["action"].dtype):  # (the first action's dtype)
             rows["action"] = self._as_stored(rows["action"], known["action"].dtype)
         if self.n_step == 1 or sample.stream is None:
             start = torch.zeros(rows["reward"].shape[1], dtype=torch.long, device=self.device)
@@ -347,7 +348,8 @@ class ExperienceReplayBuffer(ReplayBuffer):
         if k > self.size:
             return False
         at = (self._pos + np.arange(k)) % self.size
-        arrays = (arrays[0], self._as_stored(arrays[1], self._views["action"].dtype), *arrays[2:])
+        if (dtype := self._views["action"].dtype) != arrays[1].dtype:  # (a later action's)
+            arrays = (arrays[0], self._as_stored(arrays[1], dtype), *arrays[2:])
         for row, index in ((0, t), (1, t + 1)):
             for key, array in zip(("obs", "action", "reward", "done", "truncated"), arrays):
                 self._views[key][at, row] = array[index, b]
