@@ -188,7 +188,7 @@ def watch_saved(args: argparse.Namespace) -> Path | None:
         returns, path = watch_run(run_dir, args.episodes or 1, args.fps, args.gif,
                                   args.max_steps)
     else:
-        from looprl.environments.wrappers import load_normalization, saved_normalization
+        from looprl.environments.wrappers import load_normalization, preset_normalization
         from looprl.experiments import watch
         from looprl.presets import load_preset
         name = "best_preset.pt" if args.best else "preset.pt"
@@ -212,8 +212,7 @@ def watch_saved(args: argparse.Namespace) -> Path | None:
                 raise
             raise ValueError(f"{error} If your code registers {env_id}, give the module that "
                              f"does: --env MODULE:{env_id}") from None
-        load_normalization(env, saved_normalization(preset_file.parent, "best_" * args.best),
-                           env_id)
+        load_normalization(env, preset_normalization(preset_file), env_id)
         gif = None if window else args.gif or str(preset_file.parent / "watch.gif")
         episodes = args.episodes or (sys.maxsize if window else 1)  # (None: ALL's, forever)
         returns, path = watch.watch(preset.test_agent(), env, episodes, args.fps, gif,

@@ -732,3 +732,8 @@ def test_a_looprl_run_with_a_normalizer_is_watched_with_its_training_statistics(
                 str(tmp_path / "w.gif")]) == 0
     loaded = read_normalization(watched[1])[1]["normalizers"][0]["obs_rms"]
     assert loaded["count"] == best[1]["normalizers"][0]["obs_rms"]["count"] < trained["count"]
+    # the file given names its statistics (was: --best's, whichever file was given)
+    assert cli(["watch", str(tmp_path / "best_preset.pt"), "--episodes", "1", "--gif",
+                str(tmp_path / "w.gif")]) == 0
+    assert read_normalization(watched[2])[1]["normalizers"][0]["obs_rms"]["count"] == (
+        best[1]["normalizers"][0]["obs_rms"]["count"])

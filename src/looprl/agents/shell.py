@@ -66,7 +66,8 @@ class LearningAgent(AgentBase):
     def act(self, state: Any) -> Any:
         """The policy's action for ``state`` (a ``State``, or each row of a ``StateArray``), written
         as one row; the learner takes each finished segment and steps as due."""
-        check_default_dtype(f"{type(self).__name__}.act")
+        if torch.get_default_dtype() is not torch.float32:  # (no message built each step)
+            check_default_dtype(f"{type(self).__name__}.act")
         self._fit(len(state) if isinstance(state, StateArray) else 1)
         action = self.actor.act(state)
         for segment in self.actor.segments():

@@ -150,7 +150,7 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
     from hydra.core.config_store import ConfigStore
 
     from looprl.meta.registry import COMPONENTS
-    from looprl.presets.catalog import resolve_agent
+    from looprl.presets.catalog import CONTEXT_DEFAULTS, resolve_agent
     store = ConfigStore.instance()
     for option, preset in algorithm_options().items():
         defaults = resolve_agent(preset).hyperparameter_defaults
@@ -173,8 +173,7 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
         "defaults": ["_self_", {"algorithm": "ppo"}, {"meta": []}, {"runner": "online"},
                      {"runtime": "local"}, {"override hydra/job_logging": "looprl"}],
         "env": "CartPole-v1", "env_kwargs": {}, "env_wrappers": [],
-        "context": {"train": None, "test": None, "ranges": {}, "seed": 0, "hide_context": True,
-                    "instance_mode": "random"},
+        "context": {"train": None, "test": None, **CONTEXT_DEFAULTS},
         "frames": 100_000, "seed": 0, "test_episodes": 10, "device": None, "threads": None,
         "checkpoint_every": None, "keep_checkpoints": None, "checkpoint_replay": True,
         "resume": False,

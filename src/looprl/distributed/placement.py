@@ -88,13 +88,12 @@ class WorkerPool:
                           num_cpus=rt.cpus_per_policy, num_gpus=rt.gpus_per_policy, **restart)
                     for i in range(rt.policy_workers)]
         share = None if frames is None else -(-frames // rt.actors)
-        for i in range(rt.actors):
-            start(f"actor{i}", ActorWorker,
-                  (i, rt, server, trainers[i % rt.trainers],
-                   policies[i % len(policies)] if policies else None, seed, False, share,
-                   meta_state.get(i)),
-                  num_cpus=rt.cpus_per_actor, scheduling_strategy="SPREAD", **restart)
-        actors = [f"{self._prefix}actor{i}" for i in range(rt.actors)]  # (their statistics)
+        actors = [start(f"actor{i}", ActorWorker,  # (evaluation loads their statistics)
+                        (i, rt, server, trainers[i % rt.trainers],
+                         policies[i % len(policies)] if policies else None, seed, False, share,
+                         meta_state.get(i)),
+                        num_cpus=rt.cpus_per_actor, scheduling_strategy="SPREAD", **restart)
+                  for i in range(rt.actors)]
         for i in range(rt.eval_workers):
             start(f"eval{i}", ActorWorker, (rt.actors + i, rt, server, None, None, seed, True,
                                             None, None, actors),

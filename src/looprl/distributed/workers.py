@@ -30,7 +30,7 @@ from looprl.distributed.pipeline import load_parameters, load_shared_state, meta
 from looprl.distributed.sender import SegmentSender
 from looprl.distributed.server import ParameterServer, unpack
 from looprl.environments.base import wrapped_seed
-from looprl.environments.wrappers import load_normalization, read_normalization
+from looprl.environments.wrappers import load_normalization, normalizers_of, read_normalization
 from looprl.meta.hyperparameters import acting_schedules, acting_values
 
 __all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "Worker", "cuda_device", "named",
@@ -195,6 +195,8 @@ class ActorWorker(Worker):
             restarts=EnvRestarts(runtime.max_restarts, "runtime.max_restarts"))
         if self.local is not None and self.runner.hooks is not None:
             self.local.components = self.runner.hooks.components
+        if not normalizers_of(self.runner.envs):  # (none: no calls to the training actors)
+            self.normalizers = []
         self.schedules = [] if self.local is None else acting_schedules(self.local.policy)
         self._lock = threading.Condition()
         self._stats = _fresh_stats()

@@ -15,7 +15,7 @@ from looprl.core import State, StateArray
 from looprl.core.namedarray import as_numpy
 from looprl.core.suggest import check_device
 from looprl.environments.atari import AtariEnvironment
-from looprl.environments.base import Environment, VectorEnvironment
+from looprl.environments.base import Environment, VectorEnvironment, wrapped_seed
 from looprl.environments.faults import EnvironmentFailure, failure
 from looprl.environments.gym import GymEnvironment
 from looprl.environments.gym_helpers import deep_copy, shape_changed
@@ -37,10 +37,10 @@ def state_arrays(state: State) -> tuple[Any, float, bool, bool]:
 
 class DuplicateEnvironment(VectorEnvironment):
     """``envs`` (distinct objects, the same spaces) stepped as one batch, next-step autoreset;
-    ``reset(seed=s)`` seeds copy ``i`` with ``s + i`` (modulo ``2**32``, a seed's range). The
-    batch keeps the single-number entries that every copy's ``State`` has
-    (``AtariEnvironment``'s ``life_lost``); copies of ``GymEnvironment`` (``MujocoEnvironment``
-    too) step as arrays, without their info entries."""
+    ``reset(seed=s)`` seeds copy ``i`` with ``wrapped_seed(s + i)`` (``s + i`` below
+    ``2**31 - 2**16``). The batch keeps the single-number entries that every copy's ``State``
+    has (``AtariEnvironment``'s ``life_lost``); copies of ``GymEnvironment``
+    (``MujocoEnvironment`` too) step as arrays, without their info entries."""
 
     def __init__(self, envs: Sequence[Environment], device: str | torch.device = "cpu"):
         check_device(device)
@@ -94,7 +94,7 @@ class DuplicateEnvironment(VectorEnvironment):
             for i, env in enumerate(self.envs):
                 if self._over[i]:
                     states.append(env.reset() if seed is None
-                                  else env.reset(seed=(seed + i) % 2**32))
+                                  else env.reset(seed=wrapped_seed(seed + i)))
                     rows.append((state_arrays(states[-1])[0], 0.0, False, False))
                 elif self._steps[i] is not None:
                     rows.append(self._steps[i](action[i]))

@@ -22,8 +22,9 @@ from looprl.core.suggest import warn_once
 from looprl.environments.vector import CheckedOutput
 
 __all__ = ["NORMALIZATION_FILE", "NORMALIZERS", "Wrappers", "load_normalization",
-           "most_counted", "read_normalization", "refuse_vector_wrapper", "save_normalization",
-           "saved_normalization", "sync_normalization"]
+           "most_counted", "normalizers_of", "preset_normalization", "read_normalization",
+           "refuse_vector_wrapper", "save_normalization", "saved_normalization",
+           "sync_normalization"]
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +119,13 @@ def _gym_envs(env: Any) -> tuple[list[Any], list[Any]]:
     return [], [one for each in envs for one in _gym_envs(each)[1]]
 
 
+def normalizers_of(env: Any) -> list[Any]:
+    """The ``NORMALIZERS`` of the Gymnasium (vector) environments the looprl environment ``env``
+    (or a list of them) steps, each copy's."""
+    return [wrapper for group in _gym_envs(env) for one in group for wrapper in _wrappers(one)
+            if isinstance(wrapper, NORMALIZERS)]
+
+
 @contextlib.contextmanager
 def sync_normalization(training: Any, evaluation: Any) -> Iterator[None]:
     """While it is entered, ``evaluation`` (a looprl environment) scales observations and
@@ -129,8 +137,7 @@ def sync_normalization(training: Any, evaluation: Any) -> Iterator[None]:
         load_normalization(evaluation, read_normalization(training), training.name)
         yield
         return
-    frozen = [wrapper for group in _gym_envs(training) for env in group
-              for wrapper in _wrappers(env) if isinstance(wrapper, NORMALIZERS)]
+    frozen = normalizers_of(training)
     updating = [wrapper.update_running_mean for wrapper in frozen]
     for wrapper in frozen:
         wrapper.update_running_mean = False
@@ -209,6 +216,15 @@ def saved_normalization(run_dir: str | os.PathLike, prefix: str = ""
     path = Path(run_dir) / (prefix + NORMALIZATION_FILE)
     return load_file(path, "normalization statistics", "delete it, or train the run again"
                      ) if path.is_file() else None
+
+
+def preset_normalization(preset_file: str | os.PathLike) -> list[dict[str, Any] | None] | None:
+    """The statistics saved beside ``preset_file`` for it: ``normalization.pt`` for a
+    ``preset.pt``, ``best_normalization.pt`` for a ``best_preset.pt`` (another name: none)."""
+    path = Path(preset_file)
+    if not path.name.endswith("preset.pt"):
+        return None
+    return saved_normalization(path.parent, path.name.removesuffix("preset.pt"))
 
 
 def _statistics(first: Any) -> dict[str, Any]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,7 +22,7 @@ from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.base import wrapped_seed
 from looprl.environments.bodies import body_states
 from looprl.environments.duplicate import DuplicateEnvironment
-from looprl.environments.wrappers import read_normalization, save_normalization, sync_normalization
+from looprl.environments.wrappers import sync_normalization
 from looprl.experiments.checkpoint import check_checkpointing, save_checkpoint
 from looprl.experiments.diagnose import diverged, explain_divergence
 from looprl.experiments.episodes import (
@@ -39,6 +38,7 @@ from looprl.experiments.episodes import (
 )
 from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.progress import TrainingProgress, evaluation_progress
+from looprl.experiments.run_files import save_preset
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, agent_hub
 from looprl.meta.hyperparameters import agent_hyperparameters
@@ -387,10 +387,8 @@ class Experiment:
     def save(self) -> str | None:
         """Save the preset as trained so far to ``{log_dir}/preset.pt`` (ALL's; ``looprl watch
         RUN_DIR`` plays it) and its normalizers' statistics; its path (``None``: no log dir)."""
-        if (log_dir := getattr(self.logger, "log_dir", None)) is not None:
-            self.preset.save(path := os.path.join(str(log_dir), "preset.pt"))
-            save_normalization(read_normalization(self.vector_env), str(log_dir))
-            return path
+        log_dir = getattr(self.logger, "log_dir", None)
+        return None if log_dir is None else save_preset(self.preset, self.vector_env, log_dir)
 
     def flush_loggers(self) -> None:
         """Write what the experiment's loggers buffer (rows every 100 episodes, scalars)."""

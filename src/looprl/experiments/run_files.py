@@ -14,10 +14,12 @@ from typing import Any
 
 from looprl.core.files import check_writable
 from looprl.core.imports import object_path
+from looprl.environments.wrappers import read_normalization, save_normalization
 
 __all__ = ["CSV_HEADERS", "append_lines", "check_header", "claim_run_dir", "json_text",
            "cut_back", "json_value", "keep_events", "keep_rows", "keep_until", "removed",
-           "safe_component", "write_run_json", "write_tables", "write_test_returns"]
+           "safe_component", "save_preset", "write_run_json", "write_tables",
+           "write_test_returns"]
 
 log = logging.getLogger(__name__)
 
@@ -226,3 +228,14 @@ def write_run_json(run_dir: Path, info: dict[str, Any]) -> None:
     """Write ``run.json``: the start time and ``info``."""
     meta = {**info, "started": datetime.now().astimezone().isoformat(timespec="seconds")}
     (run_dir / "run.json").write_text(json_text(meta, indent=2) + "\n")
+
+
+def save_preset(preset: Any, env: Any, directory: str | os.PathLike, prefix: str = "") -> str:
+    """Save ``preset`` to ``{directory}/{prefix}preset.pt`` (``looprl watch`` plays it) and the
+    statistics of ``env``'s normalizers beside it (``save_normalization``; ``env=None``: none);
+    its path."""
+    path = os.path.join(str(directory), f"{prefix}preset.pt")
+    preset.save(path)
+    if env is not None:
+        save_normalization(read_normalization(env), directory, prefix)
+    return path

@@ -32,7 +32,7 @@ from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.environments.faults import EnvironmentFailure, failure
 from looprl.environments.gym import refuse_gymnasium
 from looprl.environments.multiagent import MultiagentPettingZooEnv
-from looprl.environments.wrappers import load_normalization, saved_normalization
+from looprl.environments.wrappers import load_normalization, preset_normalization
 from looprl.experiments.episodes import (
     check_episodes,
     check_spaces,
@@ -264,7 +264,7 @@ def load_and_watch(filename: str | Path, env: Any, fps: float | None = 60,
     ``env`` normalized with the training statistics saved beside it (``save_normalization``)."""
     preset = load_preset(str(filename), device=getattr(env, "device", None))
     _check_spaces(preset, env)
-    load_normalization(env, saved_normalization(Path(filename).parent), env.name)
+    load_normalization(env, preset_normalization(filename), env.name)
     return watch(preset.test_agent(), env, fps=fps, n_episodes=n_episodes, **options)
 
 

@@ -251,7 +251,9 @@ class ExperienceReplayBuffer(ReplayBuffer):
         s, pos, terminal = self._views, self._pos, float(next_state.mask) == 0
         s["obs"][pos, 0] = as_numpy(state.observation)
         s["obs"][pos, 1] = as_numpy(next_state.observation)
-        s["action"][pos, 0] = self._as_stored(as_numpy(action), s["action"].dtype)
+        action = as_numpy(action)
+        s["action"][pos, 0] = (action if getattr(action, "dtype", None) == s["action"].dtype
+                               else self._as_stored(action, s["action"].dtype))
         s["reward"][pos, 1] = as_numpy(next_state.reward)
         s["done"][pos, 1] = terminal
         s["truncated"][pos, 1] = bool(next_state.done) and not terminal

@@ -182,9 +182,9 @@ def env_for(agent: Any, env_id: str) -> Any:
     return make_env(agent, env_id)
 
 
-CONTEXT_KEYS = ("train", "test", "ranges", "seed", "hide_context", "instance_mode")
 #: the keys of ``context`` that only its instance sets read -> their values when not given
 CONTEXT_DEFAULTS = {"ranges": {}, "seed": 0, "hide_context": True, "instance_mode": "random"}
+CONTEXT_KEYS = ("train", "test", *CONTEXT_DEFAULTS)
 
 
 def context_sets(env_id: str, context: Mapping[str, Any]) -> tuple[Any, Any]:
@@ -239,7 +239,6 @@ def make_contextual(agent: str, env_id: str, contexts: Any,
     if agent.startswith(("atari.", "multiagent.")):
         raise ValueError(f"{agent} does not act in contextual environments; use a "
                          "classic-control or continuous preset")
-    hide = context.get("hide_context")
-    return ContextualEnvironment(env_id, contexts, hide_context=True if hide is None else hide,
-                                 instance_mode=context.get("instance_mode") or "random",
-                                 seed=context.get("seed") or 0)
+    given = {key: context.get(key) for key in ("hide_context", "instance_mode", "seed")}
+    return ContextualEnvironment(env_id, contexts, **{
+        key: CONTEXT_DEFAULTS[key] if value is None else value for key, value in given.items()})

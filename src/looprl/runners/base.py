@@ -26,11 +26,11 @@ from looprl.core import Hyperparameter
 from looprl.core.logger import Logger
 from looprl.core.suggest import check_flag, check_seed, is_number
 from looprl.environments import Environment, MultiagentEnvironment
-from looprl.environments.wrappers import read_normalization, save_normalization
 from looprl.experiments.checkpoint import check_checkpointing, load_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.experiments.logger import MemoryLogger, RecordingLogger, mean_return
 from looprl.experiments.run import fresh_components, make_experiment
+from looprl.experiments.run_files import save_preset
 from looprl.meta.hyperparameters import (
     agent_hyperparameters,
     set_hyperparameter,
@@ -294,9 +294,8 @@ class Runner:
     def save_preset(self, directory: str) -> None:
         """Save the preset to ``{directory}/preset.pt`` (``looprl watch DIRECTORY`` plays it)
         and, of the current experiment's, its normalizers' statistics beside it."""
-        self.preset.save(os.path.join(directory, "preset.pt"))
-        if self.experiment is not None and self.experiment.preset is self.preset:
-            save_normalization(read_normalization(self.experiment.vector_env), directory)
+        current = self.experiment is not None and self.experiment.preset is self.preset
+        save_preset(self.preset, self.experiment.vector_env if current else None, directory)
 
     def close_experiment(self, experiment: Any) -> None:
         """Close an experiment's logger and the environments it made (not ``self.env``)."""

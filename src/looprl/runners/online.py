@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from looprl.core.suggest import check_count
-from looprl.environments.wrappers import read_normalization, save_normalization
 from looprl.experiments.logger import mean_return
 from looprl.experiments.run import warn_budget_extended
-from looprl.experiments.run_files import append_lines, keep_until
+from looprl.experiments.run_files import append_lines, keep_until, save_preset
 from looprl.runners.base import Runner
 from looprl.runners.evaluation import SETS
 
@@ -97,9 +96,7 @@ class OnlineRunner(Runner):
         if results["mean_eval_reward"] > best:
             self.best_preset = copy.deepcopy(self.preset)
             if self.logdir is not None:
-                self.preset.save(str(Path(self.logdir) / "best_preset.pt"))
-                save_normalization(read_normalization(self.experiment.vector_env), self.logdir,
-                                   "best_")  # (the statistics it was evaluated with)
+                save_preset(self.preset, self.experiment.vector_env, self.logdir, "best_")
 
     def _read_evaluations(self, frame: float = math.inf) -> list[list[float]]:
         """The run's ``eval_results.csv`` (its held-out set's, if any), without the rows after
