@@ -499,6 +499,50 @@ def test_a_given_vector_env_without_next_step_autoreset_is_refused(mode) -> None
     assert GymVectorEnvironment(gym.make_vec("CartPole-v1", 2), "cartpole").n_envs == 2
 
 
+def test_a_vector_env_resetting_in_the_same_step_undeclared_is_one_line() -> None:
+    """A vector environment of the user's that resets a done copy in the same step without
+    saying so in its metadata (Gymnasium warns, nothing more) gave each done row the next
+    episode's first observation as its last, silently: its ``final_obs`` info names it."""
+    made = gym.vector.SyncVectorEnv([partial(gym.make, "CartPole-v1")] * 2,
+                                    autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    made.metadata = {"render_modes": []}  # (undeclared)
+    env = GymVectorEnvironment(made, "undeclared")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"^undeclared reset a copy in the step that ended its "
+                                         r"episode .* same-step autoreset.* next-step"):
+        for _ in range(100):  # (CartPole falls within 100 steps of one push)
+            env.step(torch.ones(2, dtype=torch.long))
+    env.close()
+    made = gym.make_vec("CartPole-v1", 2)
+    made.metadata = {"autoreset_mode": "next_step"}  # (was Python's bare enum ValueError)
+    with pytest.raises(ValueError, match=r"metadata\['autoreset_mode'\] is 'next_step', no "
+                                         r"gymnasium.vector.AutoresetMode: give "):
+        GymVectorEnvironment(made, "cp")
+
+
+def _same_step_cartpoles(num_envs: int, **kwargs) -> gym.vector.VectorEnv:
+    return gym.vector.SyncVectorEnv([partial(gym.make, "CartPole-v1", **kwargs)] * num_envs,
+                                    autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+
+
+def test_an_ids_vector_entry_point_without_next_step_autoreset_is_not_used(monkeypatch) -> None:
+    """An id whose ``vector_entry_point`` makes a same-step vector environment was stepped as a
+    next-step one (``duplicate``, ``looprl run`` too): a done row's next action played in the
+    new episode, episodes of one step, rewards across episodes. Its copies are made instead."""
+    spec = gym.envs.registration.EnvSpec("looprl-test/SameStep-v0", entry_point=partial(
+        gym.make, "CartPole-v1"), vector_entry_point=_same_step_cartpoles)
+    monkeypatch.setitem(gym.registry, spec.id, spec)
+    for env in (GymVectorEnvironment(spec.id, 2, seed=0), GymEnvironment(spec.id).duplicate(2)):
+        assert env.env.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP
+        state, ended = env.reset(), 0
+        while ended < 2:
+            ended += int(state.done.sum())
+            after = env.step(torch.ones(2, dtype=torch.long))
+            assert torch.equal(after.reward, (~state.done).float())  # 0: the reset step
+            state = after
+        env.close()
+
+
 def test_what_is_no_gymnasium_env_is_one_line() -> None:
     """A class, a vector environment, a looprl environment or ``None`` given as the
     environment: one line (it was ``AttributeError: ... has no attribute 'spec'``, a vector

@@ -294,6 +294,18 @@ def test_parallel_env_experiment_accepts_vector_env(tmp_path: Path) -> None:
         ParallelEnvExperiment(preset, "CartPole-v1", logdir=str(tmp_path))
 
 
+def test_a_vector_env_of_another_width_than_the_presets_n_envs_is_one_line(tmp_path: Path) -> None:
+    """A 3-copy vector environment under an ``n_envs=8`` preset trained without a word on
+    batches of 8 streams mixed from several segments (older policy versions among them), with
+    the learning-rate schedule and minibatches sized for 8 copies; ALL's asserted the widths."""
+    vector_env = GymVectorEnvironment(gymnasium.make_vec("CartPole-v1", 3), "CartPole-v1")
+    with pytest.raises(ValueError, match=r"^ParallelEnvExperiment: a2c was built for n_envs=8 "
+                                         r"copies, got the vector environment CartPole-v1 of 3: "
+                                         r"build the preset with \.hyperparameters\(n_envs=3\)"):
+        run_experiment(a2c, vector_env, 100, logdir=str(tmp_path), quiet=True)
+    vector_env.close()
+
+
 def test_vector_env_copies_are_independent() -> None:
     env = GymVectorEnvironment("CartPole-v1", 3, seed=1)
     copy = env.copy()

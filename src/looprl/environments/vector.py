@@ -39,8 +39,8 @@ from looprl.environments.gym_helpers import (
 
 def make_vector_env(env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: Any
                     ) -> gym.vector.VectorEnv:
-    """Gymnasium's own vector env of ``env_id`` (an id or a factory), else a ``SyncVectorEnv``;
-    ``kwargs``: ``gym.make``'s, of an id only."""
+    """Gymnasium's own vector env of ``env_id`` (an id or a factory; one with next-step
+    autoreset), else a ``SyncVectorEnv``; ``kwargs``: ``gym.make``'s, of an id only."""
     if "vectorization_mode" in kwargs or "vector_kwargs" in kwargs:
         raise TypeError("GymVectorEnvironment(env, n_envs) steps its copies in this process and "
                         "takes no vectorization_mode or vector_kwargs: for Gymnasium's other "
@@ -58,11 +58,14 @@ def make_vector_env(env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: 
             check_render_mode(env_id, kwargs, vector=True)
             try:
                 with warned_once(env_id):
-                    return gym.make_vec(env_id, num_envs=n_envs,
+                    made = gym.make_vec(env_id, num_envs=n_envs,
                                         vectorization_mode="vector_entry_point", **kwargs)
             except TypeError as error:  # (as gym.make's: naming the id)
                 raise TypeError(f"{error} was raised from the environment creator for {env_id} "
                                 f"with kwargs ({kwargs})") from error
+            if _autoreset_mode(made) == gym.vector.AutoresetMode.NEXT_STEP:
+                return made
+            made.close()  # (it resets a done copy in the same step, or never: copies instead)
         # (not make_vec's "sync" mode: it makes its copies with a closure, which a checkpoint
         # cannot pickle)
         env_id = partial(make_gym_env, env_id, **kwargs)
@@ -248,7 +251,7 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         action = action_to_numpy(action, self.action_space, self.n_envs)
         self._t += 1
         try:
-            obs, reward, terminated, truncated, _ = self.env.step(action)
+            obs, reward, terminated, truncated, info = self.env.step(action)
         except EnvironmentOutputError:
             raise
         except Exception as error:  # (Gymnasium's environments assert valid actions)
@@ -261,6 +264,12 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
                 expected = tuple(self.state.observation.shape[1:])
                 raise shape_changed(self.name, expected, _odd_shape(self.env, expected)) from error
             raise self._failure("step", error) from error
+        if isinstance(info, dict) and ("final_obs" in info or "final_observation" in info):
+            raise ValueError(f"{self.name} reset a copy in the step that ended its episode (its "
+                             f"info holds the final observation: same-step autoreset, which its "
+                             f"metadata['autoreset_mode'] does not declare); GymVectorEnvironment "
+                             f"steps vector environments with next-step autoreset: make it reset "
+                             f"a done copy on the next step (AutoresetMode.NEXT_STEP)")
         if isinstance(obs, tuple):  # (a Tuple space's batch: one row per copy)
             obs = tuple_rows(obs, self.observation_space)
         obs = as_observation(obs, self.name, batch_dims=1)
@@ -285,15 +294,25 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
                                     **self._make_kwargs)
 
 
+def _autoreset_mode(vector_env: gym.vector.VectorEnv) -> gym.vector.AutoresetMode:
+    """How ``vector_env`` resets a copy whose episode ended (undeclared: next step)."""
+    mode = vector_env.metadata.get("autoreset_mode")
+    try:
+        return gym.vector.AutoresetMode(mode or gym.vector.AutoresetMode.NEXT_STEP)
+    except ValueError:  # (Python's "'next_step' is not a valid AutoresetMode")
+        raise ValueError(f"{type(vector_env).__name__}'s metadata['autoreset_mode'] is "
+                         f"{mode!r}, no gymnasium.vector.AutoresetMode: give "
+                         "AutoresetMode.NEXT_STEP") from None
+
+
 def _given_name(vector_env: gym.vector.VectorEnv, n_envs: Any, name: str | None,
                 make_kwargs: dict[str, Any]) -> str | None:
     """The name of a given vector environment: ALL's second argument, or ``name``."""
     if make_kwargs:
         raise TypeError(f"GymVectorEnvironment got a made vector environment and gym.make "
                         f"arguments {sorted(make_kwargs)}: pass them to gymnasium.make_vec")
-    next_step = gym.vector.AutoresetMode.NEXT_STEP
-    mode = gym.vector.AutoresetMode(vector_env.metadata.get("autoreset_mode") or next_step)
-    if mode != next_step:
+    mode = _autoreset_mode(vector_env)
+    if mode != gym.vector.AutoresetMode.NEXT_STEP:
         raise ValueError(f"GymVectorEnvironment steps vector environments with next-step "
                          f"autoreset (a done row's next action is ignored), got one made with "
                          f"autoreset_mode={mode.name}: make it with "

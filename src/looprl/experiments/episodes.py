@@ -16,7 +16,12 @@ from looprl.collector import EnvRunner, Episode
 from looprl.collector.runner import report_cuts
 from looprl.core import ParallelPreset, RolloutRequest, RolloutResult, StateArray
 from looprl.core.suggest import check_count, is_whole
-from looprl.environments import AtariEnvironment, Environment, MultiagentEnvironment
+from looprl.environments import (
+    AtariEnvironment,
+    Environment,
+    MultiagentEnvironment,
+    VectorEnvironment,
+)
 from looprl.environments.gym import refuse_gymnasium
 from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.experiments.progress import TrainingProgress
@@ -134,13 +139,20 @@ def check_test(episodes: Any, env: Any, caller: str,
                            else ""))
 
 
-def check_parallel_preset(preset: Any, experiment: str) -> None:
+def check_parallel_preset(preset: Any, experiment: str, env: Any = None) -> None:
     """A one-line ``TypeError`` unless ``preset`` trains in copies (a ``ParallelPreset``: its
-    ``n_envs`` and ``parallel_test_agent``), as ``experiment`` needs."""
+    ``n_envs`` and ``parallel_test_agent``), as ``experiment`` needs; a ``ValueError`` for a
+    vector ``env`` of another number of copies (its batches, schedules and minibatches are
+    sized for ``n_envs``; ALL asserts it)."""
     if not isinstance(preset, ParallelPreset):
         raise TypeError(f"{experiment} trains a ParallelPreset (its n_envs copies), got the "
                         f"single-environment {type(preset).__name__}: train it with "
                         "SingleEnvExperiment (run_experiment picks the experiment)")
+    if isinstance(env, VectorEnvironment) and env.n_envs != preset.n_envs:
+        raise ValueError(f"{experiment}: {preset.name} was built for n_envs={preset.n_envs} "
+                         f"copies, got the vector environment {env.name} of {env.n_envs}: "
+                         f"build the preset with .hyperparameters(n_envs={env.n_envs}), or give "
+                         f"a vector environment of {preset.n_envs} copies")
 
 
 def check_spaces(preset: Any, env: Any, where: str = "looprl") -> Any:

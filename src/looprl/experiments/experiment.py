@@ -248,7 +248,7 @@ class Experiment:
         return self.preset.agent(logger=self.logger, train_steps=self.train_steps)
 
     def _vector_env(self, preset: Any, env: Any) -> VectorEnvironment:  # (the copies trained in)
-        check_parallel_preset(preset, type(self).__name__)
+        check_parallel_preset(preset, type(self).__name__, env)
         if isinstance(env, VectorEnvironment):
             return env
         if isinstance(env, Environment):
