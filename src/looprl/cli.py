@@ -212,7 +212,7 @@ def watch_saved(args: argparse.Namespace) -> Path | None:
                 raise
             raise ValueError(f"{error} If your code registers {env_id}, give the module that "
                              f"does: --env MODULE:{env_id}") from None
-        load_normalization(env, preset_normalization(preset_file), env_id)
+        load_normalization(env, preset_normalization(preset_file, env), env_id)
         gif = None if window else args.gif or str(preset_file.parent / "watch.gif")
         episodes = args.episodes or (sys.maxsize if window else 1)  # (None: ALL's, forever)
         returns, path = watch.watch(preset.test_agent(), env, episodes, args.fps, gif,

@@ -930,6 +930,7 @@ def test_a_ray_run_that_never_trained_warns_as_a_local_run_does(monkeypatch, cap
 
     parts = SimpleNamespace(start=lambda *args: None, trainers=["trainer"],
                             actors_meta_state=None, schedules={}, trainer_checkpoint=None,
+                            normalization=lambda: None,
                             cuts=(0, "", None))
     for name in ("WorkerPool", "Supervisor", "RunMonitor", "ControllerCheckpoint"):
         monkeypatch.setattr(controller, name, lambda *args, **kwargs: parts)
@@ -1044,3 +1045,28 @@ def test_a_local_run_seeds_its_units_as_a_ray_actor_does(tmp_path, algorithm, se
     assert len(episodes.splitlines()) > 3 and episodes == wrapped
     assert not all(torch.equal(first[key], mine[key]) for key in mine)  # (it trained)
     assert all(torch.equal(mine[key], theirs[key]) for key in mine)
+
+
+def test_an_older_controller_checkpoint_of_normalizers_says_their_statistics_start_anew(
+        caplog) -> None:
+    """A controller checkpoint written before it held the normalizers' statistics: resumed,
+    the actors' start anew, which a warning says where the run's environment normalizes (was:
+    silently); a newer checkpoint's statistics are the resumed actors'."""
+    from gymnasium.wrappers import NormalizeObservation
+
+    from looprl.distributed.controller import _resumed_normalization
+    from looprl.environments.srl import make
+
+    older = SimpleNamespace(logger=SimpleNamespace(log_dir="RUN"))
+    plain = SimpleNamespace(make_env=lambda: make("CartPole-v1"))
+    normalizing = SimpleNamespace(make_env=lambda: make("CartPole-v1",
+                                                        wrap_env=NormalizeObservation))
+    with caplog.at_level(logging.WARNING, "looprl.distributed"):
+        assert _resumed_normalization(None, normalizing) is None
+        assert _resumed_normalization(older, plain) is None
+        assert not caplog.records
+        assert _resumed_normalization(older, normalizing) is None
+    assert caplog.text.count("RUN: its controller checkpoint, of a looprl before it held the "
+                             "normalizers' statistics, has none") == 1, caplog.text
+    newer = SimpleNamespace(logger=older.logger, normalization=[None, {"normalizers": []}])
+    assert _resumed_normalization(newer, normalizing) is newer.normalization

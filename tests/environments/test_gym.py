@@ -474,6 +474,20 @@ def test_a_vector_wrapper_as_wrap_env_or_env_wrappers_is_one_line() -> None:
     with pytest.raises(TypeError, match=rf"env wrapper '{path}' " + advice):
         Wrappers([path])
 
+
+def test_env_wrappers_pickled_before_wrappers_moved_load() -> None:
+    """The presets and checkpoints of ``env_wrappers`` runs that looprl saved before
+    ``Wrappers`` moved to ``looprl.environments.wrappers`` refer to ``gym_helpers``' (was: a
+    preset that no longer loaded)."""
+    import pickle
+
+    saved = pickle.dumps(Wrappers(["gymnasium.wrappers.FlattenObservation"]), protocol=0)
+    old = saved.replace(b"looprl.environments.wrappers", b"looprl.environments.gym_helpers")
+    assert old != saved
+    wrap = pickle.loads(old)
+    assert isinstance(wrap, Wrappers)
+    assert wrap(gym.make("FrozenLake-v1")).observation_space.shape == (16,)
+
 def test_a_misdeclared_space_with_array_bounds_is_shown_on_one_line() -> None:
     """A ``FrameStackObservation``'s ``Box`` (array bounds, which NumPy prints on several
     lines) is named by its kind and shape."""

@@ -14,6 +14,7 @@ import torch
 
 from looprl.collector import EnvRunner
 from looprl.core import RolloutResult
+from looprl.core.suggest import WARNED
 from looprl.environments import GymEnvironment, GymVectorEnvironment
 from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.environments.srl import Environment, step_result
@@ -234,3 +235,32 @@ def test_a_saved_run_is_watched_with_its_training_statistics_frozen(tmp_path, mo
     (result,) = run_experiment(dqn.hyperparameters(hidden=8).env(plain).build(), plain, 50,
                                logdir=str(tmp_path / "plain"), quiet=True, test_episodes=0)
     assert sorted(path.name for path in Path(result.log_dir).glob("*.pt")) == ["preset.pt"]
+
+
+def test_a_saved_run_without_its_statistics_is_watched_with_a_warning(tmp_path, monkeypatch,
+                                                                      caplog) -> None:
+    """A run of normalizers that a looprl before ``normalization.pt`` saved (or a preset saved
+    alone) plays with fresh statistics: a warning says so (was: silently, as if trained); a
+    preset file of another name too."""
+    from looprl.cli import main
+    from looprl.experiments import watch
+    from looprl.presets.catalog import make_env
+
+    env = make_env("classic_control.dqn", "CartPole-v1",
+                   env_wrappers=["gymnasium.wrappers.NormalizeObservation"])
+    preset = dqn.hyperparameters(hidden=8).env(env).device("cpu").build()
+    for name in ("preset.pt", "agent.pt"):
+        preset.save(str(tmp_path / name))
+    monkeypatch.setattr(watch, "watch", lambda *args, **kwargs: ([0.0], None))
+    for name, play in (
+            ("preset.pt", lambda: watch.load_and_watch(tmp_path / "preset.pt", env)),
+            ("agent.pt", lambda: watch.load_and_watch(tmp_path / "agent.pt", env)),
+            ("preset.pt", lambda: main(["watch", str(tmp_path), "--env", "CartPole-v1",
+                                        "--episodes", "1", "--gif", str(tmp_path / "w.gif")]))):
+        WARNED.clear()
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            play()
+        assert f"{tmp_path / name}: no normalization statistics were saved with it" \
+            in caplog.text, caplog.text
+        assert "NormalizeObservation start anew" in caplog.text

@@ -35,7 +35,7 @@ from looprl.distributed.run_state import (
 )
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.contextual import contextual_envs
-from looprl.environments.wrappers import save_normalization, saved_normalization
+from looprl.environments.wrappers import normalizers_of, save_normalization, saved_normalization
 from looprl.experiments.diagnose import diverged
 from looprl.experiments.episodes import check_test
 from looprl.experiments.experiment import evaluation_seed, warn_never_trained
@@ -159,7 +159,7 @@ class DistributedRun:
         try:  # (applied once Ray started: a run() again after its failure resumes the same)
             counts = self._open_logs() if resumed is None else self._resume(resumed)
             self._pool = WorkerPool(self.spec, self.runtime, self.result, counts,
-                                    getattr(resumed, "normalization", None))  # (older: none)
+                                    _resumed_normalization(resumed, self.spec))
             self._supervisor = Supervisor(self._pool)
             self._monitor = RunMonitor(self.result, counts, self._log, self._pool.trainers,
                                        self.frames, agents, self._agent_logs)
@@ -369,6 +369,25 @@ def _meta_and_schedules(state: Any) -> tuple[dict[int, Any], dict[str, list[int]
     older = {f"actor{index}": steps for index, entries in saved.items()
              for name, steps in entries if name == "exploration"}
     return meta, getattr(state, "schedules", None) or older
+
+
+def _resumed_normalization(state: Any, spec: AlgorithmSpec) -> list[Any] | None:
+    """A controller checkpoint's normalizers' statistics (``None``: none, or no checkpoint); of
+    an older one, which held none, a warning where ``spec``'s environment normalizes (one copy
+    made here): the resumed actors' statistics start anew."""
+    if state is None or "normalization" in vars(state):
+        return getattr(state, "normalization", None)
+    env = spec.make_env()
+    try:
+        normalizes = bool(normalizers_of(env))
+    finally:
+        env.close()
+    if normalizes:
+        logger.warning("%s: its controller checkpoint, of a looprl before it held the "
+                       "normalizers' statistics, has none: the resumed actors' start anew (the "
+                       "policy sees observations scaled otherwise until they settle); start a "
+                       "new run to train with them from the start", state.logger.log_dir)
+    return None
 
 
 #: an object's address in its ``repr`` (a function's, a network's): not the same on resume

@@ -61,7 +61,7 @@ def watch_run(
     spec, policy = load_run(run_dir)
     build = partial(make, spec.env, **spec.env_args)
     env, window = render_env(build, window=gif is None and has_display())
-    load_normalization(env, saved_normalization(run_dir), spec.env_label)
+    load_normalization(env, saved_normalization(run_dir, env=env), spec.env_label)
     fps = fps or getattr(env, "render_fps", None) or default_fps(env)
     if not window:
         gif = Path(gif) if gif is not None else Path(run_dir) / "watch.gif"

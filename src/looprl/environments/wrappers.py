@@ -210,21 +210,40 @@ def save_normalization(statistics: list[dict[str, Any] | None] | None,
         save_atomically(statistics, Path(run_dir) / (prefix + NORMALIZATION_FILE))
 
 
-def saved_normalization(run_dir: str | os.PathLike, prefix: str = ""
+def saved_normalization(run_dir: str | os.PathLike, prefix: str = "", env: Any = None
                         ) -> list[dict[str, Any] | None] | None:
-    """The statistics ``save_normalization`` wrote to ``run_dir`` (``None``: none)."""
+    """The statistics ``save_normalization`` wrote to ``run_dir`` (``None``: none, which
+    ``_warn_unsaved`` says where ``env``, that they are for, has normalizers)."""
     path = Path(run_dir) / (prefix + NORMALIZATION_FILE)
-    return load_file(path, "normalization statistics", "delete it, or train the run again"
-                     ) if path.is_file() else None
+    if path.is_file():
+        return load_file(path, "normalization statistics", "delete it, or train the run again")
+    _warn_unsaved(env, run_dir)
+    return None
 
 
-def preset_normalization(preset_file: str | os.PathLike) -> list[dict[str, Any] | None] | None:
+def preset_normalization(preset_file: str | os.PathLike, env: Any = None
+                         ) -> list[dict[str, Any] | None] | None:
     """The statistics saved beside ``preset_file`` for it: ``normalization.pt`` for a
-    ``preset.pt``, ``best_normalization.pt`` for a ``best_preset.pt`` (another name: none)."""
+    ``preset.pt``, ``best_normalization.pt`` for a ``best_preset.pt`` (another name: none;
+    none: ``_warn_unsaved`` of ``env``)."""
     path = Path(preset_file)
-    if not path.name.endswith("preset.pt"):
-        return None
-    return saved_normalization(path.parent, path.name.removesuffix("preset.pt"))
+    statistics = (saved_normalization(path.parent, path.name.removesuffix("preset.pt"))
+                  if path.name.endswith("preset.pt") else None)
+    if statistics is None:
+        _warn_unsaved(env, path)
+    return statistics
+
+
+def _warn_unsaved(env: Any, saved: str | os.PathLike) -> None:
+    """A warning where ``env`` has normalizers but no statistics were saved with ``saved`` (a
+    preset file, a run directory): a looprl before ``NORMALIZATION_FILE`` saved none, as a bare
+    ``preset.save`` does, so that ``env`` plays with fresh statistics (was: silently)."""
+    normalizers = dict.fromkeys(type(wrapper).__name__ for wrapper in normalizers_of(env))
+    if normalizers:
+        warn_once(log, "%s: no normalization statistics were saved with it (a looprl before "
+                  "they were saved, or a preset saved alone): the statistics of its "
+                  "environment's %s start anew and update as it plays, not as trained; train "
+                  "the run again to watch it as trained", saved, ", ".join(normalizers))
 
 
 def _statistics(first: Any) -> dict[str, Any]:

@@ -264,7 +264,7 @@ def load_and_watch(filename: str | Path, env: Any, fps: float | None = 60,
     ``env`` normalized with the training statistics saved beside it (``save_normalization``)."""
     preset = load_preset(str(filename), device=getattr(env, "device", None))
     _check_spaces(preset, env)
-    load_normalization(env, preset_normalization(filename), env.name)
+    load_normalization(env, preset_normalization(filename, env), env.name)
     return watch(preset.test_agent(), env, fps=fps, n_episodes=n_episodes, **options)
 
 
