@@ -533,3 +533,23 @@ def test_watch_finds_the_one_run_below_and_names_the_module_of_an_env_it_cannot_
     assert line.startswith("looprl: error: Unknown environment 'MyPole-v0'.")
     assert line.endswith("If your code registers MyPole-v0, give the module that does: "
                          "--env MODULE:MyPole-v0")
+
+
+def test_watch_of_a_run_with_only_a_checkpoint_says_what_it_holds(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``OnlineRunner(logdir=..., checkpoint_every=N)`` saves ``checkpoint.pt``, no preset.pt:
+    ``looprl watch`` said only "No saved preset at RUN/preset.pt (train one with looprl
+    train)"."""
+    from looprl.presets.classic_control import ppo
+    from looprl.runners import OnlineRunner
+
+    builder = ppo.hyperparameters(n_envs=1, n_steps=8, minibatch_size=8, epochs=1, hidden=8)
+    runner = OnlineRunner(builder, "CartPole-v1", num_steps=16, seed=0, quiet=True,
+                          logdir=str(tmp_path / "r"), checkpoint_every=8, eval_episodes=1)
+    runner.run()
+    runner.close()
+    run = tmp_path / "r" / "ppo" / "CartPole-v1"
+    for given in (tmp_path / "r", run):
+        assert main(["watch", str(given), "--gif", str(tmp_path / "w.gif")]) == 2
+        assert f"; {run / 'checkpoint.pt'} is a checkpoint to resume (resume_from), not a " \
+               "preset: save one with runner.preset.save(PATH)" in capsys.readouterr().err

@@ -177,6 +177,8 @@ def watch_saved(args: argparse.Namespace) -> Path | None:
     """Play a saved preset, or a distributed run's final policy (``policy.pt``), as ``looprl
     watch`` parsed ``args``; the GIF written (``None``: played in a window)."""
     run_dir = Path(args.run_dir)
+    if run_dir.is_file() and (run_dir.parent / "algorithm.pt").exists():  # (its policy.pt)
+        run_dir = run_dir.parent
     if run_dir.is_dir() and not (run_dir / "preset.pt").exists():
         run_dir = distributed_run_dir(run_dir)
     if run_dir.is_dir() and not (run_dir / "preset.pt").exists() and (
@@ -201,8 +203,13 @@ def watch_saved(args: argparse.Namespace) -> Path | None:
                                     "it evaluates during training (looprl run "
                                     "runner.eval_every=N; OnlineRunner(eval_every=N))")
         if not preset_file.exists():
+            checkpoint = run_dir.is_dir() and (
+                run_dir / "checkpoint.pt" if (run_dir / "checkpoint.pt").exists()
+                else _one_below(run_dir, "checkpoint.pt"))
             raise FileNotFoundError(f"No saved preset at {preset_file} (train one with looprl "
-                                    "train)")
+                                    "train)" + (f"; {checkpoint} is a checkpoint to resume "
+                                                "(resume_from), not a preset: save one with "
+                                                "runner.preset.save(PATH)" if checkpoint else ""))
         preset = load_preset(str(preset_file), device=args.device)
         env_id = args.env or trained_env(preset_file, preset)
         try:

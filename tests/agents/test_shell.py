@@ -10,7 +10,7 @@ import torch
 
 from looprl.environments import GymEnvironment
 from looprl.experiments.experiment import seed_everything
-from looprl.presets.classic_control import a2c, ppo
+from looprl.presets.classic_control import a2c, ppo, vqn
 
 
 @pytest.mark.parametrize("builder", [ppo, a2c], ids=["ppo", "a2c"])
@@ -27,6 +27,26 @@ def test_a_parallel_agent_acts_on_batches_narrower_than_its_n_envs(builder) -> N
     with pytest.raises(ValueError, match="acts on batches of 2 rows .* got 3"):
         agent.act(GymEnvironment("CartPole-v1").duplicate(3).reset(seed=0))
     assert torch.isfinite(next(preset.model.parameters())).all()
+
+
+@pytest.mark.parametrize(("builder", "sizes"), [(ppo, {"n_steps": 4, "minibatch_size": 8}),
+                                                (vqn, {})], ids=["ppo", "vqn"])
+def test_linear_lr_of_a_narrower_batch_follows_the_frames_trained(builder, sizes) -> None:
+    """A ``train_steps`` budget is of frames: acting on 2 copies, not the preset's 8, each
+    update takes a quarter of the rows, and the schedule counts 4 times the updates (was: the
+    learning rate reached 0 after 120 of 400 frames)."""
+    seed_everything(0)
+    env = GymEnvironment("CartPole-v1")
+    preset = builder.hyperparameters(n_envs=8, lr=1e-3, linear_lr=True, hidden=8,
+                                     **sizes).env(env).device("cpu").build()
+    agent = preset.agent(train_steps=400)
+    vector = env.duplicate(2)
+    state = vector.reset(seed=0)
+    for _ in range(60):  # 120 of the 400 frames
+        state = vector.step(agent.act(state))
+    (lr,) = [h.get() for key, h in agent.hyperparameters().items() if key.startswith("hp/lr/")]
+    assert 0.6e-3 < lr < 0.8e-3
+    assert getattr(agent.unwrapped.trainer, "progress", 0.3) == pytest.approx(0.3, abs=0.05)
 
 
 @pytest.mark.parametrize("family", ["dqn", "ppo", "sac"])

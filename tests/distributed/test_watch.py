@@ -114,3 +114,20 @@ def test_a_window_falls_back_to_frames_where_the_constructor_takes_no_render_mod
 def test_a_directory_without_a_run_is_one_line(tmp_path, capsys):
     assert cli(["watch", str(tmp_path)]) == 2
     assert "No saved preset at" in capsys.readouterr().err
+
+
+def test_watching_a_ray_runs_policy_file_plays_its_run(tmp_path, capsys):
+    """(was: "policy.pt holds a dict, not a looprl preset"; ``load_preset`` of the run's
+    ``algorithm.pt``: "holds a AlgorithmSpec", with no word of what to do)"""
+    pytest.importorskip("pygame")
+    from looprl.presets import load_preset
+
+    spec = AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate",
+                         policy_args={**CARTPOLE, "seed": 0}, trainer="ppo")
+    saved = run_dir(tmp_path, spec)
+    assert cli(["watch", str(tmp_path / "policy.pt"), "--episodes", "1"]) == 0
+    first = evaluate(spec, saved.get_checkpoint(), 1, seed=0)[0]
+    assert f"episode 1: return {first:.1f}" in capsys.readouterr().out
+    with pytest.raises(ValueError, match=f"holds an AlgorithmSpec, not a looprl preset "
+                       rf"\(a distributed run's file: watch the run with looprl watch {tmp_path}"):
+        load_preset(str(tmp_path / "algorithm.pt"))

@@ -479,14 +479,21 @@ def test_env_wrappers_pickled_before_wrappers_moved_load() -> None:
     """The presets and checkpoints of ``env_wrappers`` runs that looprl saved before
     ``Wrappers`` moved to ``looprl.environments.wrappers`` refer to ``gym_helpers``' (was: a
     preset that no longer loaded)."""
-    import pickle
+    import io
+    import zipfile
 
-    saved = pickle.dumps(Wrappers(["gymnasium.wrappers.FlattenObservation"]), protocol=0)
-    old = saved.replace(b"looprl.environments.wrappers", b"looprl.environments.gym_helpers")
-    assert old != saved
-    wrap = pickle.loads(old)
+    from looprl.core.files import load_file
+
+    saved, old = io.BytesIO(), io.BytesIO()
+    torch.save(Wrappers(["gymnasium.wrappers.FlattenObservation"]), saved, pickle_protocol=2)
+    with zipfile.ZipFile(saved) as new, zipfile.ZipFile(old, "w") as moved:
+        for entry in new.namelist():  # (the class where an older looprl had it)
+            moved.writestr(entry, new.read(entry).replace(b"looprl.environments.wrappers",
+                                                          b"looprl.environments.gym_helpers"))
+    wrap = load_file("old.pt", "looprl preset", "train it again", data=old.getvalue())
     assert isinstance(wrap, Wrappers)
     assert wrap(gym.make("FrozenLake-v1")).observation_space.shape == (16,)
+
 
 def test_a_misdeclared_space_with_array_bounds_is_shown_on_one_line() -> None:
     """A ``FrameStackObservation``'s ``Box`` (array bounds, which NumPy prints on several

@@ -9,6 +9,7 @@ import torch
 
 from looprl.agents.actor import Actor
 from looprl.agents.learner import Learner, ReplaySchedule
+from looprl.approximation.schedules import ProgressLR
 from looprl.core import (
     Agent,
     AgentBase,
@@ -90,7 +91,19 @@ class LearningAgent(AgentBase):
         self.actor.adder = SegmentBuffer(adder.segment_length, rows, adder.whole_episodes,
                                          adder.first_stream)
         if not self.learner.replay:
+            self._stretch_budget(self.learner.buffer.batch_streams / rows)
             self.learner.buffer.batch_streams = rows
+
+    def _stretch_budget(self, factor: float) -> None:
+        """Scale the updates a budget counts (the trainer's ``total_updates``, each learning-rate
+        ``ProgressLR``'s) by ``factor``: the updates now take ``1 / factor`` times the rows."""
+        if hasattr(self.trainer, "total_updates"):
+            self.trainer.total_updates *= factor
+        parts = {**self.policy.approximations(), **self.trainer.approximations()}
+        for approximation in parts.values():
+            schedule = getattr(approximation, "lr_scheduler", None)
+            if isinstance(schedule, ProgressLR):
+                schedule.total_updates *= factor
 
     def train(self, segment: SampleBatch) -> TrainerStepResult | None:
         """Put ``segment`` (``[T + 1, B]``), take the steps due; the last result (or ``None``).

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import os
+import pickle
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,22 @@ def write_atomically(path: str | Path, write: Callable[[Path], Any]) -> None:
         raise
 
 
+#: the classes files saved by an older looprl name where they were -> the module they are in now
+MOVED = {("looprl.environments.gym_helpers", "Wrappers"): "looprl.environments.wrappers"}
+
+
+class _Unpickler(pickle.Unpickler):
+    """``pickle``'s, finding a class that moved (``MOVED``) where it is now."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        return super().find_class(MOVED.get((module, name), module), name)
+
+
+#: ``pickle`` with ``_Unpickler`` (``torch.load``'s ``pickle_module``)
+_PICKLE = types.SimpleNamespace(**{**{key: getattr(pickle, key) for key in pickle.__all__},
+                                   "Unpickler": _Unpickler, "__name__": "pickle"})
+
+
 def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None,
               data: bytes | None = None) -> Any:
     """``torch.load`` of ``path`` (or of ``data``, its bytes read elsewhere); ``what`` it
@@ -44,7 +62,7 @@ def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None
         raise FileNotFoundError(f"No {what} at {path} ({remedy})")
     try:
         return torch.load(path if data is None else io.BytesIO(data), weights_only=False,
-                          map_location=map_location)
+                          map_location=map_location, pickle_module=_PICKLE)
     except ModuleNotFoundError as error:
         if error.name in _SCRIPT_MODULES:
             raise _of_a_script(path, what, f"the module {error.name!r}") from None

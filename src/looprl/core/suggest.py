@@ -153,6 +153,12 @@ def text_hint(value: Any, kind: str) -> str:
             f"type={kind})" if isinstance(value, str) else "")
 
 
+def a_type(value: Any) -> str:
+    """``value``'s type with its article: ``"a dict"``, ``"an AlgorithmSpec"``."""
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
 def check_once(keys: Sequence[str], given: Sequence[str], how: str = "give it once") -> None:
     """A one-line ``ValueError`` for a key given twice (``given[i]``: ``keys[i]``'s argument)."""
     first: dict[str, str] = {}

@@ -415,12 +415,3 @@ def episode_cap(env: Any) -> int:
                                                       "spec", None)
         steps.append(int(getattr(spec, "max_episode_steps", None) or 0))
     return min((n for n in steps if n), default=DEFAULT_EPISODE_CAP)
-
-
-def __getattr__(name: str) -> Any:
-    """``Wrappers``, now ``looprl.environments.wrappers``'s, where presets and checkpoints of
-    ``env_wrappers`` runs saved by looprl before it moved look for it."""
-    if name != "Wrappers":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from looprl.environments.wrappers import Wrappers
-    return Wrappers

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from looprl.core.files import load_file, save_atomically
-from looprl.core.suggest import check_count, check_flag, warn_once
+from looprl.core.suggest import a_type, check_count, check_flag, warn_once
 from looprl.experiments.logger import checkpoint_dir
 from looprl.experiments.run_files import CSV_HEADERS, check_header, removed
 from looprl.memory.replay import replay_contents_saved
@@ -170,7 +170,7 @@ def load_checkpoint(path: str | Path, run_name: str | None = None,
     with checkpoint_dir(path.parent):
         state = load_saved(path)
     if not (isinstance(state, dict) and {"experiment", "rng"} <= state.keys()):
-        raise ValueError(f"{path} holds a {type(state).__name__}, not a checkpoint (written with "
+        raise ValueError(f"{path} holds {a_type(state)}, not a checkpoint (written with "
                          "checkpoint_every or save_checkpoint; a saved preset, as preset.pt, "
                          "loads with looprl.presets.load_preset)")
     experiment = state["experiment"]

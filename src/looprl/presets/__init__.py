@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from looprl.core import ParallelPreset, Preset
 from looprl.core.files import load_file
+from looprl.core.suggest import a_type
 from looprl.presets import atari, classic_control, continuous, multiagent
 from looprl.presets.builder import (
     ParallelPresetBuilder,
@@ -22,8 +25,10 @@ def load_preset(filename: str, device: str | None = None) -> Preset:
     preset = load_file(filename, "looprl preset", "save one with preset.save(filename), or "
                        "train one with looprl train", map_location="cpu")
     if not isinstance(preset, Preset):
-        raise ValueError(f"{filename} holds a {type(preset).__name__}, not a looprl preset "
-                         "(save one with preset.save(filename))")
+        run = Path(filename).parent
+        fix = (f"a distributed run's file: watch the run with looprl watch {run}"
+               if (run / "algorithm.pt").exists() else "save one with preset.save(filename)")
+        raise ValueError(f"{filename} holds {a_type(preset)}, not a looprl preset ({fix})")
     if device is not None:
         check_device(device)
     to_device(preset, device or (preset.device if str(preset.device) == "cpu"
