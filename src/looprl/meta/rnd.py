@@ -193,7 +193,7 @@ class RND(MetaComponent):
         next_state = transition["next_state"].to(self.device)
         if self.rnd_net is None:
             self.initialize_networks(next_state.shape[1:])
-        if tuple(next_state.shape[1:]) != self.obs_shape:  # (an obs_shape of another env)
+        if next_state.shape[1:] != self.obs_shape:  # (an obs_shape of another env)
             raise ValueError(f"{type(self).__name__}'s networks take observations of shape "
                              f"{self.obs_shape} (obs_shape), but the environment's have shape "
                              f"{tuple(next_state.shape[1:])}: give obs_shape="
@@ -216,7 +216,7 @@ class RND(MetaComponent):
         if bonus.numel() == 0:
             return
         key = f"log/{self.log_name}/intrinsic_reward_mean"
-        total = bonus.double().sum()  # (a float32 sum stops growing by 1 at 2**24)
+        total = bonus.sum(dtype=torch.float64)  # (a float32 sum stops growing by 1 at 2**24)
         if key not in metrics or self._bonus_sum is None:
             self._bonus_sum, self._bonus_count, self._bonus_max = total, 0, bonus.max()
         else:

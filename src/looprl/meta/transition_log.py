@@ -41,7 +41,7 @@ def _row_sum(value: Any) -> tuple[Any, int] | None:
         return float(value), 1
     if isinstance(value, torch.Tensor) and value.ndim <= 1 and value.numel():
         if value.is_floating_point() or value.dtype in (torch.bool, torch.int32, torch.int64):
-            return value.detach().double().sum(), value.numel()  # (float32 sums stop at 2**24)
+            return value.detach().sum(dtype=torch.float64), value.numel()  # (float32: 2**24)
     if isinstance(value, np.ndarray) and value.ndim <= 1 and value.size:
         if np.issubdtype(value.dtype, np.number) or value.dtype == np.bool_:
             return float(value.sum()), value.size
