@@ -28,15 +28,18 @@ from looprl.distributed.run_state import DistributedResult, SampleCounts
 CARTPOLE = {"obs_dim": {"obs": 4}, "action_dim": 2}
 
 
-def _checkpointed_run(logdir, done: int = 0) -> None:
-    """A run directory in ``logdir`` whose controller checkpoint says ``done`` frames."""
+def _checkpointed_run(logdir, done: int = 0, spec: AlgorithmSpec | None = None) -> str:
+    """A run directory in ``logdir`` (its path) of ``spec`` (``ppo_spec()``) whose controller
+    checkpoint says ``done`` frames."""
     from looprl.distributed.run_state import ControllerCheckpoint
 
-    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(logdir), quiet=True)
+    run = DistributedRun(spec or ppo_spec(), RuntimeConfig(actors=1), logdir=str(logdir),
+                         quiet=True)
     counts = run._open_logs()
     run.result.frames = done
     ControllerCheckpoint(2, run._log, run.result, counts).save(final=True)
     run.close()
+    return run.result.log_dir
 
 
 def ppo_spec(**kwargs) -> AlgorithmSpec:
@@ -980,7 +983,7 @@ def test_a_resume_compares_the_hyperparameters_a_repr_with_an_address_aside(tmp_
     ``repr`` in ``run.json`` (its address changes from process to process) is not compared."""
     import json
 
-    from looprl.distributed.controller import _check_same_hyperparameters
+    from looprl.distributed.controller import _check_same_config
 
     (tmp_path / "run.json").write_text(json.dumps({"hyperparameters": {
         "lr": 0.1, "model_constructor": "<function fc at 0x7f12ab>"}}))
@@ -988,10 +991,10 @@ def test_a_resume_compares_the_hyperparameters_a_repr_with_an_address_aside(tmp_
     def fc() -> None:
         pass
 
-    _check_same_hyperparameters("RUN", tmp_path, {"lr": 0.1, "model_constructor": fc})
-    with pytest.raises(ValueError, match=r"^resume_from=RUN was run with other hyperparameters "
-                                         r"\(lr: 0.1 -> 0.2\): resume it"):
-        _check_same_hyperparameters("RUN", tmp_path, {"lr": 0.2, "model_constructor": fc})
+    _check_same_config("RUN", tmp_path, {"lr": 0.1, "model_constructor": fc}, [])
+    with pytest.raises(ValueError, match=r"^resume_from=RUN was run with another config "
+                                         r"\(lr: 0.1 -> 0.2\); resume it"):
+        _check_same_config("RUN", tmp_path, {"lr": 0.2, "model_constructor": fc}, [])
 
 
 def test_an_older_controller_checkpoints_exploration_steps_are_resumed() -> None:
@@ -1070,3 +1073,144 @@ def test_an_older_controller_checkpoint_of_normalizers_says_their_statistics_sta
                              "normalizers' statistics, has none") == 1, caplog.text
     newer = SimpleNamespace(logger=older.logger, normalization=[None, {"normalizers": []}])
     assert _resumed_normalization(newer, normalizing) is newer.normalization
+
+
+def test_a_runs_end_saves_the_same_statistics_in_normalization_pt_and_its_checkpoint(
+        tmp_path) -> None:
+    """The run's end asks the actors for their normalizers' statistics once, and saves those
+    in ``normalization.pt`` and in its last controller checkpoint (was: asked twice, and the
+    two files could hold statistics of other steps)."""
+    from looprl.distributed.run_state import CONTROLLER_CHECKPOINT, ControllerCheckpoint
+    from looprl.environments.wrappers import saved_normalization
+    from looprl.experiments.checkpoint import load_checkpoint
+
+    asked = []
+
+    def normalization() -> list:  # (a step more counted at each answer)
+        asked.append(len(asked) + 1.0)
+        return [None, {"wrappers": ["NormalizeObservation"], "normalizers": [
+            {"obs_rms": {"mean": np.zeros(1), "var": np.ones(1), "count": asked[-1]}}]}]
+
+    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1, checkpoint_every=2),
+                         logdir=str(tmp_path), quiet=True)
+    counts = run._open_logs()
+    run._pool = SimpleNamespace(stop=lambda: None, ask_trainer=lambda method: {},
+                                normalization=normalization)
+    run._checkpoint = ControllerCheckpoint(2, run._log, run.result, counts,
+                                           normalization=normalization)
+    run._finish()
+    run.close()
+    saved = saved_normalization(run.result.log_dir)
+    held = load_checkpoint(Path(run.result.log_dir) / CONTROLLER_CHECKPOINT).normalization
+    assert asked == [1.0]
+    assert [source and source["normalizers"][0]["obs_rms"]["count"] for source in saved] == [
+        None, 1.0] == [source and source["normalizers"][0]["obs_rms"]["count"] for source in held]
+
+
+def _normalized_spec() -> AlgorithmSpec:
+    """``ppo_spec`` on CartPole in Gymnasium's ``NormalizeObservation``."""
+    from gymnasium.wrappers import NormalizeObservation
+    return ppo_spec(env_args={"wrap_env": NormalizeObservation})
+
+
+def test_a_resumed_actors_first_observation_is_scaled_with_the_loaded_statistics() -> None:
+    """A resumed run's actor (and one that Ray restarted) loads training's statistics after its
+    constructor reset its copies: the first observation it hands its policy is that of copies
+    whose normalizers held the loaded statistics at their reset (was: scaled with the
+    statistics that reset started anew, one step each)."""
+    from looprl.distributed import workers
+    from looprl.environments.wrappers import (
+        load_normalization,
+        normalizers_of,
+        read_normalization,
+    )
+
+    spec = _normalized_spec()
+    trained = spec.make_env()
+    for normalizer in normalizers_of(trained):
+        normalizer.obs_rms.mean, normalizer.obs_rms.var = np.full(4, 0.5), np.full(4, 4.0)
+        normalizer.obs_rms.count = 1e4
+    saved = read_normalization(trained)
+
+    def loaded() -> object:  # (copies whose normalizers held them as they reset)
+        env = spec.make_env()
+        load_normalization(env, saved, "CartPole-v1", freeze=False)
+        return env
+
+    expected = EnvRunner(loaded, None, 2, None, seed=3).request(0).obs["obs"]
+    actor = object.__new__(workers.ActorWorker.__ray_actor_class__)
+    actor.runner = EnvRunner(spec.make_env, None, 2, None, seed=3)  # (as its constructor's)
+    actor.load_normalization(saved)  # (``WorkerPool.placed``: before its loop)
+    first = actor.runner.request(0).obs["obs"]
+    assert np.array_equal(first, expected) and abs(first).min() > 0.1, first  # (not ~0)
+    assert all(normalizer.update_running_mean for normalizer in normalizers_of(actor.runner.envs))
+
+
+@pytest.mark.parametrize("normalizing", [False, True])
+def test_an_evaluation_worker_without_normalizers_never_asks_the_training_actors(
+        monkeypatch, normalizing) -> None:
+    """An evaluation worker whose env has no normalizers evaluates without asking the training
+    actors for their statistics (else: a call to each actor at each episode, for nothing); one
+    whose env normalizes asks them (here once, at the start: no new parameters came), and its
+    episodes start again once it has them (its first observations were scaled with its own,
+    fresh statistics)."""
+    import threading
+
+    from looprl.distributed import normalization, workers
+    from looprl.environments.wrappers import read_normalization
+
+    asked, restarted = [], []
+
+    def training_normalization(actors, timeout):
+        asked.append(actors)
+        return read_normalization(actor.runner.envs)
+
+    monkeypatch.setattr(normalization, "training_normalization", training_normalization)
+    monkeypatch.setattr(workers, "restart_episodes", restarted.append)
+    spec = _normalized_spec() if normalizing else ppo_spec()
+    policy = spec.make_policy()
+    actor = object.__new__(workers.ActorWorker.__ray_actor_class__)
+
+    def maybe_pull(wait: bool = False) -> None:  # (no new parameters: stop after an episode)
+        if actor._stats["episodes"]:
+            actor._stop.set()
+
+    actor.__dict__.update(
+        index=0, budget=None, evaluation=True, normalizers=["actor0"], trainer=None,
+        policy_worker=None, sync=False, sender=None, actor=Actor(policy), _stop=threading.Event(),
+        local=SimpleNamespace(policy=policy, serial=0, interval=0.0, maybe_pull=maybe_pull),
+        runner=EnvRunner(spec.make_env, None, 2, None, is_evaluation=True, policy=policy),
+        _lock=threading.Condition(), _stats=workers._fresh_stats(), _meta_state=None,
+        _finished=False, _failed=False)
+    actor.run()
+    assert actor._stats["episodes"] and actor._finished  # (it evaluated)
+    assert asked == ([["actor0"]] if normalizing else [])
+    assert restarted == ([actor.runner] if normalizing else [])
+
+
+def test_resuming_with_other_env_wrappers_is_the_clis_one_line(tmp_path) -> None:
+    """``looprl run --resume`` with other ``env_wrappers`` was refused; ``DistributedRun(...,
+    resume_from=...)`` went on in other wrappers (a ``NormalizeObservation`` dropped: the
+    policy saw unscaled observations, silently). Both say it in ``check_same_config``'s line;
+    a run directory of a looprl before its ``run.json`` held them is not compared."""
+    import json
+
+    from looprl.environments.wrappers import Wrappers
+
+    normalized = ppo_spec(env_args={"wrap_env": Wrappers(
+        ["gymnasium.wrappers.NormalizeObservation"])})
+    run_dir = _checkpointed_run(tmp_path, spec=normalized)
+    assert _resumed_state(DistributedRun(normalized, RuntimeConfig(actors=1), logdir=str(
+        tmp_path), quiet=True, resume_from=str(tmp_path))).result.frames == 0
+    plain = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path),
+                           quiet=True, resume_from=str(tmp_path))
+    with pytest.raises(ValueError, match=(
+            rf"^resume_from={tmp_path} was run with another config \(env_wrappers: "
+            r"\['gymnasium.wrappers.NormalizeObservation'\] -> \[\]\); resume it with its "
+            r"own, or start a new run$")):
+        _resumed_state(plain)
+    info = Path(run_dir, "run.json")
+    older = json.loads(info.read_text())
+    del older["env_wrappers"]
+    info.write_text(json.dumps(older))
+    _resumed_state(plain)

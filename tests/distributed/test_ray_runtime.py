@@ -429,7 +429,7 @@ def test_a_resumed_dqn_runs_actor_explores_on_from_its_checkpoints_epsilon(local
     other = dqn.hyperparameters(hidden=32, replay_start_size=40, minibatch_size=8,
                                 replay_buffer_size=500, final_exploration_step=20_000).env(
         env).device("cpu").build()
-    with pytest.raises(ValueError, match=r"other hyperparameters \(hidden: 16 -> 32\)"):
+    with pytest.raises(ValueError, match=r"another config \(hidden: 16 -> 32\)"):
         DistributedRun(other, options, frames=8_000, logdir=str(tmp_path), quiet=True,
                        resume_from=str(tmp_path)).run()  # (its trainer checkpoint: hidden=16)
     run = DistributedRun(preset, options, frames=8_000, logdir=str(tmp_path), quiet=True,

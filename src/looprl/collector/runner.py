@@ -20,7 +20,7 @@ from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks
 
 __all__ = ["Episode", "EnvRunner", "RolloutSizeError", "check_result", "log_cuts",
-           "report_cuts"]
+           "report_cuts", "restart_episodes"]
 
 log = logging.getLogger(__name__)
 
@@ -397,6 +397,13 @@ def report_cuts(runner: EnvRunner, before: int) -> None:
     of a training or evaluation call), unless none, or only the one its warning named."""
     if runner.cuts > 1:
         log_cuts(runner.cuts - before, runner.env_name, runner._cap)
+
+
+def restart_episodes(runner: EnvRunner) -> None:
+    """Start the episodes of ``runner``'s env copies again, from its seed, before its first
+    ``request`` (a Ray actor's, whose normalizers loaded training's statistics since its
+    first reset: its first observations scaled with those)."""
+    runner._copies.reset(runner, runner.seed)
 
 
 def log_cuts(cut: int, name: str, cap: int | None) -> None:

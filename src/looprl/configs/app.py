@@ -128,7 +128,7 @@ def resume_arguments(argv: list[str]) -> list[str]:
     """``--resume RUN_DIR`` (or ``resume=true hydra.run.dir=RUN_DIR``) and overrides -> the
     run's own overrides, then these, in its directory with ``resume=true``; ``ValueError``
     if they change the run's config (but ``frames`` and ``logging``)."""
-    from looprl.experiments.checkpoint import check_run_files, check_unfinished
+    from looprl.experiments.checkpoint import check_run_files, check_same_config, check_unfinished
     run_dirs = [_path_value(a) for a in argv if a.startswith("hydra.run.dir=")]
     if "--resume" in argv:
         at = argv.index("--resume")
@@ -160,10 +160,7 @@ def resume_arguments(argv: list[str]) -> list[str]:
     kept = [o for o in kept if "=" not in o or o.startswith("-") or not (
         (key := o.lstrip("+~").partition("=")[0]) in given or key.partition(".")[0] in switched)]
     new = _compose([*kept, *extra])
-    differences = _differences(old, new)
-    if differences:
-        raise ValueError(f"{run_dir} was run with another config ({'; '.join(differences)}); "
-                         "resume it with its own, or start a new run")
+    check_same_config(run_dir, _differences(old, new))
     check_unfinished(run_dir, new.runner.get("num_steps", new.frames))
     return [*kept, *extra, f"hydra.run.dir={_quoted(run_dir)}", "resume=true"]
 

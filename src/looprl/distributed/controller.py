@@ -18,6 +18,7 @@ import torch
 from looprl.collector.runner import log_cuts
 from looprl.core import Preset
 from looprl.core.files import load_file
+from looprl.core.imports import object_path
 from looprl.core.preset import check_built
 from looprl.core.suggest import check_seed
 from looprl.distributed import pipeline
@@ -35,7 +36,12 @@ from looprl.distributed.run_state import (
 )
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.contextual import contextual_envs
-from looprl.environments.wrappers import normalizers_of, save_normalization, saved_normalization
+from looprl.environments.wrappers import (
+    Wrappers,
+    normalizers_of,
+    save_normalization,
+    saved_normalization,
+)
 from looprl.experiments.diagnose import diverged
 from looprl.experiments.episodes import check_test
 from looprl.experiments.experiment import evaluation_seed, warn_never_trained
@@ -231,7 +237,7 @@ class DistributedRun:
             self._log = open_run_log(self.name, self.spec, self.logdir, self.verbose, {
                 "hyperparameters": self.hyperparameters, "runner": "online",
                 "seed": self.seed, "meta": [repr(component) for component in self.spec.meta],
-                "runtime": "ray"})
+                "runtime": "ray", "env_wrappers": _env_wrappers(self.spec)})
             self.result.log_dir = self._log.log_dir
         return SampleCounts()
 
@@ -314,10 +320,11 @@ class DistributedRun:
         try:
             torch.save(self._pool.ask_trainer("policy_checkpoint"),
                        Path(self.result.log_dir) / "policy.pt")
-            save_normalization(self._pool.normalization(), self.result.log_dir)
+            statistics = self._pool.normalization()  # (asked once: the checkpoint's too)
+            save_normalization(statistics, self.result.log_dir)
             if self.runtime.checkpoint_every:
                 self._pool.ask_trainer("checkpoint")
-                self._checkpoint.save(final=True)
+                self._checkpoint.save(final=True, statistics=statistics)
         except (ray.exceptions.RayError, OSError) as error:
             logger.warning("could not save the final policy: %s", error_line(error))
 
@@ -347,7 +354,8 @@ def _check_spec(spec: AlgorithmSpec, max_lag: int | None = None) -> list[str]:
 
 def _resumed_state(run: DistributedRun) -> ControllerState:
     """``run.resume_from``'s controller checkpoint, checked (a finished run's:
-    ``check_unfinished``'s one line; another run's, or other hyperparameters: one line)."""
+    ``check_unfinished``'s one line; another run's, or other hyperparameters or env wrappers:
+    one line)."""
     from looprl.experiments.checkpoint import check_unfinished, load_checkpoint
     state = load_checkpoint(find_controller_checkpoint(run.resume_from))
     check_unfinished(run.resume_from, run.frames, state.result.frames)
@@ -356,7 +364,8 @@ def _resumed_state(run: DistributedRun) -> ControllerState:
         raise ValueError(f"resume_from={run.resume_from} holds a run of {ran[0]} on {ran[1]}, "
                          f"not of {run.name} on {run.spec.env_label}: resume it with the "
                          "preset (or spec) and name it was run with, or start a new run")
-    _check_same_hyperparameters(run.resume_from, Path(state.logger.log_dir), run.hyperparameters)
+    _check_same_config(run.resume_from, Path(state.logger.log_dir), run.hyperparameters,
+                       _env_wrappers(run.spec))
     return state
 
 
@@ -394,19 +403,29 @@ def _resumed_normalization(state: Any, spec: AlgorithmSpec) -> list[Any] | None:
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
 
 
-def _check_same_hyperparameters(resumed: Any, run_dir: Path, given: dict[str, Any]) -> None:
-    """A one-line ``ValueError`` naming each hyperparameter that differs from those the run in
-    ``run_dir`` was started with (its ``run.json``; its trainer checkpoint holds networks and
-    optimizer state of those)."""
+def _env_wrappers(spec: AlgorithmSpec) -> list[str]:
+    """The import paths of the wrappers of ``spec``'s env copies, as ``looprl run``'s
+    ``env_wrappers`` (its ``wrap_env``: a ``Wrappers``' paths, else that function's path)."""
+    wrap = spec.env_args.get("wrap_env")
+    return [] if wrap is None else list(wrap.paths) if isinstance(wrap, Wrappers) else [
+        object_path(wrap)]
+
+
+def _check_same_config(resumed: Any, run_dir: Path, hyperparameters: dict[str, Any],
+                       wrappers: list[str]) -> None:
+    """``check_same_config``'s one line (``looprl run --resume``'s) naming each hyperparameter
+    that differs from those the run in ``run_dir`` was started with (its ``run.json``; its
+    trainer checkpoint holds networks and optimizer state of those), and the env ``wrappers``
+    if they differ from its own (those of a looprl before its ``run.json`` held them: not
+    compared)."""
+    from looprl.experiments.checkpoint import check_same_config
     try:
-        saved = json.loads((run_dir / "run.json").read_text())["hyperparameters"]
-    except (OSError, ValueError, KeyError):  # (an older or a foreign run: not compared)
+        saved = json.loads((run_dir / "run.json").read_text())
+        saved = {**saved["hyperparameters"], "env_wrappers": saved.get("env_wrappers", wrappers)}
+    except (OSError, ValueError, KeyError, TypeError):  # (an older or a foreign run)
         return
-    new = json.loads(json_text(given, indent=0))
-    differences = [f"{key}: {saved.get(key)!r} -> {new.get(key)!r}"
-                   for key in sorted(set(saved) | set(new)) if saved.get(key) != new.get(key)
-                   and not _ADDRESS.search(f"{saved.get(key)}{new.get(key)}")]
-    if differences:
-        raise ValueError(f"resume_from={resumed} was run with other hyperparameters "
-                         f"({'; '.join(differences)}): resume it with its own, or start a new "
-                         "run")
+    new = json.loads(json_text({**hyperparameters, "env_wrappers": wrappers}, indent=0))
+    check_same_config(f"resume_from={resumed}", [
+        f"{key}: {saved.get(key)!r} -> {new.get(key)!r}"
+        for key in sorted(set(saved) | set(new)) if saved.get(key) != new.get(key)
+        and not _ADDRESS.search(f"{saved.get(key)}{new.get(key)}")])

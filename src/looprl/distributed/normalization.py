@@ -11,7 +11,7 @@ from typing import Any
 
 import ray
 
-from looprl.environments.wrappers import load_normalization, most_counted
+from looprl.environments.wrappers import load_normalization, most_counted, normalizers_of
 
 __all__ = ["normalize_as_training", "training_normalization"]
 
@@ -30,8 +30,11 @@ def training_normalization(actors: Sequence[Any], timeout: float) -> list[Any] |
     return most_counted(answers)
 
 
-def normalize_as_training(runner: Any, actors: Sequence[Any], timeout: float = 30.0) -> None:
+def normalize_as_training(runner: Any, actors: Sequence[Any], timeout: float = 30.0) -> bool:
     """Load ``training_normalization`` into the normalizers of ``runner``'s env copies (an
     evaluation worker's ``EnvRunner``), frozen, as a local run's evaluation has training's (no
-    answer: they keep what they had)."""
-    load_normalization(runner.envs, training_normalization(actors, timeout), runner.env_name)
+    answer: they keep what they had; no normalizers: the ``actors`` are not asked); whether
+    it loaded some."""
+    statistics = training_normalization(actors, timeout) if normalizers_of(runner.envs) else None
+    load_normalization(runner.envs, statistics, runner.env_name)
+    return statistics is not None

@@ -138,8 +138,10 @@ class ControllerCheckpoint:
         self.schedules = {} if schedules is None else schedules
         self._saved = taken // every if every else 0
 
-    def save(self, final: bool = False) -> None:
-        """Save if the trainer has checkpointed since the last save, or if ``final``."""
+    def save(self, final: bool = False, statistics: list[Any] | None = None) -> None:
+        """Save if the trainer has checkpointed since the last save, or if ``final``: the
+        run's end, whose normalizers' ``statistics`` (those of its ``normalization.pt``) it
+        holds, not asked for again."""
         if not self.every or self.log is None:
             return
         if not final and self.result.train_steps // self.every <= self._saved:
@@ -157,5 +159,5 @@ class ControllerCheckpoint:
                                         self.agent_logs,
                                         self.actors_meta() if self.actors_meta else {},
                                         self.budget, dict(self.schedules), steps,
-                                        self.normalization()),
+                                        statistics if final else self.normalization()),
                         Path(self.log.log_dir) / CONTROLLER_CHECKPOINT)

@@ -22,7 +22,7 @@ from looprl.agents.actor import Actor
 from looprl.agents.shell import seed_units
 from looprl.collector import EnvRunner
 from looprl.collector.recovery import EnvRestarts, env_call
-from looprl.collector.runner import check_result
+from looprl.collector.runner import check_result, restart_episodes
 from looprl.core.namedarray import concat
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.normalization import normalize_as_training
@@ -30,7 +30,7 @@ from looprl.distributed.pipeline import load_parameters, load_shared_state, meta
 from looprl.distributed.sender import SegmentSender
 from looprl.distributed.server import ParameterServer, unpack
 from looprl.environments.base import wrapped_seed
-from looprl.environments.wrappers import load_normalization, normalizers_of, read_normalization
+from looprl.environments.wrappers import load_normalization, read_normalization
 from looprl.meta.hyperparameters import acting_schedules, acting_values
 
 __all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "Worker", "cuda_device", "named",
@@ -195,8 +195,6 @@ class ActorWorker(Worker):
             restarts=EnvRestarts(runtime.max_restarts, "runtime.max_restarts"))
         if self.local is not None and self.runner.hooks is not None:
             self.local.components = self.runner.hooks.components
-        if not normalizers_of(self.runner.envs):  # (none: no calls to the training actors)
-            self.normalizers = []
         self.schedules = [] if self.local is None else acting_schedules(self.local.policy)
         self._lock = threading.Condition()
         self._stats = _fresh_stats()
@@ -245,8 +243,12 @@ class ActorWorker(Worker):
 
     def load_normalization(self, statistics: list[Any] | None) -> None:
         """Its normalizers go on from training's ``statistics`` (``training_normalization``),
-        updating: a resumed run's actors, and one that Ray restarted (``WorkerPool.placed``)."""
+        updating: a resumed run's actors, and one that Ray restarted (``WorkerPool.placed``),
+        before its loop starts; its copies then reset again, so that its first observations
+        are scaled with them (were: with the statistics its first reset started anew)."""
         load_normalization(self.runner.envs, statistics, self.runner.env_name, freeze=False)
+        if statistics is not None:
+            restart_episodes(self.runner)
 
     def _take_state(self) -> list[tuple[str, Any]]:
         components = self.runner.hooks.components if self.runner.hooks is not None else []
@@ -258,7 +260,7 @@ class ActorWorker(Worker):
         try:
             if self.local is not None:
                 self.local.maybe_pull(wait=True)
-                self._normalize_as_training()
+                self._normalize_as_training(first=True)
                 while not self._stop.is_set() and self._within_budget():
                     self._local_step()
             else:
@@ -320,10 +322,12 @@ class ActorWorker(Worker):
         if ended and self.evaluation:
             self._normalize_as_training()
 
-    def _normalize_as_training(self) -> None:
-        """An evaluation worker's normalizers: the training actors' statistics, frozen."""
+    def _normalize_as_training(self, first: bool = False) -> None:
+        """An evaluation worker's normalizers: the training actors' statistics, frozen (the
+        ``first`` time: its episodes start again, their first observations scaled with them)."""
         if self.normalizers and not self._stop.is_set():
-            normalize_as_training(self.runner, self.normalizers)
+            if normalize_as_training(self.runner, self.normalizers) and first:
+                restart_episodes(self.runner)
 
     def _ask(self, group: int) -> tuple[Any, Any]:
         request = self.runner.request(group)

@@ -29,9 +29,9 @@ from looprl.experiments.logger import checkpoint_dir
 from looprl.experiments.run_files import CSV_HEADERS, check_header, removed
 from looprl.memory.replay import replay_contents_saved
 
-__all__ = ["CHECKPOINT", "check_checkpointing", "check_run_files", "check_unfinished",
-           "keep_checkpoints", "load_checkpoint", "load_saved", "numbered_checkpoints",
-           "save_checkpoint"]
+__all__ = ["CHECKPOINT", "check_checkpointing", "check_run_files", "check_same_config",
+           "check_unfinished", "keep_checkpoints", "load_checkpoint", "load_saved",
+           "numbered_checkpoints", "save_checkpoint"]
 
 CHECKPOINT = "checkpoint.pt"
 #: the bytes of replay buffer from which a checkpoint warns
@@ -216,6 +216,15 @@ def check_unfinished(run_dir: str | Path, frames: Any, done: Any = None) -> None
     if finished:
         raise ValueError(f"{run_dir} is a finished run ({done} frames): nothing to resume; give "
                          "a larger budget (frames=N) to train it on, or start a new run")
+
+
+def check_same_config(run: str | Path, differences: Sequence[str]) -> None:
+    """A one-line ``ValueError`` if the resume of ``run`` changes what it was run with:
+    ``differences``, ``key: old -> new`` each (``looprl run --resume``'s config;
+    ``DistributedRun(resume_from=...)``'s hyperparameters and env wrappers)."""
+    if differences:
+        raise ValueError(f"{run} was run with another config ({'; '.join(differences)}); "
+                         "resume it with its own, or start a new run")
 
 
 def load_saved(path: str | Path, data: bytes | None = None) -> Any:
