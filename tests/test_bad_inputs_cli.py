@@ -282,7 +282,8 @@ def test_too_few_cpus_for_the_workers_says_to_raise_num_cpus_not_lower_it() -> N
 @pytest.mark.parametrize(("argv", "expected"), [
     (["train", "ppo", "CartPole-v1", "--threads", "-1"], "--threads: must be a whole number"),
     (["train", "ppo", "CartPole-v1", "--test-episodes", "-3"], "--test-episodes: must be"),
-    (["train", "ppo", "CartPole-v1", "--frames", "1", "--frames", "2"], "--frames is given twice"),
+    (["train", "ppo", "CartPole-v1", "--frames", "1", "--frames", "2"],
+     "--frames is given twice (--frames 1 and --frames 2): give it once"),
     (["train", "ppo", "CartPole-v1", "lr=1e-3", "lr=1e-4"], "lr is given twice"),
     (["train", "ppo", "CartPole-v1", "discount_factor=1.5"], "must be in [0, 1], got 1.5"),
     (["watch", "somewhere", "--fps", "0"], "--fps: must be a finite number > 0"),
@@ -295,6 +296,30 @@ def test_too_few_cpus_for_the_workers_says_to_raise_num_cpus_not_lower_it() -> N
 def test_bad_command_lines_are_one_line(argv: list[str], expected: str, tmp_path: Path) -> None:
     """argparse's errors too: no usage line before the message."""
     _one_line(*_looprl(*argv, cwd=tmp_path), expected)
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["train", "ppo", "CartPole-v1", "--frame", "1", "--frames=2"],  # (abbreviated: was taken)
+     "looprl train: error: --frames is given twice (--frames 1 and --frames 2): give it once"),
+    (["train", "ppo", "CartPole-v1", "--quiet", "--quiet"], "--quiet is given twice: give it"),
+    (["watch", "run", "--episodes", "2", "--episodes", "3"],
+     "--episodes is given twice (--episodes 2 and --episodes 3)"),
+    (["plot", "--timesteps", "5", "--timesteps=6"], "(--timesteps 5 and --timesteps 6)"),
+])
+def test_an_option_given_twice_names_both_values(argv: list[str], expected: str,
+                                                 capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ``store`` option of every subcommand takes argparse's one path (abbreviations
+    included), the console scripts' too; ``--wrapper`` (``append``) repeats."""
+    with pytest.raises(SystemExit):
+        cli.main(argv)
+    assert expected in capsys.readouterr().err
+    from looprl.scripts import train_classic
+    with pytest.raises(SystemExit):
+        train_classic.main(["CartPole-v1", "ppo", "--save_freq", "5", "--save_freq", "6"])
+    assert "(--save_freq 5 and --save_freq 6): give it once" in capsys.readouterr().err
+    monkeypatch.setattr(cli, "cmd_train", lambda args: len(args.wrapper))  # (was refused)
+    assert cli.main(["train", "ppo", "CartPole-v1", "--wrapper", "x", "--wrapper", "y"]) == 2
 
 
 def test_ctrl_c_while_setting_up_is_one_line(monkeypatch: pytest.MonkeyPatch,
@@ -432,6 +457,9 @@ def test_plot_over_a_damaged_returns100_csv_names_it(content: str, tmp_path: Pat
     (["--resume", "a", "--resume", "b"], "--resume is given twice (--resume a and --resume b): "
      "resume one run directory at a time"),  # (was: "Unknown flag '--resume' ...", and for
     # --resume a --resume a: "a is given twice (a= and a=)")
+    (["-cn", "looprl", "--config-name=other"], "--config-name is given twice (-cn looprl and "
+     "--config-name=other): give it once"),  # (was: the last taken, as Hydra's flags)
+    (["-cd", ".", "-cd", "elsewhere"], "--config-dir is given twice (-cd . and -cd elsewhere)"),
     (["algorithm.clip=-0.2"], "'clip' of ppo must be positive"),
     (["runner=es", "runner.search_params=true", "test_episodes=0"],
      "runner=es scores each individual by its evaluation returns"),

@@ -38,11 +38,38 @@ from looprl.presets.catalog import FAMILIES, default_threads, make_env, resolve_
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse's parser, whose errors are one line (no usage line before it)."""
+    """argparse's parser, whose errors are one line (no usage line before it), and whose
+    options that store a value are given once (``append``'s: as often as wanted)."""
+
+    def add_argument(self, *names: str, **kwargs: Any) -> argparse.Action:
+        """argparse's; a ``store`` or ``store_true`` option given twice (``--frames 1 --frames
+        2``, abbreviated or not) is an error naming both (argparse would take the last)."""
+        action = kwargs.get("action", "store")
+        if names[0].startswith("-") and action in ("store", "store_true"):
+            if action == "store_true":
+                kwargs.update(nargs=0, const=True, default=kwargs.get("default", False))
+            kwargs["action"] = _Once
+        return super().add_argument(*names, **kwargs)
 
     def error(self, message: str) -> Any:
         """Print ``PROG: error: MESSAGE (PROG --help)`` and exit with 2."""
         self.exit(2, f"{self.prog}: error: {message} ({self.prog} --help)\n")
+
+
+class _Once(argparse.Action):
+    """argparse's ``store`` (``nargs=0``: ``store_true``) for an option given at most once."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        shown = [f"{v:g}" if isinstance(v, float) else str(v)
+                 for v in (values if isinstance(values, list) else [values])]
+        text = " ".join([option_string or self.dest, *shown])
+        given = vars(namespace).setdefault("given_options", {})  # (this parse's, by option)
+        if self.dest in given:
+            both = "" if self.nargs == 0 else f" ({given[self.dest]} and {text})"
+            parser.error(f"{max(self.option_strings, key=len)} is given twice{both}: give it once")
+        given[self.dest] = text
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
 
 
 def number(minimum: float, kind: type = int, above: bool = False) -> Callable[[str], Any]:
@@ -351,11 +378,6 @@ def _main(argv: list[str]) -> int:
     if argv[:1] == ["run"]:  # Hydra parses the rest (key=value overrides, -m, --help)
         return guarded(lambda: cmd_run(argv[1:]))
     parser = build_parser()
-    flags = [a for a in argv if a.startswith("--")]
-    try:
-        check_once([a.partition("=")[0] for a in flags], flags)
-    except ValueError as error:
-        parser.error(str(error))
     args, extra = parser.parse_known_args(argv)
     pairs = [x for x in extra if "=" in x and not x.startswith("-")]
     if len(pairs) != len(extra) or (pairs and args.command != "train"):

@@ -851,8 +851,9 @@ def test_the_controller_stops_once_every_actor_has_sent_its_last_rows(monkeypatc
                                                                        ) -> None:
     """The budget reached, the run ends once every actor reports its share ``finished``
     (its last rows handed over), not before; an actor Ray restarted (its share started
-    again) is not waited for, nor one still unfinished ``FINISH_GRACE`` seconds on (a
-    warning names it); a callback that lowered ``frames`` ends the run at once."""
+    again) is not waited for, nor one still unfinished ``answer_timeout(runtime)`` on (a
+    warning names it, and the option to raise); a callback that lowered ``frames`` ends the
+    run at once."""
     from looprl.distributed import controller
 
     run = DistributedRun(ppo_spec(), RuntimeConfig(actors=2), frames=100, logdir=None)
@@ -874,10 +875,11 @@ def test_the_controller_stops_once_every_actor_has_sent_its_last_rows(monkeypatc
     run.frames = 80  # (a callback lowered the budget)
     assert run._budget_spent()
     run.frames = 100
-    monkeypatch.setattr(controller, "FINISH_GRACE", 0.0)
+    monkeypatch.setattr(controller, "answer_timeout", lambda runtime: 0.0)
     with caplog.at_level("WARNING", "looprl.distributed"):
         assert run._budget_spent()
     assert "stopping without the last rows of actor1" in caplog.text
+    assert "raise runtime.placement_timeout" in caplog.text
 
 
 def test_independent_buffers_with_one_learners_trainer_are_one_line() -> None:
@@ -1177,7 +1179,8 @@ def test_an_evaluation_worker_without_normalizers_never_asks_the_training_actors
 
     actor.__dict__.update(
         index=0, budget=None, evaluation=True, normalizers=["actor0"], trainer=None,
-        policy_worker=None, sync=False, sender=None, actor=Actor(policy), _stop=threading.Event(),
+        policy_worker=None, sync=False, timeout=1.0, sender=None, actor=Actor(policy),
+        _stop=threading.Event(),
         local=SimpleNamespace(policy=policy, serial=0, interval=0.0, maybe_pull=maybe_pull),
         runner=EnvRunner(spec.make_env, None, 2, None, is_evaluation=True, policy=policy),
         _lock=threading.Condition(), _stats=workers._fresh_stats(), _meta_state=None,

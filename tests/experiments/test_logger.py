@@ -454,6 +454,30 @@ def test_log_rows_after_a_checkpoint_are_dropped_on_resume(tmp_path: Path) -> No
     assert rows == ["frame,name,value", "10,my_bonus,0.5", "10,my_bonus,0.6"]
 
 
+def test_a_resumed_runs_scalars_read_back_whole_in_wall_clock_order(tmp_path: Path) -> None:
+    """The events cut back to the checkpoint keep their scalars as written, wall-clock times
+    included (was: rewritten as TensorBoard's tensors, which ``EventAccumulator.Scalars``
+    skips: the values before the resume were gone from it); those after it come later."""
+    import pickle
+
+    logger = ExperimentLogger("ppo", "CartPole-v1", logdir=str(tmp_path))
+    logger.frame = 10
+    logger.add_log("bonus", 0.5)
+    logger.flush()
+    saved = pickle.dumps(logger)  # as a checkpoint at frame 10
+    logger.frame = 20
+    logger.add_log("bonus", 0.75)  # the run went on, then died
+    logger.close()
+    resumed = pickle.loads(saved)
+    resumed.frame = 20
+    resumed.add_log("bonus", 0.25)  # (its first write after the checkpoint cuts)
+    resumed.close()
+    acc = EventAccumulator(logger.log_dir, size_guidance={"scalars": 0}).Reload()
+    events = acc.Scalars("log/bonus")
+    assert [(e.step, e.value) for e in events] == [(10, 0.5), (20, 0.25)]
+    assert events[0].wall_time <= events[1].wall_time
+
+
 def test_hand_edited_rows_are_cut_back_to_the_checkpoint_by_their_episode_and_frame(
         tmp_path: Path) -> None:
     """A row deleted from ``results.csv`` keeps none written after the checkpoint (it is cut by

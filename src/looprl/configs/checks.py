@@ -13,6 +13,7 @@ from looprl.configs import (
     RUN_MINIMUMS,
     _choices,
     _override_pairs,
+    _split_flags,
     algorithm_options,
     check_run_value,
     runners,
@@ -34,6 +35,9 @@ from looprl.presets.all_names import hyperparameter_hint
 
 __all__ = ["check_given_once", "check_overrides"]
 
+#: the long names of Hydra's valued flags that have a short one
+_LONG_FLAGS = {"-c": "--cfg", "-p": "--package", "-i": "--info", "-cp": "--config-path",
+               "-cn": "--config-name", "-cd": "--config-dir"}
 #: the options the ``looprl`` config chooses in its defaults
 DEFAULTS = {"algorithm": ["ppo"], "runner": ["online"], "meta": [], "runtime": ["local"]}
 #: Mighty's option names that are not looprl's in lower case (``algorithm: SAC``: ``sac``;
@@ -154,8 +158,13 @@ def _flag_hint(flag: str, value: str) -> str:
 
 
 def check_given_once(overrides: list[str]) -> None:
-    """A key (or ``--resume``) given twice is a one-line ``ValueError`` (Hydra would silently
-    take the last)."""
+    """A key, ``--resume`` or one of Hydra's flags that take a value (``-cn``, ``-cd``, ...)
+    given twice is a one-line ``ValueError`` naming both (Hydra would silently take the last)."""
+    flags = _split_flags(overrides)[0]
+    valued = [(at, arg) for at, arg in enumerate(flags) if arg.partition("=")[0] in _VALUED_FLAGS]
+    check_once([_LONG_FLAGS.get(name, name) for name in (a.partition("=")[0] for _, a in valued)],
+               [arg if "=" in arg or not flags[at + 1:] or flags[at + 1].startswith("-")
+                else f"{arg} {flags[at + 1]}" for at, arg in valued])  # (its value, if any)
     resumed = [at for at, arg in enumerate(overrides) if arg == "--resume"]
     check_once(["--resume"] * len(resumed), [" ".join(overrides[at:at + 2]) for at in resumed],
                "resume one run directory at a time")

@@ -103,6 +103,19 @@ def _check_loopback() -> None:
                     addresses[0], LOOPBACK, LOOPBACK)
 
 
+def answer_timeout(runtime: RuntimeConfig) -> float:
+    """Seconds the driver and the workers wait for a worker's answer (starting, restarting,
+    stopping, handing over state or parameters): ``runtime.placement_timeout``, at least 120 s
+    (a loaded machine's workers answer slowly)."""
+    return max(120.0, runtime.placement_timeout)
+
+
+def no_answer(timeout: float) -> str:
+    """What a message says of a wait of ``answer_timeout`` that ran out: the option to raise."""
+    return (f"no answer within {timeout:g}s: the machine may be overloaded; raise "
+            "runtime.placement_timeout")
+
+
 def error_line(error: BaseException) -> str:
     """The last line of ``error``'s text (Ray's errors end with the original message)."""
     text = str(error).strip()

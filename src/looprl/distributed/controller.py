@@ -22,7 +22,12 @@ from looprl.core.imports import object_path
 from looprl.core.preset import check_built
 from looprl.core.suggest import check_seed
 from looprl.distributed import pipeline
-from looprl.distributed.cluster import error_line, local_instance_settings, start_ray
+from looprl.distributed.cluster import (
+    answer_timeout,
+    error_line,
+    local_instance_settings,
+    start_ray,
+)
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig, check_meta
 from looprl.distributed.monitor import RunMonitor, open_run_log
 from looprl.distributed.placement import WorkerPool
@@ -54,9 +59,6 @@ from looprl.policies.greedy import check_explorations
 __all__ = ["DistributedResult", "DistributedRun", "local_instance_settings", "start_ray"]
 
 logger = logging.getLogger(__name__)
-
-#: seconds the controller waits, once the budget is reached, for the actors' last rows
-FINISH_GRACE = 30.0
 
 
 def _check_types(runtime: Any, logdir: Any) -> None:
@@ -281,7 +283,8 @@ class DistributedRun:
 
     def _budget_spent(self) -> bool:
         """Whether the run has taken ``frames`` env steps and every actor has sent its last
-        rows; not waited for: restarted actors, and those still late ``FINISH_GRACE`` s on."""
+        rows; not waited for: restarted actors, and those still late ``answer_timeout(runtime)``
+        on (a warning)."""
         if self.result.frames < self.frames:
             self._reached = None
             return False
@@ -292,10 +295,12 @@ class DistributedRun:
             return True  # (a callback that lowered ``frames`` ends the run after this poll)
         now = time.monotonic()
         self._reached = self._reached or now
-        if now - self._reached < FINISH_GRACE:
+        timeout = answer_timeout(self.runtime)
+        if now - self._reached < timeout:
             return False
-        logger.warning("stopping without the last rows of %s: not sent %.0f s after the "
-                       "budget was reached", ", ".join(late), FINISH_GRACE)
+        logger.warning("stopping without the last rows of %s: not sent %gs after the budget was "
+                       "reached (the machine may be overloaded; raise runtime.placement_timeout)",
+                       ", ".join(late), timeout)
         return True
 
     def _shutdown(self) -> None:

@@ -30,7 +30,7 @@ def training_normalization(actors: Sequence[Any], timeout: float) -> list[Any] |
     return most_counted(answers)
 
 
-def normalize_as_training(runner: Any, actors: Sequence[Any], timeout: float = 30.0) -> bool:
+def normalize_as_training(runner: Any, actors: Sequence[Any], timeout: float) -> bool:
     """Load ``training_normalization`` into the normalizers of ``runner``'s env copies (an
     evaluation worker's ``EnvRunner``), frozen, as a local run's evaluation has training's (no
     answer: they keep what they had; no normalizers: the ``actors`` are not asked); whether

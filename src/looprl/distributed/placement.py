@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from looprl.distributed.cluster import error_line
+from looprl.distributed.cluster import answer_timeout, error_line, no_answer
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.run_state import TRAINER_CHECKPOINT, DistributedResult, SampleCounts
 from looprl.environments.wrappers import most_counted
@@ -162,7 +162,7 @@ class WorkerPool:
         """Each worker's ``stats()`` answer, but for dead or restarting ones (recording the
         exploration schedules' steps)."""
         stats = _answers({n: worker.stats.remote() for n, worker in self.workers.items()
-                          if n != "server"})
+                          if n != "server"}, answer_timeout(self.runtime))
         for name, s in stats.items():
             steps, known = s.get("schedules"), self.schedules.get(name)
             if steps:  # (a worker Ray restarted answers its first steps until ``explore_on``)
@@ -195,15 +195,17 @@ class WorkerPool:
 
     def actors_meta_state(self) -> dict[int, Any]:
         """Each training actor's ``components_state()``; for one that does not answer within
-        10 s (or whose loop failed), its latest (a warning)."""
+        ``answer_timeout(runtime)`` (or whose loop failed), its latest (a warning)."""
         actors = {int(n.removeprefix("actor")): worker for n, worker in self.workers.items()
                   if n.startswith("actor")}
-        states = _answers({i: actor.components_state.remote(10.0) for i, actor in actors.items()})
+        timeout = answer_timeout(self.runtime)
+        states = _answers({i: actor.components_state.remote(timeout)
+                           for i, actor in actors.items()}, timeout)
         for index in actors:
             if states.get(index) is None:
                 logger.warning("actor %d did not hand over its meta components' and "
-                               "exploration's state (it failed, or did not answer in time): "
-                               "the checkpoint keeps its earlier one", index)
+                               "exploration's state (its loop failed, or %s): the checkpoint "
+                               "keeps its earlier one", index, no_answer(timeout))
             else:
                 self.meta_state[index] = states[index]
         return dict(self.meta_state)
@@ -327,28 +329,20 @@ def _check_node_fits(ray: Any, rt: RuntimeConfig, missing: list[str]) -> None:
                 f"{largest.get('GPU', 0):g} GPUs; lower them, or add a larger node")
 
 
-def _answers(refs: dict[Any, Any]) -> dict[Any, Any]:
-    """The answers of ``refs`` within 30 s each, but for dead, restarting or silent workers."""
+def _answers(refs: dict[Any, Any], timeout: float) -> dict[Any, Any]:
+    """The answers of ``refs`` within ``timeout`` seconds in all, but for dead, restarting or
+    silent workers."""
     import ray
-    answers = {}
+    deadline, answers = time.monotonic() + timeout, {}
     for key, ref in refs.items():
         try:
-            answers[key] = ray.get(ref, timeout=30)
+            answers[key] = ray.get(ref, timeout=max(0.0, deadline - time.monotonic()))
         except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
             continue
     return answers
 
 
-def answer_timeout(runtime: RuntimeConfig) -> float:
-    """Seconds the driver waits for a worker's answer as it starts, restarts or stops:
-    ``runtime.placement_timeout``, at least 120 s (a loaded machine's workers answer slowly)."""
-    return max(120.0, runtime.placement_timeout)
-
-
 def _raise_placement_timeout(error: Exception, timeout: float) -> str:
     """For a worker's answer that timed out: which option to raise (else "")."""
     import ray
-    if not isinstance(error, ray.exceptions.GetTimeoutError):
-        return ""
-    return (f" (no answer within {timeout:g}s: the machine may be overloaded; raise "
-            "runtime.placement_timeout)")
+    return f" ({no_answer(timeout)})" if isinstance(error, ray.exceptions.GetTimeoutError) else ""

@@ -7,8 +7,8 @@ import logging
 import time
 from typing import Any
 
-from looprl.distributed.cluster import error_line
-from looprl.distributed.placement import WorkerPool, answer_timeout
+from looprl.distributed.cluster import answer_timeout, error_line
+from looprl.distributed.placement import WorkerPool
 from looprl.environments.faults import place
 
 __all__ = ["Supervisor"]

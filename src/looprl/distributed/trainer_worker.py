@@ -5,6 +5,7 @@ checkpoints. Importing this module imports Ray."""
 from __future__ import annotations
 
 import io
+import logging
 import sys
 import threading
 import time
@@ -19,6 +20,7 @@ from ray import cloudpickle
 from looprl.agents.shell import seed_units
 from looprl.core.logger import DummyLogger, Logger
 from looprl.distributed import ddp
+from looprl.distributed.cluster import answer_timeout, no_answer
 from looprl.distributed.config import RuntimeConfig
 from looprl.distributed.pipeline import policy_parameters, trainer_core
 from looprl.distributed.sender import transitions
@@ -32,6 +34,8 @@ from looprl.distributed.workers import (
 from looprl.meta.hyperparameters import agent_hyperparameters
 
 __all__ = ["TrainerWorker"]
+
+logger = logging.getLogger(__name__)
 
 
 @ray.remote(max_concurrency=64)  # actors waiting in ``put`` must not block ``stats``/``stop``
@@ -145,11 +149,12 @@ class TrainerWorker(Worker):
                 self._blocked and not self.core.backlogged(self.runtime.queue_batches)):
             self._lock.notify_all()
 
-    def _wait_trained(self, version: int, timeout: float = 30.0) -> None:
+    def _wait_trained(self, version: int) -> None:
         """(Holding the lock.) Wait until the learner owes no step and has published a
-        version newer than ``version``, or every feeder waits for a batch that needs more."""
+        version newer than ``version``, or every feeder waits for a batch that needs more, or
+        ``answer_timeout(runtime)`` (a warning)."""
         self._waiting += 1
-        generation = self._more
+        generation, timeout = self._more, answer_timeout(self.runtime)
         deadline = time.monotonic() + timeout  # a feeder that died must not block the rest
         while generation == self._more and not self._stop.is_set() and (
                 time.monotonic() < deadline):
@@ -163,6 +168,10 @@ class TrainerWorker(Worker):
                     self._lock.notify_all()
                     break
             self._lock.wait(0.05)
+        else:
+            if generation == self._more and not self._stop.is_set():
+                logger.warning("runtime.sync: the segments of policy version %d were not "
+                               "trained on (%s); the actor acts on", version, no_answer(timeout))
         self._waiting -= 1
 
     def stats(self) -> dict[str, Any]:

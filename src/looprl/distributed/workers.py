@@ -24,6 +24,7 @@ from looprl.collector import EnvRunner
 from looprl.collector.recovery import EnvRestarts, env_call
 from looprl.collector.runner import check_result, restart_episodes
 from looprl.core.namedarray import concat
+from looprl.distributed.cluster import answer_timeout, no_answer
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.normalization import normalize_as_training
 from looprl.distributed.pipeline import load_parameters, load_shared_state, meta_states
@@ -123,13 +124,16 @@ class _PolicyCopy:
         if ready:
             self._load(ray.get(self._pending))
 
-    def pull_until(self, version: int, timeout: float = 30.0) -> None:
-        """Block until the loaded parameters are of ``version`` or newer, or ``timeout``."""
+    def pull_until(self, version: int, timeout: float) -> None:
+        """Block until the loaded parameters are of ``version`` or newer, or warn at ``timeout``."""
         deadline = time.monotonic() + timeout
         while self.policy.version < version and time.monotonic() < deadline:
             self.maybe_pull(wait=True)
             if self.policy.version < version:
                 time.sleep(0.001)  # published, but not yet arrived at the server
+        if self.policy.version < version:
+            logger.warning("runtime.sync: parameters of version %d did not arrive (%s); acting "
+                           "on with version %d", version, no_answer(timeout), self.policy.version)
 
     async def maybe_pull_async(self) -> None:
         if self._due():
@@ -166,7 +170,7 @@ class ActorWorker(Worker):
         self.normalizers = [named(name) for name in normalizers]
         self.trainer = named(trainer)
         self.policy_worker = named(policy_worker)
-        self.sync = runtime.sync
+        self.sync, self.timeout = runtime.sync, answer_timeout(runtime)
         self.local = None if policy_worker is not None else _PolicyCopy(
             spec, named(server), runtime.pull_interval)
         policy = self.local.policy if self.local else spec.make_policy()
@@ -222,15 +226,14 @@ class ActorWorker(Worker):
         stats["schedules"] = self.schedule_steps()
         return stats
 
-    def components_state(self, timeout: float = 30.0) -> list[tuple[str, Any]] | None:
+    def components_state(self, timeout: float) -> list[tuple[str, Any]] | None:
         """Each step hooks' component's ``(class name, state_dict())``, taken between two steps
         (``None``: no step ended within ``timeout`` seconds, or its loop failed)."""
         if self.runner.hooks is None:
             return self._take_state()
         with self._lock:
             self._meta_state = []
-            self._lock.wait_for(lambda: self._finished or self._failed or self._meta_state,
-                                timeout)
+            self._lock.wait_for(lambda: self._finished or self._failed or self._meta_state, timeout)
             state = self._meta_state or (self._take_state() if self._finished else None)
             self._meta_state = None
             return state
@@ -326,7 +329,7 @@ class ActorWorker(Worker):
         """An evaluation worker's normalizers: the training actors' statistics, frozen (the
         ``first`` time: its episodes start again, their first observations scaled with them)."""
         if self.normalizers and not self._stop.is_set():
-            if normalize_as_training(self.runner, self.normalizers) and first:
+            if normalize_as_training(self.runner, self.normalizers, self.timeout) and first:
                 restart_episodes(self.runner)
 
     def _ask(self, group: int) -> tuple[Any, Any]:
@@ -376,7 +379,7 @@ class ActorWorker(Worker):
         version = None if self.sender is None else self.sender.send(
             segments, self.runner.total_frames)
         if self.sync and version is not None:
-            self.local.pull_until(version)
+            self.local.pull_until(version, self.timeout)
 
 
 def _fresh_stats() -> dict[str, Any]:

@@ -159,8 +159,9 @@ def cut_back(run_dir: Path, episodes: int, windows: int, frame: int, episode: in
 
 def keep_events(log_dir: Path, frame: int, episode: int, episode_tags: set[str]) -> None:
     """Drop the TensorBoard scalars after ``frame`` (for ``episode_tags``: from ``episode``
-    on), so that a resumed run writes each step once."""
-    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    on), so that a resumed run writes each step once; the kept events as written (the
+    non-legacy loader would turn the scalars into tensors, which readers of scalars skip)."""
+    from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
     from tensorboard.summary.writer.record_writer import RecordWriter
 
     def kept(event: Any) -> bool:
@@ -171,7 +172,7 @@ def keep_events(log_dir: Path, frame: int, episode: int, episode_tags: set[str])
         return event.step <= last
 
     for path in sorted(log_dir.glob("events.out.tfevents.*")):
-        events = list(EventFileLoader(str(path)).Load())
+        events = list(LegacyEventFileLoader(str(path)).Load())
         if all(kept(event) for event in events):
             continue
         temporary = path.with_name(path.name + ".tmp")
