@@ -169,3 +169,19 @@ def evaluations_until(experiment: Any, frames: int, eval_every: int, bar: float)
             break
     experiment.close()
     return evaluations
+
+
+def leaves_global_random_numbers(call: Callable[[], Any]) -> Any:
+    """``call()``'s result, asserting that Python's, NumPy's and torch's global generators go on
+    after it as if it had drawn none (the caller's sweep draws new values after a seeded run)."""
+    import random
+
+    def draws() -> tuple[float, float, float]:
+        return random.random(), float(np.random.rand()), float(torch.rand(()))
+
+    random.seed(7), np.random.seed(7), torch.manual_seed(7)
+    expected = draws()
+    random.seed(7), np.random.seed(7), torch.manual_seed(7)
+    result = call()
+    assert draws() == expected
+    return result

@@ -29,6 +29,24 @@ def test_entries_are_objects_or_lazy_paths_imported_by_get():
         registry.get("broken")
 
 
+def test_a_notebook_cell_that_registers_its_class_runs_again():
+    """The same class or function defined again (a cell run again, a module reloaded) takes
+    its name back (was: "already registered (to __main__:Widget); pick another name" on the
+    second run); another definition, or another object, is refused as before."""
+    registry = Registry("widget")
+    cell = "class Widget:\n    pass\n\nregister('mine', Widget)\nregister('lazy', 'pkg.mod:W')\n"
+    for _ in range(2):
+        namespace = {"register": registry.register, "__name__": "__main__"}
+        exec(cell, namespace)  # noqa: S102 - (a notebook's cell)
+        assert registry.get("mine") is namespace["Widget"]
+    same = functools.partial(list)
+    registry.register("object", same)
+    registry.register("object", same)
+    for name, other in (("mine", dict), ("object", functools.partial(list)), ("lazy", "a:W")):
+        with pytest.raises(ValueError, match=f"widget '{name}' is already registered"):
+            registry.register(name, other)
+
+
 def test_a_taken_name_and_a_name_that_is_no_string_are_refused():
     entries = {"a": dict}
     registry = Registry("widget", entries)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -379,6 +380,34 @@ def test_each_run_of_run_experiment_starts_with_fresh_components(tmp_path: Path)
                    quiet=True, test_episodes=0, meta=[mine, RND(seed=0)])
     assert mine.runs == builders.runs == [0]  # the first run's: the given instances
     assert mine.steps == builders.steps == 50
+
+
+def test_components_an_earlier_call_trained_are_one_warning_and_random_numbers_go_on(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The README's ``meta=[epsilon]`` in a loop over seeds: from the second call on, a warning
+    that it goes on from where the first left it (was: silent, the second run greedy from its
+    first step); a new one, or a built preset's second run, says nothing. A seeded call leaves
+    the caller's global random numbers as they were (was: reseeded, so a sweep drawing each
+    trial's values between runs drew the same ones from the second trial on)."""
+    from helpers import leaves_global_random_numbers
+    from looprl.meta import HPSchedule
+
+    def schedule() -> HPSchedule:
+        return HPSchedule("hp/epsilon", "linear", 1.0, 0.0, duration=50, per="step")
+
+    epsilon, preset = schedule(), SMALL_DQN.env(GymEnvironment("CartPole-v1")).build()
+    said = []
+    for agent, components in ((SMALL_DQN, [epsilon]), (SMALL_DQN, [schedule()]),
+                              (preset, [epsilon]), (SMALL_DQN, [epsilon])):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="looprl.experiments.run"):
+            leaves_global_random_numbers(partial(
+                run_experiment, agent, "CartPole-v1", 50, logdir=str(tmp_path), quiet=True,
+                test_episodes=1, seed=0, meta=components))
+        said.append([r.message for r in caplog.records if "in an earlier run" in r.message])
+    assert [len(lines) for lines in said] == [0, 0, 0, 1]
+    assert said[-1][0].startswith("run_experiment: the meta components HPSchedule(key=")
+    assert epsilon.calls > 0  # (the given instance trains: it can be read after the run)
 
 
 def test_an_experiment_given_a_builder_says_to_build_it(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pytest
 
+from helpers import leaves_global_random_numbers
 from looprl.environments import GymEnvironment
 from looprl.meta import HPSchedule
 from looprl.presets.classic_control import ppo
@@ -54,8 +55,11 @@ def test_train_and_evaluate_take_whole_counts_only(small_ppo):
 
 
 def test_a_seeded_run_is_reproducible(small_ppo):
-    results = [OnlineRunner(small_ppo, "CartPole-v1", num_steps=128, seed=3, quiet=True,
-                            eval_episodes=2).run() for _ in range(2)]
+    """... and leaves the caller's global random numbers as they were (was: reseeded, so a sweep
+    drawing each trial's values between runs drew the same ones from the second trial on)."""
+    results = [leaves_global_random_numbers(OnlineRunner(
+        small_ppo, "CartPole-v1", num_steps=128, seed=3, quiet=True, eval_episodes=2).run)
+        for _ in range(2)]
     assert results[0][0]["returns"] == results[1][0]["returns"]
     assert results[0][1]["returns"] == results[1][1]["returns"]
 
@@ -229,6 +233,26 @@ def test_each_new_agent_starts_its_meta_components_as_given(small_ppo):
         first, second = runner.experiment.hub.components  # (the run's copies, documented)
         assert first.start == second.start == 0 and first.steps >= 16  # (4 copies a step)
     assert given.steps == on_builder.steps == 0 and first is not on_builder
+
+
+
+def test_a_component_that_cannot_be_copied_is_one_line(small_ppo):
+    """(Was: copy's "TypeError: cannot pickle '_thread.lock' object", a traceback from inside
+    the copy, naming no component.)"""
+    import threading
+
+    from looprl.meta import MetaComponent
+
+    class Locked(MetaComponent):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lock = threading.Lock()
+
+    with pytest.raises(TypeError, match=r"^a new agent's runs start from copies of the meta "
+                       r"components, and one of \[.*Locked\(\)\] cannot be copied \(TypeError: "
+                       "cannot pickle '_thread.lock' object\\): make it picklable") as error:
+        Runner(small_ppo, "CartPole-v1", meta=[Locked()])
+    assert error.value.__cause__ is None and error.value.__suppress_context__
 
 
 def test_an_evaluation_during_training_leaves_a_single_env_run_as_it_was(tmp_path) -> None:

@@ -36,15 +36,18 @@ class Registry:
         self.sources: list[str] = []
 
     def register(self, name: str, entry: Any) -> None:
-        """Register ``entry`` under ``name``; ``ValueError`` if ``name`` is taken, ``TypeError``
-        if it is no non-empty string or ``entry`` is neither callable nor an import path."""
+        """Register ``entry`` under ``name``; ``ValueError`` if ``name`` is taken by another
+        (the same class or function defined again, as by a notebook cell run again or a module
+        reloaded, takes its place), ``TypeError`` if it is no non-empty string or ``entry`` is
+        neither callable nor an import path."""
         if not isinstance(name, str) or not name:
             raise TypeError(f"{self.kind} names must be non-empty strings, got {name!r}")
         if not (callable(entry) or is_import_path(entry)):
             raise TypeError(f"{self.kind} {name!r}: register a class, a factory or a "
                             f"'package.module:Name' path, got {entry!r:.40}")
-        if name in self.entries:
-            taken = self.entries[name]
+        taken = self.entries.get(name, entry)
+        if taken is not entry and (_definition(taken) is None
+                                   or _definition(taken) != _definition(entry)):
             named = taken if hasattr(taken, "__qualname__") else type(taken)  # (an object's)
             shown = taken if isinstance(taken, str) else (
                 f"{getattr(named, '__module__', '?')}:{named.__qualname__}"
@@ -79,3 +82,12 @@ class Registry:
         if isinstance(entry, str):
             return import_object(entry, f"{self.kind} {name!r} registered as")
         return entry
+
+
+def _definition(entry: Any) -> str | None:
+    """Where ``entry`` is defined, ``module:qualname`` (a path: itself; an object: ``None``)."""
+    if isinstance(entry, str):
+        return entry
+    if hasattr(entry, "__qualname__"):
+        return f"{getattr(entry, '__module__', '?')}:{entry.__qualname__}"
+    return None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -28,8 +28,8 @@ from looprl.experiments.progress import TrainingProgress
 from looprl.presets.common import multiagent_advice
 
 __all__ = ["check_episodes", "check_parallel_preset", "check_spaces", "check_test",
-           "check_window", "dashboard", "play_episodes", "played_then_closed", "seed_everything",
-           "single_action", "window_advice"]
+           "check_window", "dashboard", "play_episodes", "played_then_closed", "random_state_kept",
+           "seed_everything", "single_action", "window_advice"]
 
 
 def seed_everything(seed: int) -> None:
@@ -37,6 +37,23 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+
+
+@contextlib.contextmanager
+def random_state_kept(keep: bool = True) -> Iterator[None]:
+    """The block (or, as a decorator, the call; a seeded run), then Python's, NumPy's and
+    torch's global generators as they were before it (``keep=False``: as it left them): the
+    caller's random numbers go on as if it had drawn none (a sweep that draws each trial's
+    values between seeded runs draws new ones, not the same ones again)."""
+    states = random.getstate(), np.random.get_state()
+    cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    try:
+        with torch.random.fork_rng(devices=cuda, enabled=keep):
+            yield
+    finally:
+        if keep:
+            random.setstate(states[0])
+            np.random.set_state(states[1])
 
 
 def dashboard(logger: Any, hyperparameters: dict[str, Any],

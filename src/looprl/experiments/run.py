@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import math
 import numbers
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +20,7 @@ from looprl.core.suggest import check_seed, is_number, is_whole
 from looprl.environments import SRLEnvironment
 from looprl.environments.gym import refuse_gymnasium
 from looprl.environments.multiagent import MultiagentEnvironment
+from looprl.experiments.episodes import random_state_kept
 from looprl.experiments.experiment import (
     Experiment,
     ParallelEnvExperiment,
@@ -133,7 +136,9 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
             acts in), one or a list.
         test_episodes: evaluation episodes after training (0 to skip).
         logdir, quiet, render, save_freq, verbose, seed, meta: ``Experiment``'s, for every run
-            (in ALL's order up to ``verbose``).
+            (in ALL's order up to ``verbose``); the first run trains the given components
+            (and the builder's), later ones fresh copies; a ``seed`` leaves the global random
+            generators as they were.
         logger: ALL's argument: ``"tensorboard"`` (TensorBoard and CSV files), the only one.
 
     Raises:
@@ -157,23 +162,46 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
                          "empty list): give one, or a list of them")
     fresh = ([fresh_components(agent, meta) for agent in agents]
              if len(agents) * len(envs) > 1 else None)
-    for env_or_id in envs:
-        for index, agent in enumerate(agents):
-            env = env_for(agent, env_or_id) if isinstance(env_or_id, str) else _env(env_or_id)
-            if seed is not None:
-                seed_everything(seed)
-            preset = build_preset(agent, env)
-            components = meta
-            if results and fresh is not None:  # (a later run: fresh copies of the components)
-                preset.meta, components = copy.deepcopy(fresh[index])
-            experiment = make_experiment(preset, env, train_steps=frames, logdir=logdir,
-                                         quiet=quiet, render=render, save_freq=save_freq,
-                                         verbose=verbose, seed=seed, meta=components)
-            try:
-                results.append(_run(experiment, frames, test_episodes))
-            except TrainingInterrupted as stop:  # (the runs done stand)
-                raise TrainingInterrupted(stop.log_dir, stop.frame, results) from None
+    with random_state_kept(seed is not None):  # (seeded: the caller's random numbers go on)
+        for env_or_id in envs:
+            for index, agent in enumerate(agents):
+                env = env_for(agent, env_or_id) if isinstance(env_or_id, str) else _env(env_or_id)
+                if seed is not None:
+                    seed_everything(seed)
+                preset = build_preset(agent, env)
+                components = meta
+                if results and fresh is not None:  # (a later run: fresh copies of them)
+                    preset.meta, components = copy.deepcopy(fresh[index])
+                experiment = make_experiment(preset, env, train_steps=frames, logdir=logdir,
+                                             quiet=quiet, render=render, save_freq=save_freq,
+                                             verbose=verbose, seed=seed, meta=components)
+                if not (results or isinstance(experiment, MultiagentEnvExperiment)):
+                    note_trained(agent, meta)  # (it trains the given ones; per agent: copies)
+                try:
+                    results.append(_run(experiment, frames, test_episodes))
+                except TrainingInterrupted as stop:  # (the runs done stand)
+                    raise TrainingInterrupted(stop.log_dir, stop.frame, results) from None
     return results
+
+
+#: the meta components the first run of a ``run_experiment`` call trained (by ``id``, while
+#: they live): those given, and its builder's
+_TRAINED: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+
+
+def note_trained(agent: Any, meta: Sequence[Any]) -> None:
+    """Note the components the first run of a call trains; warn where a builder's new agent
+    gets some an earlier call trained: they go on from their state then (this run differs)."""
+    given = [*meta, *getattr(agent, "components", ())]  # (a built preset's go on with it)
+    trained = [repr(component) for component in given if _TRAINED.get(id(component)) is component]
+    if trained and not isinstance(agent, Preset):
+        log.warning("run_experiment: the meta components %s trained in an earlier run and go on "
+                    "from there with a new agent, so this run differs from that one: give new "
+                    "ones, or copy.deepcopy them before their first run, to start afresh",
+                    ", ".join(trained))
+    for component in given:
+        with contextlib.suppress(TypeError):  # (one that takes no weak reference: not noted)
+            _TRAINED[id(component)] = component
 
 
 def fresh_components(agent: Any, meta: Sequence[Any]) -> tuple[tuple[Any, ...], list[Any]]:
@@ -181,7 +209,13 @@ def fresh_components(agent: Any, meta: Sequence[Any]) -> tuple[tuple[Any, ...], 
     and of ``meta``, taken before a run trains them: a later run must not go on from them
     (copy them again for each run); one line now for hooks that copies cannot take."""
     own = tuple(getattr(agent, "components", getattr(agent, "meta", ())))
-    fresh = copy.deepcopy((own, list(meta)))
+    try:
+        fresh = copy.deepcopy((own, list(meta)))
+    except Exception as error:  # noqa: BLE001 - (copying fails in many ways)
+        raise TypeError(f"a new agent's runs start from copies of the meta components, and one "
+                        f"of {[*own, *meta]!r:.80} cannot be copied ({type(error).__name__}: "
+                        f"{error}): make it picklable (create what it holds in a hook), as a "
+                        "checkpoint and a run on Ray need too") from None
     MetaStack([*fresh[0], *fresh[1]])
     return fresh
 

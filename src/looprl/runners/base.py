@@ -72,7 +72,7 @@ class Runner:
         agent: a preset builder, e.g. ``looprl.presets.classic_control.ppo``.
         env: an environment, or an id made as ``run_experiment`` makes it (``"CartPole-v1"``;
             a multi-agent preset's ``"tictactoe_v3"``, an Atari preset's ``"Pong"``).
-        seed: seeds every new agent.
+        seed: seeds every new agent (``run()`` leaves the global random generators as found).
         logdir: a directory for run directories; ``None``: nothing is written.
         meta: meta components (``looprl.meta``) hooked into every agent's experiment.
         eval_episodes: the default number of episodes of ``evaluate``.

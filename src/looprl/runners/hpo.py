@@ -18,6 +18,7 @@ from typing import Any
 
 from looprl.core.imports import import_extra
 from looprl.core.suggest import check_count, one_line
+from looprl.experiments.episodes import random_state_kept
 from looprl.runners.base import Runner
 from looprl.runners.space import Dimension, parse_search_space, search_mapping
 from looprl.runners.trials import LocalTrials
@@ -153,6 +154,7 @@ class OptunaRunner(Runner):
                         study.tell(trial, state=self.optuna.trial.TrialState.FAIL)
             remaining -= len(batch)
 
+    @random_state_kept()  # (its agents are seeded: the caller's random numbers go on)
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Add ``n_trials`` trials, then retrain and evaluate the best values; ``({"step",
         "best": {value, values, trial} or None, "history": [per trial: number, state, value,

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from looprl.core.suggest import check_count
+from looprl.experiments.episodes import random_state_kept
 from looprl.experiments.logger import mean_return
 from looprl.experiments.run import warn_budget_extended
 from looprl.experiments.run_files import append_lines, keep_until, save_preset
@@ -50,6 +51,7 @@ class OnlineRunner(Runner):
         self.evaluations: list[list[float]] = []
         self._last_evaluation: dict[str, Any] | None = None  # (of eval_every)
 
+    @random_state_kept()  # (its agents are seeded: the caller's random numbers go on)
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Train (or continue training), then evaluate: ``(train_results, eval_results)``."""
         returns: list[float] = []

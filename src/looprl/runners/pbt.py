@@ -24,6 +24,7 @@ from looprl.core.reaper import start_local_ray
 from looprl.core.suggest import check_count, is_number, warn_once
 from looprl.environments.gym import gym_registrations, install_gym_registrations
 from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
+from looprl.experiments.episodes import random_state_kept
 from looprl.meta.hyperparameters import unknown_hyperparameter
 from looprl.runners.base import Runner
 from looprl.runners.space import numeric_range, search_mapping
@@ -254,6 +255,7 @@ class PBTRunner(Runner):
             return (self.tune.lograndint if log else self.tune.randint)(low, high + 1)
         return self.tune.loguniform(low, high) if log else self.tune.uniform(low, high)
 
+    @random_state_kept()  # (its agents are seeded: the caller's random numbers go on)
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Train the population; ``({"step", "best", "members"}, eval_results of the best)``
         (a member: its index, ``hp/*`` values, final ``mean_eval_reward``, ``-inf`` if it
