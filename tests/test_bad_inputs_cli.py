@@ -216,6 +216,28 @@ def test_a_minibatch_of_frames_that_cannot_fit_is_one_line_at_build(
     builder.hyperparameters(minibatch_size=32).device("cpu").env(env).build()  # (the ring fits)
 
 
+def test_an_atari_replay_too_small_for_a_window_is_one_line_at_build() -> None:
+    """``replay_buffer_size=5`` (a stack of 4 and a 1-step window need 6) built and failed at
+    the first write, a run already started (an actor worker's failure on Ray); 1 was 'Replay
+    buffer size must be at least 2', naming no key and the wrong least size."""
+    import gymnasium as gym
+    import numpy as np
+
+    from looprl.presets import atari
+
+    env = GymEnvironment(gym.make("CartPole-v1"))
+    env.env.observation_space = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
+    for size, n_steps, least in ((1, 1, 6), (5, 1, 6), (64, 1000, 1005)):
+        builder = atari.rainbow.hyperparameters(replay_buffer_size=size, minibatch_size=1,
+                                                n_steps=n_steps)
+        with pytest.raises(ValueError, match=rf"^Replay size {size} is too small for stacks of 4 "
+                                             rf"and {n_steps}-step returns: give it at least "
+                                             rf"{least} \(a preset's replay_buffer_size\)$"):
+            builder.device("cpu").env(env).build()
+    atari.dqn.hyperparameters(replay_buffer_size=6, minibatch_size=1).device("cpu").env(
+        env).build()
+
+
 def test_on_policy_segments_of_frames_are_counted_at_a_byte_a_pixel(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The segment buffer keeps uint8 frames as they come; the check counted 4 bytes a pixel
@@ -232,6 +254,19 @@ def test_on_policy_segments_of_frames_are_counted_at_a_byte_a_pixel(
     with pytest.raises(ValueError, match=r"^ppo: n_envs x \(n_steps \+ 1\) = 48,016 rows of "
                                          r"28,224 bytes need 1.3 GiB, more than the 1.0 GiB"):
         atari.ppo.hyperparameters(n_envs=16, n_steps=3000).device("cpu").env(env).build()
+
+
+def test_vpg_segments_that_cannot_fit_are_one_line_at_build(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """VPG's segment of ``min_batch_size + 1`` rows was not checked: ``min_batch_size=1e15``
+    built, then failed at its first step with NumPy's ``MemoryError`` traceback."""
+    monkeypatch.setattr("looprl.presets.common.memory_limit", lambda device="cpu": 2**30)
+    builder = classic_control.vpg.device("cpu").env("CartPole-v1")
+    builder.hyperparameters(min_batch_size=10**7).build()
+    with pytest.raises(ValueError, match=r"^vpg: min_batch_size \+ 1 = 100,000,001 rows of 16 "
+                                         r"bytes need 1.5 GiB, more than the 1.0 GiB .* lower "
+                                         r"min_batch_size$"):
+        builder.hyperparameters(min_batch_size=10**8).build()
 
 
 def test_the_memory_checks_take_a_ulimit_as_the_machines_memory(

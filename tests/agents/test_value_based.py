@@ -4,6 +4,7 @@ whose targets are worked out by hand."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -133,6 +134,17 @@ def test_presets_reject_bad_hyperparameters() -> None:
         rainbow.env(env).hyperparameters(n_steps=0).build()
     with pytest.raises(ValueError, match="discrete"):
         vqn.env(GymEnvironment("Pendulum-v1")).build()
+
+
+@pytest.mark.parametrize(("v_min", "v_max"), [(1.0, 1.00000001), (-2e38, 2e38)])
+def test_a_support_float32_cannot_space_is_one_line_at_build(v_min: float, v_max: float) -> None:
+    """Each in range, but one float32 (``1.0``, ``1.00000001``) or a span past float32's
+    largest: the first update's projection indexed with NaN ('index -9223372036854775808 is
+    out of bounds'), torch's traceback."""
+    with pytest.raises(ValueError, match=r"^v_min < v_max needed, with 51 atoms "
+                                         r"apart in float32.*got " + re.escape(f"{v_min} and "
+                                                                              f"{v_max}") + "$"):
+        c51.env(GymEnvironment("CartPole-v1")).hyperparameters(v_min=v_min, v_max=v_max).build()
 
 
 def _lr_after_50_updates(builder, train_steps: float, **hyperparameters) -> float:

@@ -211,10 +211,13 @@ def test_an_import_path_of_a_game_factory_makes_the_game():
 
 def test_an_id_is_made_for_the_family_of_a_configured_builder():
     """``run_experiment(multiagent.dqn.hyperparameters(...), "tictactoe_v3")``: the builder a
-    call configured makes the game as its family's does, not a Gymnasium environment."""
+    call configured, or a preset built from it, makes the game as its family's does, not a
+    Gymnasium environment (a built preset's was refused: 'train it with a multi-agent
+    preset')."""
     from looprl.presets.catalog import env_for
 
-    for builder in (dqn, dqn.hyperparameters(replay_start_size=50), ppo.device("cpu")):
+    built = dqn.env("tictactoe_v3").device("cpu").hyperparameters(hidden=8).build()
+    for builder in (dqn, dqn.hyperparameters(replay_start_size=50), ppo.device("cpu"), built):
         assert isinstance(env_for(builder, "tictactoe_v3"), MultiagentPettingZooEnv)
     assert env_for(cc.dqn.hyperparameters(lr=1e-3), "CartPole-v1").name == "CartPole-v1"
 
@@ -232,3 +235,20 @@ def test_agents_of_different_algorithms_take_turns(tmp_path):
     experiment.train(frames=100)
     assert all(updates(agent) > 0 for agent in experiment.agent.agents.values())
     experiment.close()
+
+
+def test_a_multiagent_run_that_never_trained_says_so(tmp_path, caplog):
+    """No agent's first update within the budget: a local run evaluated the untrained agents
+    without a word (a Ray run warned; the independent learners counted no ``updates``)."""
+    env = MultiagentPettingZooEnv(tictactoe_v3.env())
+    for start, frames in ((500, 31), (0, 33)):
+        preset = dqn.env(env).device("cpu").hyperparameters(
+            replay_start_size=start, update_frequency=1, gradient_steps=1, minibatch_size=4,
+            hidden=8).build()
+        experiment = MultiagentEnvExperiment(preset, env, train_steps=frames,
+                                             logdir=str(tmp_path), quiet=True, seed=0)
+        with caplog.at_level("WARNING"):
+            experiment.train(frames=frames)
+        experiment.close()
+        assert (f"independent_dqn on tictactoe_v3: the agent never trained in its {frames} "
+                "frames" in caplog.text) == (start > 0)

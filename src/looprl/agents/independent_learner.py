@@ -76,6 +76,11 @@ class IndependentLearner(StepLoop):
         """Streams dropped as too old, over all agents."""
         return sum(core.dropped for core in self.cores)
 
+    @property
+    def updates(self) -> int:
+        """Trainer steps taken, over all agents (0: none trained, as a run's warning says)."""
+        return sum(core.updates for core in self.cores)
+
     def shared_state(self) -> list[Any]:
         """Every agent's components' shared states, agent after agent."""
         return [state for core in self.cores for state in core.shared_state()]

@@ -20,7 +20,7 @@ from looprl.approximation.q_network import action_index
 from looprl.core.state import State
 from looprl.core.suggest import either
 
-__all__ = ["ExpectedQ", "QDist", "QDistModule", "project_distribution"]
+__all__ = ["ExpectedQ", "QDist", "QDistModule", "check_support", "project_distribution"]
 
 
 class QDistModule(nn.Module):
@@ -77,9 +77,7 @@ class QDist(Approximation):
                  n_atoms: int | None = None, **kwargs: Any):
         num_actions = either("num_actions", num_actions, "n_actions", n_actions, 2)
         num_atoms = either("num_atoms", num_atoms, "n_atoms", n_atoms, 51)
-        if num_atoms < 2 or not v_min < v_max:
-            raise ValueError(f"Need num_atoms >= 2 and v_min < v_max, got {num_atoms}, "
-                             f"{v_min}, {v_max}")
+        check_support(v_min, v_max, num_atoms)
         device = next(model.parameters()).device
         atoms = torch.linspace(v_min, v_max, num_atoms, device=device)
         self.num_actions = num_actions
@@ -103,6 +101,17 @@ class QDist(Approximation):
     def expectation(self) -> ExpectedQ:
         """A ``QNetwork``-like view of the expected action values."""
         return ExpectedQ(self)
+
+
+def check_support(v_min: float, v_max: float, num_atoms: int) -> None:
+    """A one-line ``ValueError`` unless ``num_atoms >= 2`` atoms from ``v_min`` to ``v_max``
+    lie apart in float32, the support's dtype (``1.0`` and ``1.00000001`` are one float32;
+    ``-2e38`` to ``2e38`` spans more than it holds): the projection would index with NaN."""
+    low, high = torch.tensor([v_min, v_max], dtype=torch.float32)
+    span = high - low
+    if num_atoms < 2 or span.isinf() or not span / (num_atoms - 1) > 0:
+        raise ValueError(f"v_min < v_max needed, with {num_atoms} atoms apart in float32 "
+                         f"(num_atoms >= 2, a span below 3.4e38), got {v_min} and {v_max}")
 
 
 def project_distribution(probs: torch.Tensor, support: torch.Tensor,

@@ -43,7 +43,7 @@ from looprl.experiments.episodes import (
 )
 from looprl.experiments.multiagent import game
 from looprl.presets import load_preset
-from looprl.presets.catalog import make_env, rendering
+from looprl.presets.catalog import family_of, make_env, rendering
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +63,9 @@ def has_display() -> bool:
 
 
 def preset_family(preset: Any) -> str:
-    """``'classic_control'``, ``'atari'``, ``'continuous'`` or ``'multiagent'``."""
-    return type(preset).__module__.split(".")[2]
+    """``'classic_control'``, ``'atari'``, ``'continuous'`` or ``'multiagent'`` (a user's
+    preset: ``'classic_control'``, a Gymnasium environment's)."""
+    return family_of(preset) or "classic_control"
 
 
 def shows_in_window(preset: Any) -> bool:

@@ -30,7 +30,7 @@ from looprl.memory.prioritized import Prioritized
 from looprl.memory.replay import STORE_CHUNK, ReplayBuffer
 from looprl.memory.windows import n_step_windows, stream_numbers, window_rows
 
-__all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer", "slot_bytes"]
+__all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer", "check_room", "slot_bytes"]
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ class AtariReplayBuffer(ReplayBuffer):
 
     def _allocate(self, observation: torch.Tensor, action: torch.Tensor) -> None:
         self.stack = int(observation.shape[0])
-        _check_room(self)
+        check_room(self.size, self.stack, self.n_step, type(self).__name__)
         with self._allocating(slot_bytes(observation[0].nbytes, action.nbytes, self.stack), "cpu"):
             self.frames = torch.empty((self.size, *observation.shape[1:]), dtype=observation.dtype)
             self.action = torch.zeros((self.size, *action.shape), dtype=action.dtype)
@@ -403,13 +403,14 @@ def _frames(obs: Any) -> torch.Tensor:
     return torch.as_tensor(obs)
 
 
-def _check_room(buffer: AtariReplayBuffer) -> None:
+def check_room(size: int, stack: int, n_step: int, owner: str = "AtariReplayBuffer") -> None:
     """One line for an ``n_step`` past a slot's ``steps`` (int16), or a ``size`` that cannot
-    hold a stack and a window."""
-    if buffer.n_step > _MAX_STEPS:
-        raise ValueError(f"{type(buffer).__name__} keeps windows of at most {_MAX_STEPS} steps "
-                         f"(int16), got n_step={buffer.n_step}: lower it")
-    if buffer.size < buffer.stack + buffer.n_step + 1:
-        raise ValueError(f"Replay size {buffer.size} is too small for stacks of {buffer.stack} "
-                         f"and {buffer.n_step}-step returns: give it at least "
-                         f"{buffer.stack + buffer.n_step + 1} (a preset's replay_buffer_size)")
+    hold a stack of ``stack`` frames and a window (the ring's, as it allocates; the Atari
+    presets', when built)."""
+    if n_step > _MAX_STEPS:
+        raise ValueError(f"{owner} keeps windows of at most {_MAX_STEPS} steps (int16), got "
+                         f"n_step={n_step}: lower it")
+    if size < stack + n_step + 1:
+        raise ValueError(f"Replay size {size} is too small for stacks of {stack} and "
+                         f"{n_step}-step returns: give it at least {stack + n_step + 1} (a "
+                         "preset's replay_buffer_size)")

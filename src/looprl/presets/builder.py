@@ -134,8 +134,8 @@ class PresetBuilder:
 
     def _family(self) -> str | None:
         """The looprl family of this preset's constructor; ``None`` for a user's."""
-        parts = str(getattr(self.constructor, "__module__", "")).split(".")
-        return parts[2] if parts[:2] == ["looprl", "presets"] and len(parts) > 3 else None
+        from looprl.presets.catalog import family_of
+        return family_of(self)
 
     def device(self, device: str | torch.device) -> PresetBuilder:
         """Set the device of the preset's networks (default: CUDA if available, else CPU)."""

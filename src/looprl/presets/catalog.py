@@ -12,8 +12,8 @@ from typing import Any
 
 from looprl.core.suggest import check_seed, did_you_mean
 
-__all__ = ["FAMILIES", "available_agents", "context_sets", "env_for", "make_contextual",
-           "make_env", "rendering", "resolve_agent"]
+__all__ = ["FAMILIES", "available_agents", "context_sets", "env_for", "family_of",
+           "make_contextual", "make_env", "rendering", "resolve_agent"]
 
 FAMILIES = ("classic_control", "atari", "continuous", "multiagent")
 #: SRL names of the adapters (``looprl.environments.srl``), not environments of their own
@@ -173,12 +173,21 @@ def _srl_env(agent: str, env_id: str, name: str, render_mode: str | None = None,
     return MultiagentPettingZooEnv(env, name=env_id, remote=(env_id, env_args))
 
 
+def family_of(agent: Any) -> str | None:
+    """The family (``'atari'``, ...) of a looprl preset builder (``dqn.hyperparameters(...)``
+    too) or of a preset it built, by the module of the preset's class; ``None`` for a user's."""
+    made_by = getattr(agent, "constructor", type(agent))
+    parts = str(getattr(made_by, "__module__", "")).split(".")
+    return parts[2] if parts[:2] == ["looprl", "presets"] and len(parts) > 3 else None
+
+
 def env_for(agent: Any, env_id: str) -> Any:
-    """``make_env`` for ``agent`` (a family's preset builder, one configured from it, or its
-    name); a Gymnasium environment for any other agent."""
+    """``make_env`` for ``agent`` (a family's preset builder, one configured from it, a preset
+    built by one, or its name); a Gymnasium environment for any other agent."""
     if not isinstance(agent, str):
-        family = getattr(agent, "_family", lambda: None)()  # (``dqn.hyperparameters(...)``)
-        agent = f"{family}.{agent.default_name}" if family else "classic_control.custom"
+        family = family_of(agent)
+        name = getattr(agent, "default_name", None) or getattr(agent, "name", "custom")
+        agent = f"{family}.{name}" if family else "classic_control.custom"
     return make_env(agent, env_id)
 
 

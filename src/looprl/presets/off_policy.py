@@ -17,6 +17,7 @@ from looprl.agents.c51 import C51Policy, C51Trainer
 from looprl.agents.dqn import DQN, DQNPolicy, DQNTrainer
 from looprl.agents.learner import ReplaySchedule
 from looprl.approximation import FixedTarget, QDist, QNetwork
+from looprl.approximation.q_dist import check_support
 from looprl.core import Agent, DummyLogger, Trainer
 from looprl.memory import ExperienceReplayBuffer, PrioritizedReplayBuffer
 from looprl.policies import apex_epsilons
@@ -139,9 +140,8 @@ class QNetworkPreset(FamilyPreset):
 
     def __init__(self, env: Any, name: str, device: Any, hp: dict[str, Any]):
         super().__init__(name, device, hp)
-        if "v_min" in hp and not hp["v_min"] < hp["v_max"]:
-            raise ValueError(f"Hyperparameters v_min < v_max needed, got {hp['v_min']} and "
-                             f"{hp['v_max']}")
+        if "v_min" in hp:  # (where QDist would say it, at the first agent)
+            check_support(hp["v_min"], hp["v_max"], hp["atoms"])
         self.num_actions = require_discrete_actions(env, self.algorithm)
         constructed = self._constructed(env)
         self.model = (self._build(env) if constructed is None else constructed).to(device)

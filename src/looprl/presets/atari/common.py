@@ -12,7 +12,12 @@ import gymnasium as gym
 from torch import nn
 
 from looprl.environments.bodies import BodyStates, deepmind_atari_body, deepmind_atari_states
-from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer, slot_bytes
+from looprl.memory.atari_replay import (
+    AtariReplayBuffer,
+    PrioritizedAtariReplayBuffer,
+    check_room,
+    slot_bytes,
+)
 from looprl.nn.cnn import nature_actor_critic
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.common import require_discrete_actions
@@ -95,3 +100,10 @@ class AtariReplayPreset(DeepMindBody, QPreset):
         frames and its transition (``AtariReplayBuffer._allocate``)."""
         frames, *screen = env.observation_space.shape
         return slot_bytes(math.prod(screen), 8, frames)  # (an int64 action)
+
+    def check_replay_memory(self, env: Any) -> None:
+        """``QPreset``'s check, after the ring's room for a stack and a window (checked at
+        its first write: a run already started)."""
+        check_room(self.hyperparameters["replay_buffer_size"], env.observation_space.shape[0],
+                   self.n_step, self.name)
+        super().check_replay_memory(env)

@@ -10,6 +10,7 @@ from typing import Any
 from looprl.agents.vpg import VPG
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.a2c import SeparateMLPs
+from looprl.presets.common import check_memory
 from looprl.presets.constructors import AC_NAMES, unset
 from looprl.presets.on_policy import ActorCriticPreset
 
@@ -24,6 +25,11 @@ class VPGClassicControlPreset(SeparateMLPs, ActorCriticPreset):
     """Builds VPG agents for a single environment (Monte-Carlo advantages)."""
 
     algorithm = "VPG"
+
+    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
+        super().__init__(env, name, device, hyperparameters)  # (its ranges checked first)
+        check_memory(name, self.hyperparameters["min_batch_size"] + 1, "min_batch_size + 1",
+                     env, "lower min_batch_size")
 
     def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
                  ) -> dict[str, Any]:
