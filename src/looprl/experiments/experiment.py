@@ -79,8 +79,6 @@ def log_scalars(hub: MetaHub, logger: Any) -> None:
         logger.add_log(key[4:], value)
 
 
-
-
 def warn_untrained(experiment: Experiment) -> None:
     """A warning once the whole budget (``train_steps``) is spent without one trainer step:
     what follows (evaluation, saved preset) is of the untrained agent."""
@@ -153,7 +151,6 @@ def evaluation_copies(env: Any, vector_env: VectorEnvironment, copies: int) -> V
                     "environments, which cuts their episodes short (the agent sees them "
                     "truncated)", type(vector_env).__name__)
         return vector_env
-
 
 
 class Experiment:
