@@ -239,18 +239,19 @@ def watch_saved(args: argparse.Namespace) -> Path | None:
                                                 "runner.preset.save(PATH)" if checkpoint else ""))
         preset = load_preset(str(preset_file), device=args.device)
         env_id = args.env or trained_env(preset_file, preset)
-        try:
-            env, window = watch.watch_env(preset, env_id, window=args.gif is None)
-        except ValueError as error:  # (an id the run's own code registered)
-            if args.env or not str(error).startswith("Unknown environment"):
-                raise
-            raise ValueError(f"{error} If your code registers {env_id}, give the module that "
-                             f"does: --env MODULE:{env_id}") from None
-        load_normalization(env, preset_normalization(preset_file, env), env_id)
-        gif = None if window else args.gif or str(preset_file.parent / "watch.gif")
-        episodes = args.episodes or (sys.maxsize if window else 1)  # (None: ALL's, forever)
-        returns, path = watch.watch(preset.test_agent(), env, episodes, args.fps, gif,
-                                    max_steps=args.max_steps)
+        with watch.rendering_kept():  # (watch_env's offscreen drivers end with it)
+            try:
+                env, window = watch.watch_env(preset, env_id, window=args.gif is None)
+            except ValueError as error:  # (an id the run's own code registered)
+                if args.env or not str(error).startswith("Unknown environment"):
+                    raise
+                raise ValueError(f"{error} If your code registers {env_id}, give the module that "
+                                 f"does: --env MODULE:{env_id}") from None
+            load_normalization(env, preset_normalization(preset_file, env), env_id)
+            gif = None if window else args.gif or str(preset_file.parent / "watch.gif")
+            episodes = args.episodes or (sys.maxsize if window else 1)  # (None: ALL's, forever)
+            returns, path = watch.watch(preset.test_agent(), env, episodes, args.fps, gif,
+                                        max_steps=args.max_steps)
     print_episodes(returns, path)
     return path
 

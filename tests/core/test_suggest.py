@@ -4,7 +4,14 @@ import numpy as np
 import pytest
 import torch
 
-from looprl.core.suggest import check_count, check_flag, check_positive, did_you_mean
+from looprl.core.suggest import (
+    check_count,
+    check_flag,
+    check_positive,
+    did_you_mean,
+    warn_once,
+    warnings_per_run,
+)
 
 
 def test_a_name_with_keys_under_it_suggests_them_when_they_are_few() -> None:
@@ -31,3 +38,25 @@ def test_an_array_is_no_count_and_not_positive(value) -> None:
         check_count(every=value)
     with pytest.raises(ValueError, match="^scale must be positive, got"):
         check_positive(scale=value)
+
+
+def test_warn_once_says_a_line_once_per_run(caplog) -> None:
+    """Was once per process: a sweep's later run that met the same said nothing. A run
+    inside a run is part of it (a search's trials), as a Ray trial's (``fresh=False``)."""
+    import logging
+
+    log = logging.getLogger("tests.warn_once")
+
+    def warn() -> int:
+        warn_once(log, "a line of %s", "its run")
+        return caplog.text.count("a line of its run")
+
+    with caplog.at_level(logging.WARNING):
+        with warnings_per_run():
+            assert warn() == 1 and warn() == 1
+            with warnings_per_run():  # (a search's trial)
+                assert warn() == 1
+        with warnings_per_run():  # the next run
+            assert warn() == 2
+        with warnings_per_run(fresh=False):  # (a trial, its search in another process)
+            assert warn() == 2

@@ -92,3 +92,14 @@ def test_a_sync_trainer_waits_answer_timeout_for_a_training_step(monkeypatch, ca
     assert trainer._waiting == 0
     assert "version 3 were not trained on" in caplog.text, caplog.text
     assert f"no answer within {TINY:g}s" in caplog.text and RAISE in caplog.text, caplog.text
+
+
+def test_a_trainer_waits_answer_timeout_for_its_last_publication(monkeypatch) -> None:
+    """(Was: 10 s, its result ignored: the run's last parameters silently not published.)"""
+    monkeypatch.setattr(trainer_worker, "answer_timeout", lambda runtime: TINY)
+    flushed: list[float] = []
+    trainer = object.__new__(trainer_worker.TrainerWorker.__ray_actor_class__)
+    trainer.__dict__.update(runtime=RuntimeConfig(), _next_batch=lambda: None,
+                            publisher=SimpleNamespace(flush=flushed.append))
+    trainer.run()  # (stopped: no batch)
+    assert flushed == [TINY]

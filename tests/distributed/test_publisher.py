@@ -66,3 +66,20 @@ def test_a_failing_send_does_not_stop_later_publications(caplog) -> None:
     assert publisher.flush(timeout=60.0)
     assert calls == [1, 2] and [v for v, *_ in server.sent] == [2]
     assert "could not publish version 1" in caplog.text
+
+
+def test_a_flush_that_runs_out_says_so_naming_the_option(caplog) -> None:
+    """Was: a 10 s wait whose result the trainer ignored, so that parameters not yet handed
+    to Ray (the first before the actors pull, the last before the run saves them) went
+    unsaid; the trainer now waits ``answer_timeout(runtime)``, as its other waits do."""
+    server = _Server(blocked=True)
+    publisher = Publisher(server)
+    publisher.send(1, b"one")
+    assert server.entered.wait(60.0)
+    assert not publisher.flush(timeout=0.01)
+    assert ("the trainer's latest parameters were not handed to the parameter server yet (no "
+            "answer within 0.01s: the machine may be overloaded; raise "
+            "runtime.placement_timeout)") in caplog.text
+    server.release.set()
+    caplog.clear()
+    assert publisher.flush(timeout=60.0) and not caplog.text

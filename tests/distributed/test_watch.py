@@ -3,6 +3,7 @@ run's ``algorithm.pt``, plays in the run's environment (a GIF without a display)
 
 from __future__ import annotations
 
+import os
 from functools import partial
 
 import numpy as np
@@ -35,12 +36,15 @@ def run_dir(tmp_path, spec: AlgorithmSpec, seed: int = 3):
     return policy
 
 
-def test_watching_a_run_plays_its_policy_into_a_gif(tmp_path, capsys):
+def test_watching_a_run_plays_its_policy_into_a_gif(tmp_path, capsys, monkeypatch):
     pytest.importorskip("pygame")
     spec = AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate",
                          policy_args={**CARTPOLE, "seed": 0}, trainer="ppo")
     saved = run_dir(tmp_path, spec)
+    monkeypatch.setenv("SDL_VIDEODRIVER", "")  # (unset here, and as it was after the test)
+    monkeypatch.delenv("SDL_VIDEODRIVER")
     returns, path = watch_run(tmp_path, episodes=2, gif=tmp_path / "w.gif", seed=5)
+    assert "SDL_VIDEODRIVER" not in os.environ  # (was: pygame's dummy driver from then on)
     # the saved policy, not the spec's own initial one, played: evaluate() agrees
     assert returns == evaluate(spec, saved.get_checkpoint(), 2, seed=5)
     assert returns != evaluate(spec, None, 2, seed=5)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import re
@@ -114,18 +115,28 @@ def test_a_run_that_never_trained_says_so(tmp_path: Path,
         caplog.clear()
 
 
-def test_a_search_warns_once_that_its_agents_never_trained(
+def test_each_run_says_it_never_trained_and_a_search_says_it_once(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """Each individual of an ES generation or Optuna trial with the same too-small budget
-    repeated the same warning (4 lines for 2 generations of 2)."""
+    """A sweep's runs in one process (a notebook): the second run that never trained said
+    nothing (the warning was once per process). A search's individuals (an ES generation,
+    Optuna's trials, in their runner's ``run``) share their budget: one line for the search
+    (was: 4 lines for 2 generations of 2)."""
+    from looprl.core.suggest import warnings_per_run
+
     preset = SMALL_DQN.hyperparameters(replay_start_size=500).env("CartPole-v1").build()
-    with caplog.at_level("WARNING"):
-        for _ in range(3):
-            experiment = make_experiment(preset, GymEnvironment("CartPole-v1"), train_steps=50,
-                                         logdir=str(tmp_path), quiet=True, seed=0)
-            experiment.train(frames=50)
-            experiment.close()
-    assert caplog.text.count("the agent never trained in its 50 frames") == 1
+
+    def run() -> None:
+        experiment = make_experiment(preset, GymEnvironment("CartPole-v1"), train_steps=50,
+                                     logdir=str(tmp_path), quiet=True, seed=0)
+        experiment.train(frames=50)
+        experiment.close()
+
+    for search, said in ((contextlib.nullcontext, 2), (warnings_per_run, 1)):
+        with caplog.at_level("WARNING"), search():
+            for _ in range(2):
+                run()
+        assert caplog.text.count("the agent never trained in its 50 frames") == said
+        caplog.clear()
 
 
 def test_run_experiment_verbose_false_writes_no_losses(tmp_path: Path) -> None:

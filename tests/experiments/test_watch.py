@@ -116,6 +116,35 @@ def test_a_preset_watched_in_an_environment_of_other_spaces_is_one_line(tmp_path
                 str(tmp_path / "a.gif")]) == 2
 
 
+def test_a_watch_leaves_the_rendering_variables_as_it_found_them(tmp_path, monkeypatch) -> None:
+    """A GIF watch (``looprl watch --gif``, ``watch(..., gif=)``) left pygame's dummy drivers,
+    ``MUJOCO_GL`` and ``SDL_NO_SIGNAL_HANDLERS`` set for the rest of the process: a later watch
+    in a window (a notebook's next cell) drew on no screen."""
+    from looprl.cli import main as cli
+    from looprl.presets.classic_control import dqn
+
+    for name in watch.RENDERING_VARIABLES:  # (set, then unset: monkeypatch puts them back)
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("SDL_AUDIODRIVER", "pulse")  # a user's own value: kept
+    monkeypatch.setattr(watch.ctypes.util, "find_library", {"EGL": "libEGL.so.1"}.get)
+    before = {name: os.environ.get(name) for name in watch.RENDERING_VARIABLES}
+    during = []
+    play = watch.play_and_show
+    monkeypatch.setattr(watch, "play_and_show", lambda *args: during.append(
+        {name: os.environ.get(name) for name in before}) or play(*args))
+    dqn.env(GymEnvironment("CartPole-v1")).hyperparameters(hidden=8).build().save(
+        str(tmp_path / "preset.pt"))
+    assert cli(["watch", str(tmp_path), "--gif", str(tmp_path / "a.gif"), "--max-steps",
+                "2"]) == 0
+    env = GymEnvironment("CartPole-v1", render_mode="rgb_array")
+    watch.watch(_Right(), env, gif=tmp_path / "b.gif", max_steps=2)
+    assert during == [{"SDL_VIDEODRIVER": "dummy", "SDL_AUDIODRIVER": "pulse", "MUJOCO_GL": "egl",
+                       "SDL_NO_SIGNAL_HANDLERS": "1"},
+                      {**before, "SDL_NO_SIGNAL_HANDLERS": "1"}]
+    assert {name: os.environ.get(name) for name in before} == before
+
+
 @pytest.mark.parametrize(("found", "backend"), [
     ({"EGL": "libEGL.so.1", "OSMesa": "libOSMesa.so"}, "egl"),
     ({"OSMesa": "libOSMesa.so"}, "osmesa"),

@@ -245,6 +245,16 @@ def test_a_seeded_search_is_reproducible(small_ppo):
     assert runs[0] == runs[1]
 
 
+def test_a_search_says_once_that_its_individuals_never_trained(small_ppo, caplog):
+    """One line for the search, not one per individual (they share its budget); and the
+    next search in the process says it again (was: nothing, the line said once per process)."""
+    caplog.set_level("WARNING", logger="looprl")
+    for _ in range(2):  # (n_envs x n_steps = 128 rows per update: more than its 64 frames)
+        _es(small_ppo.hyperparameters(n_steps=32), search_targets={"lr": (1e-4, 1e-2)},
+            iterations=1, popsize=2, eval_episodes=1).run()
+    assert caplog.text.count("the agent never trained in its") == 2, caplog.text
+
+
 def test_each_iteration_logs_one_line_with_the_best_values_found(small_ppo, caplog):
     """The line names the best individual's searched values, and none when the search is of
     network parameters only (no trailing ``{}``)."""

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import linecache
 import logging
 import math
 import numbers
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -23,13 +24,32 @@ def did_you_mean(name: str, choices: Iterable[str], n: int = 1) -> str:
     return f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
 
 
-#: the lines ``warn_once`` gave in this process (clear it to hear them again)
+#: the lines ``warn_once`` gave since the outermost ``warnings_per_run`` began (clear it to
+#: hear them again), and the depth of the runs now running
 WARNED: set[str] = set()
+_RUNS = [0]
+
+
+@contextlib.contextmanager
+def warnings_per_run(fresh: bool = True) -> Iterator[None]:
+    """The block (as a decorator: the call) as one run for ``warn_once``: the outermost one
+    starts with no line said, so that each run of a sweep says its own (a later run that never
+    trained too); the runs inside it are part of it (a search's trials warn once for the
+    search). ``fresh=False``: a part of a run begun in another process (a search's trial on a
+    Ray worker), which keeps what this process said."""
+    if fresh and not _RUNS[0]:
+        WARNED.clear()
+    _RUNS[0] += 1
+    try:
+        yield
+    finally:
+        _RUNS[0] -= 1
 
 
 def warn_once(log: logging.Logger, message: str, *args: Any) -> None:
-    """``log.warning(message, *args)`` the first time this process meets it (a preset built
-    for each trial of a search warns once)."""
+    """``log.warning(message, *args)`` the first time this run meets it (``warnings_per_run``;
+    a preset built for each trial of a search warns once; outside runs: since the last one
+    began)."""
     line = message % args if args else message
     if line not in WARNED:
         WARNED.add(line)

@@ -20,7 +20,7 @@ from looprl.core import Preset
 from looprl.core.files import load_file
 from looprl.core.imports import object_path
 from looprl.core.preset import check_built
-from looprl.core.suggest import check_seed
+from looprl.core.suggest import check_seed, warnings_per_run
 from looprl.distributed import pipeline
 from looprl.distributed.cluster import (
     answer_timeout,
@@ -143,6 +143,7 @@ class DistributedRun:
         """The run's Ray actors by name (empty before and after ``run``)."""
         return self._pool.workers if self._pool is not None else {}
 
+    @warnings_per_run()  # (a sweep's runs each say what they met)
     def run(self, callback: Callable[[DistributedRun], None] | None = None) -> DistributedResult:
         """Train for ``frames`` env steps, calling ``callback(self)`` after every poll;
         ``RuntimeError`` if the workers cannot be placed in time, or a worker failed;
@@ -282,9 +283,8 @@ class DistributedRun:
         self.result.seconds = time.perf_counter() - start
 
     def _budget_spent(self) -> bool:
-        """Whether the run has taken ``frames`` env steps and every actor has sent its last
-        rows; not waited for: restarted actors, and those still late ``answer_timeout(runtime)``
-        on (a warning)."""
+        """Whether the run has taken ``frames`` env steps and every actor sent its last rows;
+        not waited for: restarted actors, and those ``answer_timeout(runtime)`` late (a warning)."""
         if self.result.frames < self.frames:
             self._reached = None
             return False

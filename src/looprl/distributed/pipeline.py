@@ -117,34 +117,36 @@ def test_pipeline(
     per step), until ``episodes`` episodes with a training step, or ``max_frames`` env steps.
     ``ValueError`` names a part that misbehaves (``FloatingPointError``: a diverged loss).
     SRL's keywords ``env_name``, ``policy_name`` and ``trainer_name`` name ``env``, ``policy``
-    and ``trainer``; keywords given with ``spec`` replace its fields."""
-    from looprl.experiments.episodes import seed_everything
+    and ``trainer``; keywords given with ``spec`` replace its fields. The caller's global
+    random generators go on as it left them (``random_state_kept``)."""
+    from looprl.experiments.episodes import random_state_kept, seed_everything
     check_count(n_envs=n_envs, episodes=episodes, max_frames=max_frames)
     seed = check_seed("test_pipeline", seed, optional=False)
     spec = _spec(spec, spec_kwargs)
-    seed_everything(seed)
-    policy = spec.make_policy()
-    core = trainer_core(spec, policy, seed=seed)
-    runner = EnvRunner(spec.make_env, None, n_envs, segment_length,
-                       policy.default_policy_state, seed=seed,
-                       exploration=(spec.explorations or [None])[0], meta=spec.make_meta(),
-                       policy=policy, whole_episodes=spec.whole_episodes,
-                       agent_names=spec.agent_names(policy))
-    report, actor = PipelineReport(), Actor(policy)
-    while runner.frames < max_frames:
-        collect(runner, actor)
-        report.episodes += [episode.ret for episode in runner.pop_episodes()]
-        for sample in runner.segments():
-            core.put(sample)
-        if _train(core, report) and runner.hooks is not None:
-            load_shared_state(runner.hooks.components, core.shared_state())
-        if len(report.episodes) >= episodes and report.train_steps > 0:
-            break
-    report.frames = runner.frames
-    if report.train_steps == 0:
-        raise ValueError(f"the trainer never stepped in {runner.frames} frames: its buffer was "
-                         "never ready (give more max_frames or a smaller batch)")
-    return report
+    with random_state_kept():  # (seeded: the caller's random numbers go on)
+        seed_everything(seed)
+        policy = spec.make_policy()
+        core = trainer_core(spec, policy, seed=seed)
+        runner = EnvRunner(spec.make_env, None, n_envs, segment_length,
+                           policy.default_policy_state, seed=seed,
+                           exploration=(spec.explorations or [None])[0], meta=spec.make_meta(),
+                           policy=policy, whole_episodes=spec.whole_episodes,
+                           agent_names=spec.agent_names(policy))
+        report, actor = PipelineReport(), Actor(policy)
+        while runner.frames < max_frames:
+            collect(runner, actor)
+            report.episodes += [episode.ret for episode in runner.pop_episodes()]
+            for sample in runner.segments():
+                core.put(sample)
+            if _train(core, report) and runner.hooks is not None:
+                load_shared_state(runner.hooks.components, core.shared_state())
+            if len(report.episodes) >= episodes and report.train_steps > 0:
+                break
+        report.frames = runner.frames
+        if report.train_steps == 0:
+            raise ValueError(f"the trainer never stepped in {runner.frames} frames: its buffer "
+                             "was never ready (give more max_frames or a smaller batch)")
+        return report
 
 
 #: SRL's ``test_pipeline`` keywords and the ``AlgorithmSpec`` fields they name

@@ -11,6 +11,8 @@ from typing import Any
 import ray
 from ray import cloudpickle
 
+from looprl.distributed.cluster import no_answer
+
 __all__ = ["ParameterServer", "Publisher", "publication", "unpack"]
 
 logger = logging.getLogger(__name__)
@@ -63,11 +65,17 @@ class Publisher:
             self._pending = (version, payload)
             self._changed.notify_all()
 
-    def flush(self, timeout: float = 10.0) -> bool:
-        """Wait until every publication was handed to Ray; whether that happened in time."""
+    def flush(self, timeout: float) -> bool:
+        """Wait until every publication was handed to Ray, up to ``timeout`` seconds (the
+        trainer's ``answer_timeout(runtime)``); whether that happened in time (else a warning:
+        the actors may go on with older parameters, and a run's end may save them)."""
         with self._changed:
-            return self._changed.wait_for(
+            done = self._changed.wait_for(
                 lambda: self._pending is None and not self._sending, timeout)
+        if not done:
+            logger.warning("the trainer's latest parameters were not handed to the parameter "
+                           "server yet (%s)", no_answer(timeout))
+        return done
 
     def _loop(self) -> None:
         while True:

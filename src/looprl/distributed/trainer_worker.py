@@ -88,7 +88,7 @@ class TrainerWorker(Worker):
         self._waited = 0.0  # seconds the loop waited for samples since stats()
         self._meta: dict[str, float] = {}  # the update hooks' log/* values since stats()
         self._publish()
-        self.publisher.flush()  # (before the actors pull)
+        self.publisher.flush(answer_timeout(runtime))  # (before the actors pull)
 
     def ready(self) -> dict[str, Any]:
         """``Worker.ready``'s answer, the step resumed from and the sample counts."""
@@ -193,7 +193,7 @@ class TrainerWorker(Worker):
         try:
             while (batch := self._next_batch()) is not None:
                 self._train(batch)
-            self.publisher.flush()
+            self.publisher.flush(answer_timeout(self.runtime))
         except FloatingPointError as error:  # (NaN from the environment says so, as locally)
             from looprl.experiments.diagnose import explain_divergence
             raise FloatingPointError(explain_divergence(error, self.env_label,

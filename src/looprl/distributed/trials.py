@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from looprl.core.suggest import is_whole
+from looprl.core.suggest import is_whole, warnings_per_run
 from looprl.distributed.cluster import import_ray, start_ray
 from looprl.distributed.config import RuntimeConfig, starts_local
 from looprl.environments.gym import gym_registrations, install_gym_registrations
@@ -100,6 +100,7 @@ class RayTrials:
             self._started = False
 
 
+@warnings_per_run(fresh=False)  # (its warnings: the search's, said once in this process)
 def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool,
                 registry: dict[str, Any]) -> tuple[Any, bytes | None, bytes | None, str | None]:
     """In a Ray worker: ``trial``'s result on a fresh runner, with ``keep`` its agent's

@@ -16,7 +16,13 @@ from looprl.distributed.config import AlgorithmSpec
 from looprl.environments.srl import make
 from looprl.environments.wrappers import load_normalization, saved_normalization
 from looprl.experiments.episodes import played_then_closed
-from looprl.experiments.watch import default_fps, has_display, play_and_show, render_env
+from looprl.experiments.watch import (
+    default_fps,
+    has_display,
+    play_and_show,
+    render_env,
+    rendering_kept,
+)
 
 __all__ = ["SPEC_FILE", "load_run", "save_spec", "watch_run"]
 
@@ -45,6 +51,7 @@ def load_run(run_dir: str | Path) -> tuple[AlgorithmSpec, Any]:
     return spec, policy
 
 
+@rendering_kept()
 def watch_run(
     run_dir: str | Path,
     episodes: int = 1,

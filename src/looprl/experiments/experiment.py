@@ -17,7 +17,7 @@ from looprl.collector.runner import report_cuts
 from looprl.core import Preset, RolloutResult, StateArray
 from looprl.core.observations import check_default_dtype
 from looprl.core.preset import check_built
-from looprl.core.suggest import check_count, check_seed, is_number, warn_once
+from looprl.core.suggest import check_count, check_seed, is_number, warn_once, warnings_per_run
 from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.base import wrapped_seed
 from looprl.environments.bodies import body_states
@@ -90,7 +90,7 @@ def warn_untrained(experiment: Experiment) -> None:
 
 def warn_never_trained(name: str, env: str, frames: int) -> None:
     """The warning of a run (on any runtime) whose budget ended before its first update
-    (once: a search's trials and individuals share their budget)."""
+    (once per run: a search's trials and individuals share their budget)."""
     warn_once(log, "%s on %s: the agent never trained in its %d frames (its first update needs "
               "more: replay_start_size and update_frequency, n_envs x n_steps or "
               "min_batch_size); its results are those of the untrained agent. Raise the frames "
@@ -262,6 +262,7 @@ class Experiment:
         if prepare is not None:
             prepare(self.frame)
 
+    @warnings_per_run()  # (a sweep's runs each say what they met)
     def train(self, frames: float = math.inf, episodes: float = math.inf) -> None:
         """Train until ``frames`` frames or ``episodes`` episodes in all; a later call goes on."""
         check_train(self, frames, episodes)

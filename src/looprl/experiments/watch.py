@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes.util
 import logging
 import math
@@ -14,7 +15,7 @@ import tempfile
 import time
 import types
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -73,8 +74,31 @@ def shows_in_window(preset: Any) -> bool:
     return has_display() and preset_family(preset) != "atari"
 
 
+#: the environment variables a watch sets (``offscreen_rendering``'s, and SDL's signals)
+RENDERING_VARIABLES = ("SDL_VIDEODRIVER", "SDL_AUDIODRIVER", "MUJOCO_GL", "SDL_NO_SIGNAL_HANDLERS")
+
+
+@contextlib.contextmanager
+def rendering_kept() -> Iterator[None]:
+    """The block (as a decorator: the call), then ``RENDERING_VARIABLES`` as they were before
+    it, so that a later watch in this process opens its window (was: pygame's dummy driver of
+    an earlier GIF). pygame reads them when it starts, and an environment's ``close`` stops
+    it. (MuJoCo's EGL or OSMesa, once it rendered, set ``PYOPENGL_PLATFORM``, which PyOpenGL
+    read at its import for the rest of the process: MuJoCo's to keep, not restored here.)"""
+    before = {name: os.environ.get(name) for name in RENDERING_VARIABLES}
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def offscreen_rendering() -> None:
-    """Let pygame and MuJoCo (EGL or OSMesa) render without a display."""
+    """Let pygame and MuJoCo (EGL or OSMesa) render without a display (for good: run it
+    inside ``rendering_kept``, as every watch does, to have the variables back)."""
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     if "MUJOCO_GL" not in os.environ:
@@ -154,6 +178,7 @@ def default_fps(env: Any) -> float:
     return 15.0 if isinstance(env, AtariEnvironment) else 50.0
 
 
+@rendering_kept()
 def watch(agent: Any, env: Any, episodes: int | None = None, fps: float | None = None,
           gif: str | Path | None = None, max_steps: int = 10_000, n_episodes: int | None = None,
           ) -> tuple[list[float] | list[dict[str, float]], Path | None]:

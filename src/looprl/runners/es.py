@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from looprl.core.suggest import check_count, check_flag, check_positive
+from looprl.core.suggest import check_count, check_flag, check_positive, warnings_per_run
 from looprl.environments.wrappers import load_normalization, read_normalization
 from looprl.experiments.episodes import random_state_kept
 from looprl.runners.base import Runner
@@ -133,6 +133,7 @@ class ESRunner(Runner):
                         for d, u in zip(self.dimensions, individual[self.n_params:])}
 
     @random_state_kept()  # (its agents are seeded: the caller's random numbers go on)
+    @warnings_per_run()  # (its trials warn once for it)
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Search, then evaluate the best individual; ``({"step": iterations, "best": {fitness,
         iteration, individual, values, parameters}, "history": [per generation: iteration,

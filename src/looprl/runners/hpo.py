@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from looprl.core.imports import import_extra
-from looprl.core.suggest import check_count, one_line
+from looprl.core.suggest import check_count, one_line, warnings_per_run
 from looprl.experiments.episodes import random_state_kept
 from looprl.runners.base import Runner
 from looprl.runners.space import Dimension, parse_search_space, search_mapping
@@ -155,6 +155,7 @@ class OptunaRunner(Runner):
             remaining -= len(batch)
 
     @random_state_kept()  # (its agents are seeded: the caller's random numbers go on)
+    @warnings_per_run()  # (its trials warn once for it)
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Add ``n_trials`` trials, then retrain and evaluate the best values; ``({"step",
         "best": {value, values, trial} or None, "history": [per trial: number, state, value,

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from looprl.core.suggest import check_count
+from looprl.core.suggest import check_count, warnings_per_run
 from looprl.experiments.episodes import random_state_kept
 from looprl.experiments.logger import mean_return
 from looprl.experiments.run import warn_budget_extended
@@ -52,6 +52,7 @@ class OnlineRunner(Runner):
         self._last_evaluation: dict[str, Any] | None = None  # (of eval_every)
 
     @random_state_kept()  # (its agents are seeded: the caller's random numbers go on)
+    @warnings_per_run()  # (its chunks of training and evaluations: one run)
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Train (or continue training), then evaluate: ``(train_results, eval_results)``."""
         returns: list[float] = []
