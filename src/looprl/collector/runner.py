@@ -400,9 +400,8 @@ def report_cuts(runner: EnvRunner, before: int) -> None:
 
 
 def restart_episodes(runner: EnvRunner) -> None:
-    """Start the episodes of ``runner``'s env copies again, from its seed, before its first
-    ``request`` (a Ray actor's, whose normalizers loaded training's statistics since its
-    first reset: its first observations scaled with those)."""
+    """Start the episodes of ``runner``'s env copies again from its seed, before its first
+    ``request``: a Ray actor's, to scale its first observations with the statistics it loaded."""
     runner._copies.reset(runner, runner.seed)
 
 

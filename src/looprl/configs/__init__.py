@@ -184,8 +184,7 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
 
 
 def group_options() -> dict[str, list[str]]:
-    """Every config group in the ``ConfigStore`` (``algorithm/atari``, ``meta``, ...) -> its
-    options, sorted."""
+    """Every ``ConfigStore`` group (``algorithm/atari``, ``meta``, ...) -> its options, sorted."""
     from hydra.core.config_store import ConfigStore
     store = ConfigStore.instance()
     groups: dict[str, list[str]] = {}

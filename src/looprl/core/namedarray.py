@@ -144,13 +144,9 @@ class NamedArray:
         """The batch size: the leading dimension of the first leaf that has one (``None`` and 0-d
         leaves, such as a scalar version number, have none)."""
         for value in self.values():
-            if isinstance(value, NamedArray):
-                try:
-                    return len(value)
-                except TypeError:
-                    continue
-            if getattr(value, "ndim", 0) > 0:
-                return value.shape[0]
+            length = _length(value)
+            if length is not None:
+                return length
         raise TypeError(f"len() of unsized {type(self).__name__}")
 
     def __bool__(self) -> bool:

@@ -52,17 +52,11 @@ def start_local_ray(num_cpus: int | None, **init: Any) -> None:
                      logging_level=logging.WARNING, log_to_driver=False, **init)
     except BaseException:  # (Ctrl-C or a failure halfway: what it started would live on)
         ray.shutdown()
-        _stop_ray_processes()
+        if os.path.isdir("/proc/self"):  # (and the processes of a ray.init that did not
+            seen: dict[int, int] = {}  # return, which ray.shutdown does not know)
+            _note_ray_processes(os.getpid(), seen)
+            _kill(seen)
         raise
-
-
-def _stop_ray_processes() -> None:
-    """Kill this process's Ray processes, those of a ``ray.init`` that did not return too
-    (which ``ray.shutdown`` does not know)."""
-    if os.path.isdir("/proc/self"):
-        seen: dict[int, int] = {}
-        _note_ray_processes(os.getpid(), seen)
-        _kill(seen)
 
 
 @contextlib.contextmanager

@@ -104,9 +104,8 @@ def _check_loopback() -> None:
 
 
 def answer_timeout(runtime: RuntimeConfig) -> float:
-    """Seconds the driver and the workers wait for a worker's answer (starting, restarting,
-    stopping, handing over state or parameters): ``runtime.placement_timeout``, at least 120 s
-    (a loaded machine's workers answer slowly)."""
+    """Seconds the driver and the workers wait for a worker's answer: ``runtime.placement_timeout``,
+    at least 120 s (a loaded machine's workers answer slowly)."""
     return max(120.0, runtime.placement_timeout)
 
 

@@ -105,8 +105,7 @@ class AlgorithmSpec:
 
     @property
     def env_label(self) -> str:
-        """The environment's name in logs: ``label``, else the game, id or module of wrapper
-        envs."""
+        """``label``, else the game, id or module of a wrapper env: its name in logs."""
         if self.label:
             return self.label
         key = {"atari": "game", "contextual": "env_id", "pettingzoo": "env"}.get(self.env)
@@ -235,8 +234,7 @@ def _check_names(spec: AlgorithmSpec) -> None:
 
 
 def _local_copies(preset: Any, env: str, env_args: dict[str, Any]) -> Any:
-    """``AlgorithmSpec.copies`` of ``preset`` for a Gymnasium id, an Atari game or a
-    contextual environment."""
+    """``copies`` of ``preset`` for a Gymnasium id, an Atari game or a contextual env."""
     import gymnasium as gym
 
     from looprl.environments.contextual import contextual_copies

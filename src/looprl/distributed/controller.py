@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -17,7 +16,7 @@ import torch
 
 from looprl.collector.runner import log_cuts
 from looprl.core import Preset
-from looprl.core.files import load_file
+from looprl.core.files import check_path, load_file
 from looprl.core.imports import object_path
 from looprl.core.preset import check_built
 from looprl.core.suggest import check_seed, warnings_per_run
@@ -68,9 +67,8 @@ def _check_types(runtime: Any, logdir: Any) -> None:
         raise TypeError(f"DistributedRun's runtime must be a RuntimeConfig, got a "
                         f"{type(runtime).__name__}: RuntimeConfig(actors=4), or "
                         "RuntimeConfig.from_dict(options) for a dict")
-    if not isinstance(logdir, str | os.PathLike | None):
-        raise TypeError(f"DistributedRun's logdir is a directory path (a str or a Path) or "
-                        f"None, got {type(logdir).__name__} {logdir!r:.40}")
+    if logdir is not None:
+        check_path(logdir, "DistributedRun's logdir")
 
 
 def _check_segment_length(given: int, implied: int) -> None:
@@ -199,11 +197,9 @@ class DistributedRun:
         return self._log
 
     def test(self, episodes: int = 100, env: Any = None) -> list[float]:
-        """Returns of ``episodes`` evaluation episodes of the final policy (``policy.pt``), in
-        the run's environment reset from ``seed + TEST_SEED_OFFSET`` and normalized with the
-        training statistics (``normalization.pt``) as a local run's, logged where a local run
-        logs them (each agent's in its own directory); in ``env`` (a looprl environment, as
-        ``Experiment.test`` takes): not logged. Call it after ``run``, and ``close`` after it."""
+        """Returns of ``episodes`` evaluation episodes of the final policy (``policy.pt``) in the
+        run's environment, seeded and normalized as a local run's and logged where it logs them; in
+        ``env`` (a looprl environment): not logged. Call it after ``run``, then ``close``."""
         check_test(episodes, env, "DistributedRun.test")
         policy = Path(self.result.log_dir or "") / "policy.pt"
         if self.result.log_dir is None or not policy.is_file():
@@ -335,10 +331,9 @@ class DistributedRun:
 
 
 def _check_spec(spec: AlgorithmSpec, max_lag: int | None = None) -> list[str]:
-    """Build the env, policy, trainer and its buffer (the trainer worker's ``trainer_core``)
-    here first, find the contextual env copies of its curricula (``needs_contexts``) and
-    write its schedules' first values (``check_schedules``); return
-    ``spec.agent_names``."""
+    """Build the env, policy, trainer and buffer (``trainer_core``) here first, find its
+    curricula's contextual env copies, try its schedules' first writes (``check_schedules``);
+    return ``spec.agent_names``."""
     device = spec.policy_args.get("device")
     if device is not None and torch.device(device).type != "cpu":
         raise ValueError(f"policy_args device={device!r}: on Ray, each worker computes on "
@@ -418,11 +413,10 @@ def _env_wrappers(spec: AlgorithmSpec) -> list[str]:
 
 def _check_same_config(resumed: Any, run_dir: Path, hyperparameters: dict[str, Any],
                        wrappers: list[str]) -> None:
-    """``check_same_config``'s one line (``looprl run --resume``'s) naming each hyperparameter
-    that differs from those the run in ``run_dir`` was started with (its ``run.json``; its
-    trainer checkpoint holds networks and optimizer state of those), and the env ``wrappers``
-    if they differ from its own (those of a looprl before its ``run.json`` held them: not
-    compared)."""
+    """``check_same_config``'s one line (``looprl run --resume``'s) naming each hyperparameter that
+    differs from those the run in ``run_dir`` was started with (its ``run.json``; its trainer
+    checkpoint holds networks and optimizer state of those), and the env ``wrappers`` if they differ
+    (a ``run.json`` without them: not compared)."""
     from looprl.experiments.checkpoint import check_same_config
     try:
         saved = json.loads((run_dir / "run.json").read_text())

@@ -41,13 +41,12 @@ class WorkerPool:
     def start(self, run_dir: str | None, seed: int, frames: int | None = None,
               meta_state: dict[int, Any] | None = None,
               schedules: dict[str, list[int]] | None = None, checkpoint_steps: int = 0) -> None:
-        """Create the workers (the actors share ``frames``; actor ``i`` starts its meta
-        components from ``meta_state[i]``, worker ``name`` its exploration schedules from
-        ``schedules[name]``), wait until they are placed, form the trainer group and start the
-        loops (trainer 0 from the checkpoint in ``run_dir``, a resumed run's, read here, taken
-        at train step ``checkpoint_steps``);
-        ``RuntimeError`` if the cluster cannot place them within ``runtime.placement_timeout``
-        seconds (warned at once where it cannot hold them now), or if one failed to start."""
+        """Create the workers (the actors share ``frames``; actor ``i`` starts its meta components
+        from ``meta_state[i]``, worker ``name`` its exploration schedules from ``schedules[name]``),
+        wait until they are placed, form the trainer group and start the loops (trainer 0 from the
+        checkpoint in ``run_dir``, taken at train step ``checkpoint_steps``); ``RuntimeError`` if
+        the cluster cannot place them within ``runtime.placement_timeout`` seconds (warned at once
+        where it cannot hold them now), or if one failed to start."""
         import ray
         self.meta_state = dict(meta_state or {})
         self.schedules.update(schedules or {})

@@ -42,11 +42,10 @@ class EnvironmentReport:
 
 def test_environment(env_name: str, env_args: dict | None = None, test_stepping: bool = True,
                      steps: int = 200, seed: int = 0) -> EnvironmentReport:
-    """Make ``env_name`` and check that it follows the SRL environment API: one
-    ``StepResult`` or ``None`` per agent from ``reset``/``step``; observations as dicts of
-    numpy arrays of constant keys, shapes and dtypes (in ``observation_spaces`` when
-    defined); ``reward`` real numbers, ``done``/``truncated`` bool or 0/1, ``info`` a dict or
-    ``None``. With
+    """Make ``env_name`` and check that it follows the SRL environment API: one ``StepResult``
+    or ``None`` per agent from ``reset``/``step``; observations as dicts of numpy arrays of
+    constant keys, shapes and dtypes (in ``observation_spaces`` when defined); ``reward`` real
+    numbers, ``done``/``truncated`` bool or 0/1, ``info`` a dict or ``None``. With
     ``test_stepping`` it steps ``steps`` times with actions sampled from ``action_spaces``
     (legal ones under an ``"action_mask"``). ``EnvironmentCheckError``: the first problem."""
     check_count(steps=steps)

@@ -25,12 +25,7 @@ from looprl.distributed.config import RuntimeConfig
 from looprl.distributed.pipeline import policy_parameters, trainer_core
 from looprl.distributed.sender import transitions
 from looprl.distributed.server import Publisher, publication
-from looprl.distributed.workers import (
-    Worker,
-    cuda_device,
-    named,
-    run_spec,
-)
+from looprl.distributed.workers import Worker, cuda_device, named, run_spec
 from looprl.meta.hyperparameters import agent_hyperparameters
 
 __all__ = ["TrainerWorker"]

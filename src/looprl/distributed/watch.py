@@ -52,19 +52,14 @@ def load_run(run_dir: str | Path) -> tuple[AlgorithmSpec, Any]:
 
 
 @rendering_kept()
-def watch_run(
-    run_dir: str | Path,
-    episodes: int = 1,
-    fps: float | None = None,
-    gif: str | Path | None = None,
-    max_steps: int = 10_000,
-    seed: int = 0,
-) -> tuple[list[float], Path | None]:
+def watch_run(run_dir: str | Path, episodes: int = 1, fps: float | None = None,
+              gif: str | Path | None = None, max_steps: int = 10_000, seed: int = 0
+              ) -> tuple[list[float], Path | None]:
     """Play ``episodes`` deterministic episodes of the policy in ``run_dir`` (its env normalized
-    with the training statistics saved there: ``save_normalization``), in a window
-    when a display exists and the environment draws one, else into a GIF. ``fps`` defaults
-    to the environment's ``render_fps``, ``gif`` to ``run_dir/watch.gif``. Returns the episode
-    returns (summed over agents) and the GIF path (``None``: a window)."""
+    with the training statistics saved there) at ``fps`` (default: the environment's
+    ``render_fps``), in a window when a display exists and the environment draws one, else into a
+    GIF (``gif``, default ``run_dir/watch.gif``). Returns the episode returns (summed over agents)
+    and the GIF path (``None``: a window)."""
     spec, policy = load_run(run_dir)
     build = partial(make, spec.env, **spec.env_args)
     env, window = render_env(build, window=gif is None and has_display())

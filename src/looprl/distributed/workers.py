@@ -239,16 +239,14 @@ class ActorWorker(Worker):
             return state
 
     def normalization(self) -> list[Any]:
-        """Its env copies' normalizers' statistics (``read_normalization``): the evaluation
-        workers, the run's final evaluation and ``looprl watch`` normalize with the training
-        actors' (``training_normalization``), as training did."""
+        """Its env copies' normalizers' statistics (``read_normalization``), which evaluation
+        and ``looprl watch`` normalize with, as training did (``training_normalization``)."""
         return read_normalization(self.runner.envs)
 
     def load_normalization(self, statistics: list[Any] | None) -> None:
         """Its normalizers go on from training's ``statistics`` (``training_normalization``),
-        updating: a resumed run's actors, and one that Ray restarted (``WorkerPool.placed``),
-        before its loop starts; its copies then reset again, so that its first observations
-        are scaled with them (were: with the statistics its first reset started anew)."""
+        updating: a resumed run's actors, and one that Ray restarted (``WorkerPool.placed``), before
+        its loop starts; its copies then reset, to scale their first observations with them."""
         load_normalization(self.runner.envs, statistics, self.runner.env_name, freeze=False)
         if statistics is not None:
             restart_episodes(self.runner)

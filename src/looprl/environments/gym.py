@@ -222,9 +222,8 @@ class GymEnvironment(Environment):
 
 def gym_registrations(*envs: Any) -> dict[str, Any]:
     """The Gymnasium registrations (``EnvSpec``s) of the ids of ``envs`` (environments, or their
-    ``remote_env()``: ``(id, arguments)``; a contextual one's ``env_id``) made here, where
-    ``gymnasium.register`` in a notebook may have made them, for the processes of a run on Ray
-    (``install_gym_registrations``)."""
+    ``remote_env()``; a contextual one's ``env_id``) made here (a notebook's
+    ``gymnasium.register``), for the processes of a run on Ray (``install_gym_registrations``)."""
     made = [env.remote_env() if isinstance(env, GymEnvironment) else env for env in envs]
     ids = [args.get("env_id") if env_id == "contextual" else env_id
            for env_id, args in (entry for entry in made if isinstance(entry, tuple))]

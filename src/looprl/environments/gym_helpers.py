@@ -106,7 +106,7 @@ def check_text_arguments(env_id: str, kwargs: dict[str, Any]) -> None:
         integer = hint in (int, "int") or (isinstance(default, int) and not isinstance(
             default, bool) and "float" not in str(hint))
         if isinstance(value, float) and integer:
-            if not _fraction(value):
+            if value.is_integer():
                 kwargs[key] = int(value)
                 continue
             shown = "" if default is inspect.Parameter.empty else f" (default {default!r})"
@@ -138,11 +138,6 @@ def check_render_mode(env_id: str, kwargs: dict[str, Any], vector: bool = False)
         which = f"{env_id}'s vector environment" if vector else env_id
         raise RenderModeError(f"{which} offers the render modes {offered} (or None), got "
                          f"render_mode={mode!r}")
-
-
-def _fraction(value: Any) -> bool:
-    """Whether ``value`` is a float that is no whole number (nan and inf included)."""
-    return isinstance(value, float) and not value.is_integer()
 
 
 def require_mujoco() -> None:

@@ -42,8 +42,7 @@ _CHECKPOINT_DIR: ContextVar[Path | None] = ContextVar("looprl_checkpoint_dir", d
 
 
 def mean_return(returns: Iterable[float], last: int | None = None) -> float:
-    """The mean of ``returns`` (of the last ``last`` of them), as every report of a run computes
-    it on both runtimes (``nan``: none)."""
+    """The mean of ``returns`` (the last ``last`` of them; ``nan``: none), on both runtimes."""
     values = list(returns)[-last:] if last is not None else list(returns)
     return float(np.mean(values)) if values else math.nan
 
@@ -131,8 +130,7 @@ def _check_arguments(logdir: Any, **names: Any) -> None:
 
 
 def _step(logger: ExperimentLogger, step: str | int) -> int:
-    """``logger.frame`` or ``logger.episode``, as ``step`` says, or ``step`` itself (a whole
-    number, as ALL's logger takes it)."""
+    """``logger.frame``, ``logger.episode`` or ``step`` itself (a whole number, as ALL's)."""
     if step == "frame":
         return logger.frame
     if step == "episode":

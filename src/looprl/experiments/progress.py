@@ -23,23 +23,16 @@ __all__ = ["TrainingProgress"]
 WIDE = 120  # columns a console needs for the full one-line bar
 
 
-class _FramesPerSecondColumn(ProgressColumn):
-    def __init__(self, unit: str) -> None:
+class _UnitColumn(ProgressColumn):
+    """A task's count in ``unit`` (``_count``) or, with ``rate``, its speed (``_rate``)."""
+
+    def __init__(self, unit: str, rate: bool = False) -> None:
         super().__init__()
-        self.unit = unit
+        self.unit, self.rate = unit, rate
 
     def render(self, task: Task) -> Text:
-        return Text(_rate(task.speed, self.unit), style="progress.data.speed")
-
-
-class _CountColumn(ProgressColumn):
-    """``done/total unit``, or past the budget ``done unit (budget total reached)``."""
-
-    def __init__(self, unit: str) -> None:
-        super().__init__()
-        self.unit = unit
-
-    def render(self, task: Task) -> Text:
+        if self.rate:
+            return Text(_rate(task.speed, self.unit), style="progress.data.speed")
         return Text(_count(int(task.completed), int(task.total or 0), self.unit),
                     style="progress.download")
 
@@ -120,12 +113,11 @@ class TrainingProgress:
         unit = self.unit
         if console.width >= WIDE:
             columns = [TextColumn("[progress.description]{task.description}"),
-                       BarColumn(bar_width=24), _CountColumn(unit),
-                       _FramesPerSecondColumn(unit), TimeElapsedColumn(), TextColumn("<"),
-                       TimeRemainingColumn()]
+                       BarColumn(bar_width=24), _UnitColumn(unit), _UnitColumn(unit, rate=True),
+                       TimeElapsedColumn(), TextColumn("<"), TimeRemainingColumn()]
         else:
             console.print(self.description, markup=False, highlight=False)
-            columns = [BarColumn(bar_width=10), _CountColumn(""), _FramesPerSecondColumn(unit),
+            columns = [BarColumn(bar_width=10), _UnitColumn(""), _UnitColumn(unit, rate=True),
                        TimeRemainingColumn()]
         columns += [TextColumn("episodes {task.fields[episodes]}")] * (unit == "frames")
         columns += [TextColumn("return(100) {task.fields[mean_return]}")]

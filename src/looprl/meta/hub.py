@@ -293,8 +293,7 @@ def worker_keys(found: dict[str, Hyperparameter], policy: Any, actor: bool
 
 def seed_hubs(hubs: Sequence[MetaHub], seed: int) -> None:
     """``MetaComponent.seed_run`` of every component of ``hubs`` (one per agent of independent
-    learners), hub ``i``'s with ``wrapped_seed(seed + i)``: what the collector and a Ray trainer
-    do (a local run's seed and a Ray worker's alike)."""
+    learners), hub ``i``'s with ``wrapped_seed(seed + i)``, on both runtimes alike."""
     for index, hub in enumerate(hubs):
         for component in hub.stack:
             component.seed_run(wrapped_seed(seed + index))

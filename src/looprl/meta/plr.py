@@ -27,13 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from looprl.core.suggest import (
-    check_choice,
-    check_positive,
-    check_seed,
-    is_number,
-    is_whole,
-)
+from looprl.core.suggest import check_choice, check_positive, check_seed, is_number, is_whole
 from looprl.environments.contextual import contextual_envs
 from looprl.memory.returns import generalized_advantage_estimate
 from looprl.meta.component import MetaComponent

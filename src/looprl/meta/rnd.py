@@ -19,13 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from looprl.core.suggest import (
-    check_count,
-    check_device,
-    check_finite,
-    check_positive,
-    check_seed,
-)
+from looprl.core.suggest import check_count, check_device, check_finite, check_positive, check_seed
 from looprl.environments.bodies import RunningMeanStd
 from looprl.meta.component import MetaComponent
 from looprl.nn import FEATURE_EXTRACTORS, feature_extractor, linear_head

@@ -5,12 +5,7 @@ from torch.nn import *  # noqa: F403  (as all.nn: every torch.nn name, then loop
 from torch.nn import Module, functional, init, utils  # noqa: F401
 from torch.nn import functional as F
 
-from looprl.nn.actor_critic import (
-    ActorCritic,
-    ActorCriticModel,
-    PPGNetwork,
-    SharedActorCritic,
-)
+from looprl.nn.actor_critic import ActorCritic, ActorCriticModel, PPGNetwork, SharedActorCritic
 from looprl.nn.cnn import (
     actor_critic_heads,
     linear_head,
