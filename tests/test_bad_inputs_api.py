@@ -428,7 +428,8 @@ def test_parts_refuse_no_size_and_a_name_that_is_no_text(tmp_path):
         Approximation(model, torch.optim.Adam(model.parameters()), name=3)
     spec = AlgorithmSpec("CartPole-v1", "q-network", "dqn",
                          policy_args={"obs_dim": 4, "action_dim": 2})
-    with pytest.raises(TypeError, match="DistributedRun's logdir is a directory path"):
+    with pytest.raises(TypeError, match=r"^DistributedRun's logdir is a directory path \(a str or "
+                                        r"a Path\) or None, got int 5$"):
         DistributedRun(spec, logdir=5)
     assert DistributedRun(spec, logdir=tmp_path).logdir == tmp_path
     from looprl.environments import GymEnvironment

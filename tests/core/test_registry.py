@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import sys
 import types
+from typing import Any
 
 import pytest
 
@@ -32,7 +33,8 @@ def test_entries_are_objects_or_lazy_paths_imported_by_get():
 def test_a_notebook_cell_that_registers_its_class_runs_again():
     """The same class or function defined again (a cell run again, a module reloaded) takes
     its name back (was: "already registered (to __main__:Widget); pick another name" on the
-    second run); another definition, or another object, is refused as before."""
+    second run); another definition, another object, or another lambda or closure (their
+    qualnames are shared) is refused as before."""
     registry = Registry("widget")
     cell = "class Widget:\n    pass\n\nregister('mine', Widget)\nregister('lazy', 'pkg.mod:W')\n"
     for _ in range(2):
@@ -42,7 +44,14 @@ def test_a_notebook_cell_that_registers_its_class_runs_again():
     same = functools.partial(list)
     registry.register("object", same)
     registry.register("object", same)
-    for name, other in (("mine", dict), ("object", functools.partial(list)), ("lazy", "a:W")):
+    registry.register("lambda", lambda: 1)
+
+    def closure() -> Any:
+        return lambda: 2
+
+    registry.register("closure", closure())
+    for name, other in (("mine", dict), ("object", functools.partial(list)), ("lazy", "a:W"),
+                        ("lambda", lambda: 3), ("closure", closure())):
         with pytest.raises(ValueError, match=f"widget '{name}' is already registered"):
             registry.register(name, other)
 

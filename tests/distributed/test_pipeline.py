@@ -1152,6 +1152,24 @@ def test_a_resumed_actors_first_observation_is_scaled_with_the_loaded_statistics
     assert all(normalizer.update_running_mean for normalizer in normalizers_of(actor.runner.envs))
 
 
+def test_an_actor_without_normalizers_does_not_reset_its_copies_again(monkeypatch) -> None:
+    """A restarted actor (or a resumed run's) is handed the run's statistics, which for an env
+    without normalizers hold none (``read_normalization``'s): nothing loaded, so
+    its copies must not reset a second time (was: every such actor reset them again)."""
+    from looprl.distributed import workers
+    from looprl.environments.wrappers import read_normalization
+
+    restarted = []
+    monkeypatch.setattr(workers, "restart_episodes", restarted.append)
+    actor = object.__new__(workers.ActorWorker.__ray_actor_class__)
+    actor.runner = EnvRunner(ppo_spec().make_env, None, 2, None, seed=3)
+    statistics = read_normalization(actor.runner.envs)
+    assert statistics is not None
+    actor.load_normalization(statistics)
+    actor.load_normalization(None)
+    assert restarted == []
+
+
 @pytest.mark.parametrize("normalizing", [False, True])
 def test_an_evaluation_worker_without_normalizers_never_asks_the_training_actors(
         monkeypatch, normalizing) -> None:

@@ -235,7 +235,6 @@ def test_each_new_agent_starts_its_meta_components_as_given(small_ppo):
     assert given.steps == on_builder.steps == 0 and first is not on_builder
 
 
-
 def test_a_component_that_cannot_be_copied_is_one_line(small_ppo):
     """(Was: copy's "TypeError: cannot pickle '_thread.lock' object", a traceback from inside
     the copy, naming no component.)"""

@@ -103,12 +103,12 @@ def _unreadable(path: Path, what: str, remedy: str, error: Exception) -> ValueEr
                       f"written by looprl ({type(error).__name__}: {reason}); {remedy}")
 
 
-def check_path(path: Any, what: str) -> Any:
-    """``path`` if it is a path (a ``str`` or an ``os.PathLike``), else a one-line
-    ``TypeError`` that names ``what`` it is (``run_experiment's logdir``)."""
-    if not isinstance(path, str | os.PathLike):
-        raise TypeError(f"{what} is a directory path (a str or a Path), got "
-                        f"{type(path).__name__} {path!r:.40}")
+def check_path(path: Any, what: str, optional: bool = False) -> Any:
+    """``path`` if it is a path (a ``str`` or an ``os.PathLike``; ``optional``: or ``None``),
+    else a one-line ``TypeError`` that names ``what`` it is (``run_experiment's logdir``)."""
+    if not (isinstance(path, str | os.PathLike) or optional and path is None):
+        raise TypeError(f"{what} is a directory path (a str or a Path){' or None' * optional}, "
+                        f"got {type(path).__name__} {path!r:.40}")
     return path
 
 

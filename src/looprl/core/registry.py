@@ -85,9 +85,9 @@ class Registry:
 
 
 def _definition(entry: Any) -> str | None:
-    """Where ``entry`` is defined, ``module:qualname`` (a path: itself; an object: ``None``)."""
+    """Where ``entry`` is defined, ``module:qualname`` (a path: itself; an object, a lambda or
+    a function made inside another, which share a qualname with others: ``None``)."""
     if isinstance(entry, str):
         return entry
-    if hasattr(entry, "__qualname__"):
-        return f"{getattr(entry, '__module__', '?')}:{entry.__qualname__}"
-    return None
+    qualname = getattr(entry, "__qualname__", "<")
+    return None if "<" in qualname else f"{getattr(entry, '__module__', '?')}:{qualname}"

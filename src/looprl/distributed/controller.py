@@ -67,8 +67,7 @@ def _check_types(runtime: Any, logdir: Any) -> None:
         raise TypeError(f"DistributedRun's runtime must be a RuntimeConfig, got a "
                         f"{type(runtime).__name__}: RuntimeConfig(actors=4), or "
                         "RuntimeConfig.from_dict(options) for a dict")
-    if logdir is not None:
-        check_path(logdir, "DistributedRun's logdir")
+    check_path(logdir, "DistributedRun's logdir", optional=True)
 
 
 def _check_segment_length(given: int, implied: int) -> None:

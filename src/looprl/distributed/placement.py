@@ -197,8 +197,8 @@ class WorkerPool:
         ``answer_timeout(runtime)`` (or whose loop failed), its latest (a warning)."""
         actors = {int(n.removeprefix("actor")): worker for n, worker in self.workers.items()
                   if n.startswith("actor")}
-        timeout = answer_timeout(self.runtime)
-        states = _answers({i: actor.components_state.remote(timeout)
+        timeout = answer_timeout(self.runtime)  # (the actors' wait: half, to answer within it)
+        states = _answers({i: actor.components_state.remote(timeout / 2)
                            for i, actor in actors.items()}, timeout)
         for index in actors:
             if states.get(index) is None:

@@ -139,9 +139,9 @@ class ControllerCheckpoint:
         self._saved = taken // every if every else 0
 
     def save(self, final: bool = False, statistics: list[Any] | None = None) -> None:
-        """Save if the trainer has checkpointed since the last save, or if ``final``: the
-        run's end, whose normalizers' ``statistics`` (those of its ``normalization.pt``) it
-        holds, not asked for again."""
+        """Save if the trainer has checkpointed since the last save, or if ``final`` (the run's
+        end); with the normalizers' ``statistics`` given (the run's end: its ``normalization.pt``'s,
+        not asked for again), else asked for."""
         if not self.every or self.log is None:
             return
         if not final and self.result.train_steps // self.every <= self._saved:
@@ -159,5 +159,6 @@ class ControllerCheckpoint:
                                         self.agent_logs,
                                         self.actors_meta() if self.actors_meta else {},
                                         self.budget, dict(self.schedules), steps,
-                                        statistics if final else self.normalization()),
+                                        self.normalization() if statistics is None
+                                        else statistics),
                         Path(self.log.log_dir) / CONTROLLER_CHECKPOINT)

@@ -31,7 +31,7 @@ from looprl.distributed.pipeline import load_parameters, load_shared_state, meta
 from looprl.distributed.sender import SegmentSender
 from looprl.distributed.server import ParameterServer, unpack
 from looprl.environments.base import wrapped_seed
-from looprl.environments.wrappers import load_normalization, read_normalization
+from looprl.environments.wrappers import load_normalization, normalizers_of, read_normalization
 from looprl.meta.hyperparameters import acting_schedules, acting_values
 
 __all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "Worker", "cuda_device", "named",
@@ -246,9 +246,10 @@ class ActorWorker(Worker):
     def load_normalization(self, statistics: list[Any] | None) -> None:
         """Its normalizers go on from training's ``statistics`` (``training_normalization``),
         updating: a resumed run's actors, and one that Ray restarted (``WorkerPool.placed``), before
-        its loop starts; its copies then reset, to scale their first observations with them."""
+        its loop starts; its copies then reset, to scale their first observations with them
+        (an env without normalizers: not reset again)."""
         load_normalization(self.runner.envs, statistics, self.runner.env_name, freeze=False)
-        if statistics is not None:
+        if statistics is not None and normalizers_of(self.runner.envs):
             restart_episodes(self.runner)
 
     def _take_state(self) -> list[tuple[str, Any]]:

@@ -168,8 +168,9 @@ def segment_rows(obs: Any, action: np.ndarray, reward: np.ndarray, done: np.ndar
                  truncated: np.ndarray, result: RolloutResult, version: np.ndarray,
                  policy_state: Any = None, agent: np.ndarray | None = None) -> SampleBatch:
     """One row per stream for ``SegmentBuffer.write``, the collector's and the ``Actor``'s alike:
-    what the stream saw, its ``action`` and the policy's outputs (``log_prob`` and ``value`` as
-    float32)."""
+    what the stream saw (``obs``, and the ``reward``, ``done`` and ``truncated`` that came with
+    it), its ``action``, the policy's ``log_prob`` and ``value`` (of ``result``, as float32), the
+    ``policy_state`` it acted from, the policy's ``version`` (one per row) and each ``agent``."""
     return SampleBatch(obs=obs, action=action, reward=reward, done=done, truncated=truncated,
                        policy_state=policy_state, log_prob=_float32(result.log_prob),
                        value=_float32(result.value), policy_version=version, agent=agent)

@@ -140,7 +140,7 @@ class QNetworkPreset(FamilyPreset):
 
     def __init__(self, env: Any, name: str, device: Any, hp: dict[str, Any]):
         super().__init__(name, device, hp)
-        if "v_min" in hp:  # (where QDist would say it, at the first agent)
+        if "v_min" in hp and self.distributional:  # (QDist's check, before its first agent)
             check_support(hp["v_min"], hp["v_max"], hp["atoms"])
         self.num_actions = require_discrete_actions(env, self.algorithm)
         constructed = self._constructed(env)
