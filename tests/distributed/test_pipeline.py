@@ -436,8 +436,8 @@ def test_a_ray_resume_past_the_planned_budget_says_its_schedules_stay_at_their_e
                                  logdir=str(tmp_path), quiet=True, resume_from=str(tmp_path))
         resumed._resume(_resumed_state(resumed))
         resumed.close()
-    assert caplog.text.count("past the") == 1 and (
-        "resumed with a budget of 1500 frames, past the 1000 it was planned for" in
+    assert caplog.text.count("goes past the") == 1 and (
+        "Training to 1500 frames goes past the 1000 its schedules" in
         caplog.text and "start a new run with frames=1500" in caplog.text), caplog.text
 
 

@@ -27,9 +27,11 @@ from looprl.experiments import (
     make_experiment,
     run_experiment,
 )
+from looprl.experiments.checkpoint import save_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.meta import MetaComponent
 from looprl.presets.classic_control import a2c, dqn, ppo
+from looprl.runners import Runner
 
 HEADER = ["frame", "mean", "std", "max", "min"]
 SMALL_DQN = dqn.hyperparameters(
@@ -113,6 +115,62 @@ def test_a_run_that_never_trained_says_so(tmp_path: Path,
         assert ("dqn on CartPole-v1: the agent never trained in its 100 frames"
                 in caplog.text) == warned
         caplog.clear()
+
+
+def test_training_past_the_planned_budget_says_so(tmp_path: Path,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """PPO's learning rate reaches 0 at ``train_steps``: a later ``train`` (or a runner's
+    ``train(n)`` again, its fresh agent planned over the first ``n``) trained nothing more,
+    without a word. A run in chunks that add up to the budget, a step past it, says nothing."""
+    preset = ppo.hyperparameters(n_envs=4, n_steps=16, hidden=8, epochs=1, minibatch_size=64)
+    for chunks, warned in (((30, 64), False), ((64, 128), True), ((200,), True)):
+        experiment = make_experiment(preset.env("CartPole-v1").build(),
+                                     GymEnvironment("CartPole-v1"), train_steps=64,
+                                     logdir=str(tmp_path), quiet=True, seed=0)
+        with caplog.at_level("WARNING"):
+            for frames in chunks:
+                experiment.train(frames=frames)
+        experiment.close()
+        past = f"Training to {chunks[-1]} frames goes past the 64 its schedules were planned"
+        assert (past in caplog.text) == warned, (chunks, caplog.text)
+        caplog.clear()
+    runner = Runner(preset, "CartPole-v1", seed=0, quiet=True)
+    with caplog.at_level("WARNING"):
+        runner.train(64)
+        assert "goes past" not in caplog.text
+        runner.train(64)
+    runner.close()
+    assert "goes past the 64 its schedules were planned over" in caplog.text
+
+
+@pytest.mark.parametrize("builder", [
+    dqn.hyperparameters(replay_start_size=100, update_frequency=16, gradient_steps=2, hidden=8),
+    ppo.hyperparameters(n_envs=4, n_steps=16, hidden=8, epochs=1, minibatch_size=64)],
+    ids=["single", "parallel"])
+def test_training_in_pieces_is_the_run_at_once(builder: Any, tmp_path: Path) -> None:
+    """docs/experiments.md's "Training in pieces": chunks, ``save()``, a checkpoint and an
+    evaluation in copies of its own between them leave the run as one ``train`` call makes it
+    (a single-environment preset's evaluation given an environment of its own)."""
+    def trained(pieces: bool) -> tuple[str, torch.Tensor]:
+        env = GymEnvironment("CartPole-v1")
+        seed_everything(0)
+        experiment = make_experiment(builder.env(env).build(), env, quiet=True, seed=0,
+                                     logdir=str(tmp_path / str(pieces)))
+        if pieces:
+            experiment.train(frames=301)
+            experiment.save()
+            save_checkpoint(experiment)
+            separate = isinstance(experiment, SingleEnvExperiment)
+            experiment.test(2, env=GymEnvironment("CartPole-v1") if separate else None)
+            experiment.train(episodes=experiment.episode + 2)
+        experiment.train(frames=600)
+        experiment.close()
+        rows = (Path(experiment.logger.log_dir) / "results.csv").read_text()
+        return rows, torch.nn.utils.parameters_to_vector(experiment.preset.model.parameters())
+
+    (once, weights), (pieces, pieces_weights) = trained(False), trained(True)
+    assert pieces == once and once.count("\n") > 10
+    assert torch.equal(pieces_weights, weights)
 
 
 def test_each_run_says_it_never_trained_and_a_search_says_it_once(

@@ -291,5 +291,5 @@ def test_a_resume_past_the_planned_budget_says_its_schedules_stay_at_their_end(
     caplog.set_level(logging.WARNING, "looprl.runners")
     OnlineRunner(small_ppo, "CartPole-v1", num_steps=192, resume_from=checkpoint,
                  **options).run()
-    assert ("resumed with a budget of 192 frames, past the 128 it was planned for" in
+    assert ("Training to 192 frames goes past the 128 its schedules" in
             caplog.text and "start a new run with frames=192" in caplog.text), caplog.text

@@ -46,11 +46,12 @@ from looprl.environments.wrappers import (
     save_normalization,
     saved_normalization,
 )
+from looprl.experiments.budget import warn_budget_extended, warn_never_trained
 from looprl.experiments.diagnose import diverged
 from looprl.experiments.episodes import check_test
-from looprl.experiments.experiment import evaluation_seed, warn_never_trained
+from looprl.experiments.experiment import evaluation_seed
 from looprl.experiments.progress import TrainingProgress, evaluation_progress
-from looprl.experiments.run import TrainingInterrupted, check_frames, warn_budget_extended
+from looprl.experiments.run import TrainingInterrupted, check_frames
 from looprl.experiments.run_files import json_text
 from looprl.meta.component import MetaComponent
 from looprl.policies.greedy import check_explorations

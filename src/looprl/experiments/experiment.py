@@ -17,12 +17,13 @@ from looprl.collector.runner import report_cuts
 from looprl.core import Preset, RolloutResult, StateArray
 from looprl.core.observations import check_default_dtype
 from looprl.core.preset import check_built
-from looprl.core.suggest import check_count, check_seed, is_number, warn_once, warnings_per_run
+from looprl.core.suggest import check_count, check_seed, is_number, warnings_per_run
 from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.base import wrapped_seed
 from looprl.environments.bodies import body_states
 from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.environments.wrappers import sync_normalization
+from looprl.experiments.budget import warn_past_budget, warn_untrained
 from looprl.experiments.checkpoint import check_checkpointing, save_checkpoint
 from looprl.experiments.diagnose import diverged, explain_divergence
 from looprl.experiments.episodes import (
@@ -77,24 +78,6 @@ def log_scalars(hub: MetaHub, logger: Any) -> None:
     """Hand ``logger`` the ``log/*`` scalars ``hub``'s components wrote."""
     for key, value in hub.log_scalars().items():
         logger.add_log(key[4:], value)
-
-
-def warn_untrained(experiment: Experiment) -> None:
-    """A warning once the whole budget (``train_steps``) is spent without one trainer step:
-    what follows (evaluation, saved preset) is of the untrained agent."""
-    learner = getattr(experiment.agent.unwrapped, "learner", None)
-    if getattr(learner, "updates", None) != 0 or not experiment.frame >= experiment.train_steps:
-        return
-    warn_never_trained(experiment.name, experiment.env.name, experiment.frame)
-
-
-def warn_never_trained(name: str, env: str, frames: int) -> None:
-    """The warning of a run (on any runtime) whose budget ended before its first update
-    (once per run: a search's trials and individuals share their budget)."""
-    warn_once(log, "%s on %s: the agent never trained in its %d frames (its first update needs "
-              "more: replay_start_size and update_frequency, n_envs x n_steps or "
-              "min_batch_size); its results are those of the untrained agent. Raise the frames "
-              "or lower those hyperparameters", name, env, frames)
 
 
 def divergence(experiment: Experiment, error: FloatingPointError) -> Exception:
@@ -266,6 +249,7 @@ class Experiment:
     def train(self, frames: float = math.inf, episodes: float = math.inf) -> None:
         """Train until ``frames`` frames or ``episodes`` episodes in all; a later call goes on."""
         check_train(self, frames, episodes)
+        warn_past_budget(self, frames)
         total = int(frames) if math.isfinite(frames) else 0
         self._hp = agent_hyperparameters(self.agent)
         status = dashboard(self.logger, self._hp, self.agent_returns100)

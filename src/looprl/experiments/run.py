@@ -92,18 +92,6 @@ def check_frames(frames: Any) -> None:
                          f"{frames!r}")
 
 
-def warn_budget_extended(frames: int, planned: int) -> None:
-    """Warn that a run resumed with ``frames`` past the ``planned`` budget of its schedules
-    keeps them at their end values (nothing if it is not past)."""
-    if frames > planned:
-        log.warning("resumed with a budget of %d frames, past the %d it was planned for: the "
-                    "schedules planned over that budget (the learning rate and clipping of the "
-                    "on-policy presets, which reach 0; epsilon; replay beta) stay at their end "
-                    "values after frame %d, so an on-policy preset trains nothing more; start "
-                    "a new run with frames=%d to anneal over it", frames, planned, planned,
-                    frames)
-
-
 def build_preset(agent: Any, env: Any) -> Preset:
     """A built preset from a ``PresetBuilder`` (configured with ``env``) or a ``Preset``."""
     if isinstance(agent, Preset):

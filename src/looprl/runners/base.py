@@ -257,7 +257,8 @@ class Runner:
                 parameter.copy_(values.view_as(parameter))
 
     def train(self, num_steps: int) -> dict[str, Any]:
-        """Train the current agent (a fresh one if none) ``num_steps`` more steps."""
+        """Train the current agent ``num_steps`` more steps (a fresh one if none, its schedules
+        planned over these steps: ``new_agent(train_steps=...)`` plans them over more)."""
         num_steps = whole(num_steps, "train(num_steps)")
         if self.experiment is None:
             self.new_agent(train_steps=num_steps)

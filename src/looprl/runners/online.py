@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from looprl.core.suggest import check_count, warnings_per_run
+from looprl.experiments.budget import warn_budget_extended
 from looprl.experiments.episodes import random_state_kept
 from looprl.experiments.logger import mean_return
-from looprl.experiments.run import warn_budget_extended
 from looprl.experiments.run_files import append_lines, keep_until, save_preset
 from looprl.runners.base import Runner
 from looprl.runners.evaluation import SETS

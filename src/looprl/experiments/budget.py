@@ -1,0 +1,54 @@
+"""The warnings about a run's budget (``train_steps``), on every runtime: an agent that never
+trained in it, and training that goes on past it."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+from looprl.core.suggest import warn_once
+
+__all__ = ["warn_budget_extended", "warn_never_trained", "warn_past_budget", "warn_untrained"]
+
+log = logging.getLogger(__name__)
+
+
+def warn_untrained(experiment: Any) -> None:
+    """A warning once the whole budget (``train_steps``) is spent without one trainer step:
+    what follows (evaluation, saved preset) is of the untrained agent."""
+    learner = getattr(experiment.agent.unwrapped, "learner", None)
+    if getattr(learner, "updates", None) != 0 or not experiment.frame >= experiment.train_steps:
+        return
+    warn_never_trained(experiment.name, experiment.env.name, experiment.frame)
+
+
+def warn_never_trained(name: str, env: str, frames: int) -> None:
+    """The warning of a run (on any runtime) whose budget ended before its first update
+    (once per run: a search's trials and individuals share their budget)."""
+    warn_once(log, "%s on %s: the agent never trained in its %d frames (its first update needs "
+              "more: replay_start_size and update_frequency, n_envs x n_steps or "
+              "min_batch_size); its results are those of the untrained agent. Raise the frames "
+              "or lower those hyperparameters", name, env, frames)
+
+
+def warn_past_budget(experiment: Any, frames: float) -> None:
+    """``warn_budget_extended`` before ``experiment.train(frames=...)`` trains past the budget
+    its schedules were planned over (``train_steps``): a call that starts at or past it, or
+    asks for more frames than the whole budget at once (a runner's chunks, which add up to the
+    budget, end a few frames past it: not warned)."""
+    planned, frame = experiment.train_steps, experiment.frame
+    if math.isfinite(frames) and frames > frame and (frame >= planned or frames > frame + planned):
+        warn_budget_extended(frames, planned)
+
+
+def warn_budget_extended(frames: float, planned: float) -> None:
+    """Warn (once) that a run trained, or resumed, with ``frames`` past the ``planned`` budget
+    of its schedules keeps them at their end values (nothing if it is not past)."""
+    if frames > planned:
+        warn_once(log, "Training to %d frames goes past the %d its schedules were planned "
+                  "over (train_steps; a resumed run's first budget): the learning rate and "
+                  "clipping of the on-policy presets (which reach 0), epsilon and replay beta "
+                  "stay at their end values after frame %d, so an on-policy preset trains "
+                  "nothing more; start a new run with frames=%d (train_steps=%d) to anneal over "
+                  "it", frames, planned, planned, frames, frames)
