@@ -5,6 +5,7 @@ end."""
 
 from __future__ import annotations
 
+import logging
 import os
 
 import pytest
@@ -46,8 +47,13 @@ def _patient_placement(request, monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _warnings_heard_anew():
-    """Each test hears the warnings ``warn_once`` gave in an earlier test of its process."""
+    """Each test hears the warnings ``warn_once`` gave in an earlier test of its process, and
+    the loggers an earlier in-process ``looprl run hydra/job_logging=disabled`` turned off (its
+    ``disable_existing_loggers``: a later test captured no record of them)."""
     WARNED.clear()
+    for existing in logging.Logger.manager.loggerDict.values():
+        if isinstance(existing, logging.Logger):
+            existing.disabled = False
 
 
 #: the tests that start a Ray instance (per module, or Ray Tune's): under ``make test``'s
