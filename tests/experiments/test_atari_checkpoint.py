@@ -31,7 +31,9 @@ def _parameters(experiment) -> torch.Tensor:
 
 
 def test_an_atari_dqn_resumed_at_a_checkpoint_ends_as_an_uninterrupted_run(tmp_path) -> None:
-    frames, every = 300, 100  # episodes of 50 steps: checkpoints at frames 100 and 200
+    # episodes of 50 steps: the checkpoints due at frames 70 and 140 wait for the episode ends
+    # at 100 and 150 (was: taken mid-episode, whose resume played another run)
+    frames, every = 300, 70
     builder = dqn.hyperparameters(replay_start_size=30, replay_buffer_size=1000,
                                   minibatch_size=8, final_exploration_step=200,
                                   target_update_frequency=10)
@@ -39,7 +41,7 @@ def test_an_atari_dqn_resumed_at_a_checkpoint_ends_as_an_uninterrupted_run(tmp_p
     full.train(frames=frames)
     full.close()
     cut = _experiment(builder, tmp_path / "cut", frames, every, episode_frames=200)
-    cut.train(frames=every + 1)  # one episode past the checkpoint, then dropped
+    cut.train(frames=101)  # one step past the checkpoint, then dropped
     cut.close()
     run_dir = Path(cut.logger.log_dir)
     resumed = load_checkpoint(run_dir)

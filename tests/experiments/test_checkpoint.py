@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -200,6 +201,18 @@ def test_a_resumed_run_writes_the_tables_of_an_uninterrupted_one(tmp_path) -> No
     run_dir = Path(experiment.logger.log_dir)
     tables = ("results.csv", "losses.csv", "hyperparameters.csv")
     full = {name: (run_dir / name).read_text() for name in tables}
+    saved = (run_dir / CHECKPOINT).read_bytes()
+    (run_dir / CHECKPOINT).unlink()  # (left truncated by a crash: was "start the run anew")
+    (run_dir / CHECKPOINT).write_bytes(saved[: len(saved) // 2])
+    damaged = re.escape(str(run_dir / CHECKPOINT))
+    for other in ("checkpoint_600.pt", "checkpoint_300.pt"):  # (not a hard link of it)
+        with pytest.raises(ValueError, match=rf"^{damaged} is not a readable checkpoint: it is "
+                           r"truncated.*central directory\); "
+                           rf"{other} beside it is the run's latest other checkpoint: resume "
+                           r"from it \(copied over checkpoint.pt, for looprl run --resume\)$"):
+            load_checkpoint(run_dir)
+        (run_dir / "checkpoint_600.pt").unlink()
+        os.link(run_dir / CHECKPOINT, run_dir / "checkpoint_600.pt")
     shutil.copyfile(run_dir / "checkpoint_300.pt", run_dir / CHECKPOINT)  # (killed after it)
     resumed = load_checkpoint(run_dir)
     resumed.train(frames=600)
@@ -306,29 +319,69 @@ def test_atari_replay_buffers_are_saved_empty_on_request() -> None:
         assert len(restored) == count and (restored.frames is None) == (not saved)
 
 
-_PRESETS = [("classic_control", name, "Acrobot-v1") for name in (  # (no vector entry point:
-    "a2c", "c51", "ddqn", "dqn", "ppg", "ppo", "rainbow", "vac", "vpg", "vqn", "vsarsa")] + [
-    ("continuous", name, "Pendulum-v1") for name in ("ddpg", "ppo", "sac", "td3")]  # sync copies)
+_REPLAY = {"replay_start_size": 32, "minibatch_size": 16, "update_frequency": 4,
+           "gradient_steps": 1, "final_exploration_step": 150}
+_ON = {"n_envs": 2, "n_steps": 16, "epochs": 2, "minibatch_size": 16}
+#: (family, preset, its hyperparameters (hidden=16 too), meta components): each trains before
+#: and after its checkpoint at frame 100
+_PRESETS = [
+    ("classic_control", "a2c", {"n_envs": 4}, "rnd"), ("classic_control", "c51", _REPLAY, None),
+    ("classic_control", "ddqn", {**_REPLAY, "buffer": "prioritized"}, None),
+    ("classic_control", "dqn", {**_REPLAY, "buffer": "nstep"}, "cosine_lr"),
+    ("classic_control", "ppg", {**_ON, "n_policy": 2, "aux_minibatch_size": 16}, None),
+    ("classic_control", "ppo", _ON, "rnd"), ("classic_control", "rainbow", _REPLAY, None),
+    ("classic_control", "vac", {"n_envs": 4}, None),
+    ("classic_control", "vpg", {"min_batch_size": 40}, None),
+    ("classic_control", "vqn", {"n_envs": 4, "final_exploration_step": 150}, None),
+    ("classic_control", "vsarsa", {"n_envs": 4, "final_exploration_step": 150}, None),
+    *[("continuous", name, {"replay_start_size": 32, "minibatch_size": 16}, None)
+      for name in ("ddpg", "sac", "td3")],
+    ("continuous", "ppo", _ON, None)]  # (in NormalizeObservation: its statistics are saved)
 
 
-@pytest.mark.parametrize(("family", "name", "env_id"), _PRESETS,
-                         ids=[f"{family}.{name}" for family, name, _ in _PRESETS])
-def test_every_presets_run_checkpoints_and_goes_on(family, name, env_id, tmp_path) -> None:
-    """Each preset's run pickles whole (its env copies, its update rule...) and goes on."""
+@pytest.mark.parametrize(("family", "name", "hyperparameters", "meta"), _PRESETS,
+                         ids=[f"{family}.{name}" for family, name, *_ in _PRESETS])
+def test_every_presets_run_resumes_as_it_would_have_gone_on(family, name, hyperparameters,
+                                                            meta, tmp_path) -> None:
+    """Each preset's run pickles whole (its env copies, its update rule, its schedules, replay,
+    optimizer and normalizer statistics, the meta components) and, loaded from its checkpoint,
+    writes the logs and ends with the parameters of the run that went on."""
     import importlib
+
+    from looprl.environments.wrappers import Wrappers
+    from looprl.meta.registry import make_component
 
     builder = getattr(importlib.import_module(f"looprl.presets.{family}"), name)
     seed_everything(0)
-    env = GymEnvironment(env_id)
-    preset = builder.hyperparameters(hidden=16).env(env).device("cpu").build()
-    experiment = make_experiment(preset, env, train_steps=96, logdir=str(tmp_path), quiet=True,
-                                 seed=0)
-    experiment.train(frames=48)
+    env = GymEnvironment("CartPole-v1") if family == "classic_control" else GymEnvironment(
+        "Pendulum-v1", wrap_env=Wrappers(["gymnasium.wrappers.NormalizeObservation"]),
+        max_episode_steps=30)
+    preset = builder.hyperparameters(hidden=16, **hyperparameters).env(env).device("cpu").build()
+    experiment = make_experiment(preset, env, train_steps=200, logdir=str(tmp_path), quiet=True,
+                                 seed=0, meta=[make_component(meta)] if meta else [])
+    experiment.train(frames=100)
     save_checkpoint(experiment)
-    resumed = load_checkpoint(experiment.logger.log_dir)
-    assert resumed.frame == experiment.frame
-    resumed.train(frames=96)
-    assert resumed.frame >= 96
+    updates = experiment.agent.unwrapped.learner.updates
+    experiment.train(frames=200)
+    experiment.close()
+    assert 0 < updates < experiment.agent.unwrapped.learner.updates  # (on both sides)
+    run_dir = Path(experiment.logger.log_dir)
+    tables = ("results.csv", "losses.csv", "hyperparameters.csv")
+    went_on = {table: (run_dir / table).read_text() for table in tables}
+    resumed = load_checkpoint(run_dir)  # (its own random states restored)
+    assert resumed.frame == 100
+    resumed.train(frames=200)
+    resumed.close()
+    assert {table: (run_dir / table).read_text() for table in tables} == went_on
+    for model, went_on_model in zip(_models(resumed.preset), _models(experiment.preset),
+                                    strict=True):
+        assert torch.equal(torch.nn.utils.parameters_to_vector(model.parameters()),
+                           torch.nn.utils.parameters_to_vector(went_on_model.parameters()))
+
+
+def _models(preset) -> list[torch.nn.Module]:
+    """The networks of ``preset`` (``model``; an actor's and a critic's...)."""
+    return [part for part in vars(preset).values() if isinstance(part, torch.nn.Module)]
 
 
 def _resume_twice(run_dir: str, frames: int) -> list[str]:
@@ -366,15 +419,19 @@ def test_an_environment_made_anew_on_loading_starts_new_episodes_that_repeat(tmp
 
 def test_a_multiagent_run_resumes_with_new_games(tmp_path) -> None:
     """PettingZoo's games come back from a checkpoint made anew, not reset: the resumed run
-    starts new games (it failed in PettingZoo's ``last()`` before) and repeats itself."""
+    starts new games (it failed in PettingZoo's ``last()`` before) and repeats itself. Each
+    agent's loss rows are written once (a checkpoint held them unwritten: written again)."""
     from looprl.configs.app import main
 
     assert main(["algorithm=multiagent/dqn", "env=tictactoe_v3", "frames=200", "seed=0",
                  "test_episodes=1", "checkpoint_every=100", "logging.quiet=true",
-                 f"hydra.run.dir={tmp_path}"]) == 0
+                 "algorithm.replay_start_size=20", f"hydra.run.dir={tmp_path}"]) == 0
     run_dir = str(tmp_path / "independent_dqn" / "tictactoe_v3")
     first, second = _resume_twice(run_dir, 300)
     assert first == second and len(first.splitlines()) > 1
+    for losses in Path(run_dir).glob("*/*/losses.csv"):
+        rows = losses.read_text().splitlines()
+        assert len(rows) > 1 and len(set(rows)) == len(rows), rows
 
 
 def test_a_checkpoint_of_a_large_replay_says_so_once(tmp_path, caplog, monkeypatch) -> None:

@@ -293,3 +293,25 @@ def test_a_resume_past_the_planned_budget_says_its_schedules_stay_at_their_end(
                  **options).run()
     assert ("Training to 192 frames goes past the 128 its schedules" in
             caplog.text and "start a new run with frames=192" in caplog.text), caplog.text
+    # a budget below the checkpoint's frame (as if frames were more to train): one line, as on
+    # Ray (was: trained nothing, evaluated, and reported the 128 frames as a run of 64)
+    with pytest.raises(ValueError, match=r"^\S+ is a finished run \(128 frames\): nothing to "
+                       r"resume; give a larger budget \(frames=N\) to train it on"):
+        OnlineRunner(small_ppo, "CartPole-v1", num_steps=64, resume_from=checkpoint,
+                     **options).run()
+
+
+def test_a_ray_runs_checkpoint_resumed_here_says_how_to_resume_it(small_ppo, tmp_path):
+    """``resume_from`` a Ray run's ``controller_checkpoint.pt``: one line (was: an
+    ``AttributeError`` on its ``preset``)."""
+    from looprl.distributed.run_state import ControllerState, DistributedResult
+    from looprl.experiments.checkpoint import save_checkpoint
+    from looprl.experiments.logger import MemoryLogger
+
+    path = save_checkpoint(ControllerState(MemoryLogger(), DistributedResult()),
+                           tmp_path / "controller_checkpoint.pt")
+    with pytest.raises(ValueError, match=r"controller_checkpoint.pt is the checkpoint of a Ray "
+                       r"run \(a ControllerState\): resume it with DistributedRun\(\.\.\., "
+                       r"resume_from=RUN_DIR\) \(looprl run --resume RUN_DIR\)$"):
+        OnlineRunner(small_ppo, "CartPole-v1", num_steps=64, resume_from=str(path),
+                     quiet=True).run()

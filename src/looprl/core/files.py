@@ -98,7 +98,7 @@ def _of_a_script(path: Path, what: str, missing: str) -> ValueError:
 
 
 def _unreadable(path: Path, what: str, remedy: str, error: Exception) -> ValueError:
-    reason = str(error).splitlines()[0][:120] if str(error) else ""
+    reason = str(error).splitlines()[0].split(". ")[0][:120] if str(error) else ""
     return ValueError(f"{path} is not a readable {what}: it is truncated, corrupted or not "
                       f"written by looprl ({type(error).__name__}: {reason}); {remedy}")
 

@@ -69,11 +69,6 @@ class ControllerState:
     #: none handed over, or older), which a resumed run's actors go on from
     normalization: list[Any] | None = None
 
-    def prepare_checkpoint(self) -> None:
-        """Flush the agents' loggers (``save_checkpoint`` flushes ``logger``)."""
-        for log in self.agent_loggers.values():
-            log.flush()
-
 
 def find_controller_checkpoint(run_dir: str | Path) -> Path:
     """The one ``controller_checkpoint.pt`` in or under ``run_dir``."""

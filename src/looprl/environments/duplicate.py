@@ -137,6 +137,13 @@ class DuplicateEnvironment(VectorEnvironment):
         """Render the first copy."""
         return self.envs[0].render(**kwargs)
 
+    def checkpoint_ready(self) -> bool:
+        """Whether a checkpoint taken now resumes as the run goes on: one Atari game only at an
+        episode end (a checkpoint cannot hold its emulator: the resumed run starts a new
+        episode, as this one does next, from the seed ``prepare_checkpoint`` fixes)."""
+        one_game = self.n_envs == 1 and isinstance(self.envs[0], AtariEnvironment)
+        return bool(self._over[0]) or not one_game
+
     def prepare_checkpoint(self, frame: int) -> None:
         for env in self.envs:
             env.prepare_checkpoint(frame)

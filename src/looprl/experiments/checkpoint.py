@@ -1,7 +1,8 @@
 """Checkpoints of a running experiment: the whole experiment object and the global random
 states in ``checkpoint.pt`` (with ``keep_checkpoints=K``, also the K latest
 ``checkpoint_<frame>.pt``). On CPU a resumed run equals an uninterrupted one; Atari
-environments are reset on resume (``needs_reset``) from a seed fixed at saving, and those that
+environments are reset on resume (``needs_reset``) from a seed fixed at saving (one game's
+checkpoints wait for an episode end: ``DuplicateEnvironment.checkpoint_ready``), and those that
 pickle as their constructor's arguments (MuJoCo, PettingZoo's games) from one drawn from the
 restored NumPy generator (``environments.base.Restorable``).
 """
@@ -81,8 +82,9 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
             "create it, or choose another path")
     if hasattr(experiment, "prepare_checkpoint"):
         experiment.prepare_checkpoint()
-    if hasattr(experiment.logger, "flush"):
-        experiment.logger.flush()
+    for logger in (experiment.logger, *getattr(experiment, "agent_loggers", {}).values()):
+        if hasattr(logger, "flush"):  # (an agent's too: loaded, it would write its rows again)
+            logger.flush()
     rng = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
            "random": random.getstate()}
     if torch.cuda.is_available():
@@ -229,6 +231,14 @@ def check_same_config(run: str | Path, differences: Sequence[str]) -> None:
 
 def load_saved(path: str | Path, data: bytes | None = None) -> Any:
     """``torch.load`` of a checkpoint (``data``: its bytes, read elsewhere; a file that cannot
-    be read is one line)."""
-    return load_file(path, "checkpoint", "nothing to resume from it: start the run anew (the "
-                     "logs of the run so far stay in its directory)", data=data)
+    be read is one line, naming the latest other ``checkpoint_<frame>.pt`` beside it, which
+    ``keep_checkpoints`` keeps)."""
+    path = Path(path)
+    others = [] if data is not None or not path.parent.is_dir() else [
+        kept for kept in numbered_checkpoints(path.parent).values()
+        if not (path.exists() and os.path.samefile(kept, path))]  # (a hard link: damaged too)
+    remedy = (f"{others[-1].name} beside it is the run's latest other checkpoint: resume from "
+              f"it (copied over {CHECKPOINT}, for looprl run --resume)" if others else
+              "nothing to resume from it: start the run anew (the logs of the run so far stay "
+              "in its directory)")
+    return load_file(path, "checkpoint", remedy, data=data)

@@ -276,10 +276,10 @@ class Experiment:
         elif self.runner.needs_action:  # (a step interrupted, Ctrl-C: its episodes start anew)
             self.runner.truncate()
             self._act()
-        logger = self.logger
+        logger, ready = self.logger, getattr(self.training_env, "checkpoint_ready", lambda: True)
         while logger.frame < frames and logger.episode < episodes:
             self._advance()
-            if logger.frame >= self._next_checkpoint:
+            if logger.frame >= self._next_checkpoint and ready():  # (one Atari game: at an end)
                 every = self.checkpoint_every
                 self._next_checkpoint = (logger.frame // every + 1) * every
                 save_checkpoint(self, replay=self.checkpoint_replay)

@@ -24,10 +24,10 @@ import torch
 
 from looprl.core import Hyperparameter
 from looprl.core.logger import Logger
-from looprl.core.suggest import check_flag, check_seed, is_number
+from looprl.core.suggest import a_type, check_flag, check_seed, is_number
 from looprl.environments import Environment, MultiagentEnvironment
 from looprl.experiments.checkpoint import check_checkpointing, load_checkpoint
-from looprl.experiments.experiment import seed_everything
+from looprl.experiments.experiment import Experiment, seed_everything
 from looprl.experiments.logger import MemoryLogger, RecordingLogger, mean_return
 from looprl.experiments.run import fresh_components, make_experiment
 from looprl.experiments.run_files import save_preset
@@ -62,6 +62,16 @@ def _environment(agent: Any, env: Any, name: str = "env") -> Any:
         raise TypeError(f"{what} an Environment, a MultiagentEnvironment or a Gymnasium id, got "
                         f"{type(env).__name__}")
     return made
+
+
+def local_run(loaded: Any, path: str) -> Any:
+    """``loaded``, the experiment of the checkpoint ``path``, or a one-line ``ValueError`` for a
+    Ray run's (was: an ``AttributeError``, of its ``preset``)."""
+    if not isinstance(loaded, Experiment):
+        raise ValueError(f"{path} is the checkpoint of a Ray run ({a_type(loaded)}): resume it "
+                         "with DistributedRun(..., resume_from=RUN_DIR) (looprl run --resume "
+                         "RUN_DIR)")
+    return loaded
 
 
 class Runner:
@@ -176,7 +186,7 @@ class Runner:
         self.close()
         if run_name is not None:
             run_info = {**self.run_info, **(run_info or {})}
-        experiment = self.experiment = load_checkpoint(path, run_name, run_info)
+        experiment = self.experiment = local_run(load_checkpoint(path, run_name, run_info), path)
         experiment.keep_checkpoints = self.keep_checkpoints  # (a resumed run's own settings)
         experiment.quiet = self.quiet
         for logger in (experiment.logger, *getattr(experiment, "agent_loggers", {}).values()):

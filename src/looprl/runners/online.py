@@ -11,6 +11,7 @@ from typing import Any
 
 from looprl.core.suggest import check_count, warnings_per_run
 from looprl.experiments.budget import warn_budget_extended
+from looprl.experiments.checkpoint import check_unfinished
 from looprl.experiments.episodes import random_state_kept
 from looprl.experiments.logger import mean_return
 from looprl.experiments.run_files import append_lines, keep_until, save_preset
@@ -58,6 +59,9 @@ class OnlineRunner(Runner):
         returns: list[float] = []
         if self.resume_from is not None:
             self.resume(self.resume_from)
+            if self.experiment.frame > self.num_steps:  # (as a Ray run's resume: one line)
+                check_unfinished(self.experiment.logger.log_dir, self.num_steps,
+                                 self.experiment.frame)
             warn_budget_extended(self.num_steps, self.experiment.train_steps)
             self.evaluations = self._read_evaluations(self.experiment.frame)
             returns = list(getattr(self.experiment.logger, "returns", []))  # before the resume
