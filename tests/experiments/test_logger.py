@@ -436,21 +436,30 @@ def test_summaries_reach_wandb_and_episode_summaries_are_episode_tags(tmp_path) 
     assert "summary/batch/mean" in logger._episode_tags  # (kept by episode on resume)
 
 
-def test_log_rows_after_a_checkpoint_are_dropped_on_resume(tmp_path: Path) -> None:
+def _died_and_resumed(tmp_path: Path, name: str, values: tuple[float, float, float],
+                      resumed_frame: int = 10) -> Path:
+    """A logger that logged ``name`` at frames 10 (checkpointed) and 20 (then died), resumed
+    from the checkpoint at ``resumed_frame`` with its third value; its log directory."""
     import pickle
 
     logger = ExperimentLogger("ppo", "CartPole-v1", logdir=str(tmp_path))
     logger.frame = 10
-    logger.add_log("my_bonus", 0.5)
+    logger.add_log(name, values[0])
     logger.flush()
     saved = pickle.dumps(logger)  # as a checkpoint at frame 10
     logger.frame = 20
-    logger.add_log("my_bonus", 0.7)  # the run went on, then died
+    logger.add_log(name, values[1])  # the run went on, then died
     logger.close()
     resumed = pickle.loads(saved)
-    resumed.add_log("my_bonus", 0.6)  # (its first write after the checkpoint cuts)
+    resumed.frame = resumed_frame
+    resumed.add_log(name, values[2])  # (its first write after the checkpoint cuts)
     resumed.close()
-    rows = (Path(logger.log_dir) / "log.csv").read_text().splitlines()
+    return Path(logger.log_dir)
+
+
+def test_log_rows_after_a_checkpoint_are_dropped_on_resume(tmp_path: Path) -> None:
+    rows = (_died_and_resumed(tmp_path, "my_bonus", (0.5, 0.7, 0.6)) / "log.csv"
+            ).read_text().splitlines()
     assert rows == ["frame,name,value", "10,my_bonus,0.5", "10,my_bonus,0.6"]
 
 
@@ -458,21 +467,8 @@ def test_a_resumed_runs_scalars_read_back_whole_in_wall_clock_order(tmp_path: Pa
     """The events cut back to the checkpoint keep their scalars as written, wall-clock times
     included (was: rewritten as TensorBoard's tensors, which ``EventAccumulator.Scalars``
     skips: the values before the resume were gone from it); those after it come later."""
-    import pickle
-
-    logger = ExperimentLogger("ppo", "CartPole-v1", logdir=str(tmp_path))
-    logger.frame = 10
-    logger.add_log("bonus", 0.5)
-    logger.flush()
-    saved = pickle.dumps(logger)  # as a checkpoint at frame 10
-    logger.frame = 20
-    logger.add_log("bonus", 0.75)  # the run went on, then died
-    logger.close()
-    resumed = pickle.loads(saved)
-    resumed.frame = 20
-    resumed.add_log("bonus", 0.25)  # (its first write after the checkpoint cuts)
-    resumed.close()
-    acc = EventAccumulator(logger.log_dir, size_guidance={"scalars": 0}).Reload()
+    log_dir = _died_and_resumed(tmp_path, "bonus", (0.5, 0.75, 0.25), resumed_frame=20)
+    acc = EventAccumulator(str(log_dir), size_guidance={"scalars": 0}).Reload()
     events = acc.Scalars("log/bonus")
     assert [(e.step, e.value) for e in events] == [(10, 0.5), (20, 0.25)]
     assert events[0].wall_time <= events[1].wall_time
