@@ -45,7 +45,7 @@ def _one_line(code: int, output: str, *expected: str) -> str:
 
 # ---------------------------------------------------------------- ranges, declared once
 @pytest.mark.parametrize(("key", "value", "expected"), [
-    ("discount_factor", 1.5, "in [0, 1]"), ("clip", -0.2, "positive"),
+    ("discount_factor", 1.5, "in [0, 1]"), ("clip", -0.2, ">= 0"),
     ("n_envs", 0, "whole number >= 1"), ("epochs", 0, "whole number >= 1"),
     ("lam", -0.1, "in [0, 1]"), ("entropy_coef", -1.0, ">= 0")])
 def test_an_out_of_range_hyperparameter_is_refused_by_the_builder(
@@ -92,18 +92,18 @@ def test_a_log_std_init_the_gaussian_head_clamps_is_refused() -> None:
 
 
 @pytest.mark.parametrize(("builder", "key", "value", "expected"), [
-    ("ppo", "lr", math.inf, "must be finite and positive (> 0), got inf"),
+    ("ppo", "lr", math.inf, "must be finite and >= 0, got inf"),
     ("ppo", "discount_factor", math.nan, "must be finite and in [0, 1], got nan"),
     ("c51", "v_min", -math.inf, "must be a finite number, got -inf"),
     ("continuous.ppo", "log_std_init", math.nan, "must be finite and in [-20, 2], got nan"),
     ("continuous.sac", "target_entropy", math.inf, "must be a finite number (null: -|A|)"),
     ("dqn", "replay_buffer_size", 10**400, "must be finite and a whole number >= 1 (at most "
                                            "3.4e38 in size, float32's largest), got 1000"),
-    ("dqn", "lr", -10**400, "must be finite and positive (> 0) (at most 3.4e38"),
+    ("dqn", "lr", -10**400, "must be finite and >= 0 (at most 3.4e38"),
     # (beyond float32: "value cannot be converted to type float without overflow" in torch)
     ("rainbow", "sigma", 1e300, "must be finite and positive (> 0) (at most 3.4e38 in size, "
                                 "float32's largest), got 1e+300"),
-    ("ppo", "clip", 1e300, "must be finite and positive (> 0) (at most 3.4e38"),
+    ("ppo", "clip", 1e300, "must be finite and >= 0 (at most 3.4e38"),
     ("ppo", "value_clip", "None", "must be >= 0, got 'None' (Python's None is null in a config)"),
     # (flushed to 0 by the CPU steps: Adam's 0 / 0 turned a dead unit's weights NaN, and
     # rainbow blamed CartPole's observations)
@@ -495,7 +495,7 @@ def test_plot_over_a_damaged_returns100_csv_names_it(content: str, tmp_path: Pat
     (["-cn", "looprl", "--config-name=other"], "--config-name is given twice (-cn looprl and "
      "--config-name=other): give it once"),  # (was: the last taken, as Hydra's flags)
     (["-cd", ".", "-cd", "elsewhere"], "--config-dir is given twice (-cd . and -cd elsewhere)"),
-    (["algorithm.clip=-0.2"], "'clip' of ppo must be positive"),
+    (["algorithm.clip=-0.2"], "'clip' of ppo must be >= 0"),
     (["runner=es", "runner.search_params=true", "test_episodes=0"],
      "runner=es scores each individual by its evaluation returns"),
     (["runner=es", "runner.search_params=true", "runner.popsize=0"], "popsize must be positive"),

@@ -199,7 +199,7 @@ def test_a_swept_hyperparameter_value_out_of_range_is_refused_before_the_first_j
     """``-m algorithm.lr=1e-3,-1`` trained job 0 in full before job 1 was refused."""
     from looprl.configs.checks import check_overrides
     register()
-    with pytest.raises(ValueError, match=r"'lr' of ppo must be positive \(> 0\), got -1"):
+    with pytest.raises(ValueError, match=r"'lr' of ppo must be >= 0, got -1"):
         check_overrides(["-m", "algorithm.lr=1e-3,-1"])
     with pytest.raises(ValueError, match="got -1"):  # (checked the last override's value)
         check_overrides(["-m", "algorithm.lr=1e-3,-1", "frames=10"])
@@ -300,6 +300,9 @@ def test_the_slurm_launcher_without_slurm_is_one_line(tmp_path: Path, capsys,
     (["runner=pbt", *QUIET], "runner=pbt needs mutations: set runner.mutations=..."),
     (["runner=optuna", *QUIET], "runner=optuna needs search_space: set runner.search_space=..."),
     (["algorithm.lr=abc", *QUIET], "Hyperparameter 'lr' must be float (like 0.001), got 'abc'"),
+    # (was "must be int (like 64)": the range, as the others' lines say it)
+    (["algorithm.minibatch_size=32.5", *QUIET],
+     "Hyperparameter 'minibatch_size' of ppo must be a whole number >= 1, got 32.5"),
     (["frames=abc", *QUIET], "frames must be an integer >= 1, got 'abc'"),
     (["frames=1.5", *QUIET], "frames must be an integer >= 1, got 1.5"),
     (["threads=0.5", *QUIET], "threads must be an integer >= 0, got 0.5"),

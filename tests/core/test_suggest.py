@@ -60,3 +60,20 @@ def test_warn_once_says_a_line_once_per_run(caplog) -> None:
             assert warn() == 2
         with warnings_per_run(fresh=False):  # (a trial, its search in another process)
             assert warn() == 2
+
+
+def test_a_key_is_said_once_per_run_and_a_run_goes_on_with_what_it_said(caplog) -> None:
+    """``key``: a budget's warning, whose frames grow with each ``train`` call of a run (was:
+    said again at each); ``said``: the lines of a run that goes on in later blocks (an
+    ``Experiment``'s ``train`` calls), which a new run does not share."""
+    import logging
+
+    log = logging.getLogger("tests.warn_once")
+    said: set[str] = set()
+    with caplog.at_level(logging.WARNING):
+        for frames in (100, 200):
+            with warnings_per_run(said=said):
+                warn_once(log, "trained to %d", frames, key="past")
+        with warnings_per_run():
+            warn_once(log, "trained to %d", 300, key="past")
+    assert caplog.messages == ["trained to 100", "trained to 300"]

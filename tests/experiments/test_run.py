@@ -143,6 +143,75 @@ def test_training_past_the_planned_budget_says_so(tmp_path: Path,
     assert "goes past the 64 its schedules were planned over" in caplog.text
 
 
+def test_a_run_scope_says_its_warnings_once_and_keeps_the_callers_random_numbers(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """``run_scope``, the one scope of a run on every runtime (was two decorators on each
+    runner's ``run``): a run inside it is part of it (a search's trials), and with ``keep``
+    the caller's random numbers go on as if it had drawn none (``keep=False``: as it left
+    them, an ``Experiment.train`` call's)."""
+    import logging
+
+    from helpers import leaves_global_random_numbers
+    from looprl.core.suggest import warn_once
+    from looprl.experiments.episodes import run_scope
+
+    log = logging.getLogger("tests.run_scope")
+
+    @run_scope()
+    def run() -> None:
+        seed_everything(3)
+        for _ in range(2):
+            with run_scope(keep=False):
+                warn_once(log, "a line of its run")
+
+    with caplog.at_level("WARNING"):
+        for _ in range(2):
+            leaves_global_random_numbers(run)
+    assert caplog.messages == 2 * ["a line of its run"]
+    with run_scope(keep=False):
+        seed_everything(3)
+    first = float(torch.rand(()))
+    seed_everything(3)
+    assert float(torch.rand(())) == first
+
+
+def test_training_in_chunks_says_each_budget_warning_once(tmp_path: Path,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    """An ``Experiment``'s ``train`` calls are one run: each chunk past the budget that had
+    still not trained said both warnings again (each call was a run of its own, and their
+    frames differ). ``train(episodes=...)`` past the budget was not warned at all; a loaded
+    experiment says them anew (its warnings said are not saved)."""
+    import pickle
+
+    preset = SMALL_DQN.hyperparameters(replay_start_size=500).env("CartPole-v1").build()
+    experiment = make_experiment(preset, GymEnvironment("CartPole-v1"), train_steps=50,
+                                 logdir=str(tmp_path), quiet=True, seed=0)
+    with caplog.at_level("WARNING"):
+        for frames in (50, 100, 150):
+            experiment.train(frames=frames)
+        experiment.train(episodes=experiment.episode + 2)
+        assert caplog.text.count("the agent never trained in its 50 frames") == 1
+        assert caplog.text.count("never trained") == 1
+        assert caplog.text.count("Training to 100 frames goes past the 50") == 1
+        assert caplog.text.count("goes past") == 1
+        caplog.clear()
+        pickle.loads(pickle.dumps(experiment)).train(frames=experiment.frame + 50)
+        assert "never trained" in caplog.text and "goes past" in caplog.text
+    experiment.close()
+    for train_steps, warned in ((100, True), (100_000, False)):
+        experiment = make_experiment(preset, GymEnvironment("CartPole-v1"),
+                                     train_steps=train_steps, logdir=str(tmp_path), quiet=True,
+                                     seed=0)
+        caplog.clear()
+        with caplog.at_level("WARNING"):
+            experiment.train(episodes=20)  # (CartPole's episodes: 8 frames at least)
+            trained = experiment.frame
+            experiment.train(episodes=25)
+        assert caplog.text.count("goes past the 100 its schedules") == warned, caplog.text
+        assert (f"Training to {trained} frames goes past" in caplog.text) == warned
+        experiment.close()
+
+
 @pytest.mark.parametrize("builder", [
     dqn.hyperparameters(replay_start_size=100, update_frequency=16, gradient_steps=2, hidden=8),
     ppo.hyperparameters(n_envs=4, n_steps=16, hidden=8, epochs=1, minibatch_size=64)],

@@ -211,7 +211,7 @@ def test_non_image_environments_are_rejected(builder) -> None:
         builder.env(GymEnvironment("CartPole-v1")).build()
     assert "CartPole-v1" in str(info.value) and "\n" not in str(info.value)
     with pytest.raises(ValueError, match="lr"):
-        builder.env(_env()).hyperparameters(lr=0.0).build()
+        builder.env(_env()).hyperparameters(lr=-1.0).build()
 
 
 @pytest.mark.parametrize("builder", [dqn, ppo])

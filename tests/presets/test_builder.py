@@ -128,8 +128,12 @@ def test_families_and_types(cartpole: GymEnvironment) -> None:
     size = dqn.hyperparameters(replay_buffer_size=1e6).hyperparameter_defaults[
         "replay_buffer_size"]
     assert size == 1_000_000 and type(size) is int
-    with pytest.raises(TypeError, match="'replay_buffer_size' must be int .*got 1000.5"):
+    # another number names the range, as every range's line does (was "must be int (like ...)")
+    with pytest.raises(ValueError, match=r"^Hyperparameter 'replay_buffer_size' of dqn must be "
+                                         r"a whole number >= 1, got 1000.5$"):
         dqn.hyperparameters(replay_buffer_size=1000.5)
+    with pytest.raises(TypeError, match="'replay_buffer_size' must be int .*got '1000'"):
+        dqn.hyperparameters(replay_buffer_size="1000")
 
 
 def test_dqn_agents_share_and_test_agents_copy(cartpole: GymEnvironment) -> None:
@@ -355,3 +359,25 @@ def test_a_default_dtype_other_than_float32_is_one_line(cartpole: GymEnvironment
             agent.act(cartpole.reset(seed=0))
     finally:
         torch.set_default_dtype(torch.float32)
+
+
+def test_a_learning_rate_and_a_clip_of_0_are_taken(cartpole: GymEnvironment) -> None:
+    """(Were "must be positive (> 0)".) ALL and torch's optimizers take ``lr=0``, a network
+    trained as it is (a probe), and the end of a linear schedule, as PPO's ``clip`` of 0; a
+    negative one is still refused."""
+    preset = dqn.hyperparameters(lr=0, hidden=8, replay_start_size=8, update_frequency=1,
+                                 minibatch_size=8).env(cartpole).device("cpu").build()
+    before = torch.nn.utils.parameters_to_vector(preset.model.parameters()).clone()
+    agent = preset.agent()
+    env = GymEnvironment("CartPole-v1", seed=0)
+    env.reset()
+    for _ in range(30):
+        action = agent.act(env.state)
+        env.reset() if env.done else env.step(action)
+    assert agent.learner.updates > 0
+    assert torch.equal(torch.nn.utils.parameters_to_vector(preset.model.parameters()), before)
+    ppo.hyperparameters(clip=0.0, lr=0.0).env(cartpole).device("cpu").build()
+    for key in ("lr", "clip"):
+        with pytest.raises(ValueError, match=rf"^Hyperparameter '{key}' of ppo must be >= 0, "
+                                             "got -0.1$"):
+            ppo.hyperparameters(**{key: -0.1})

@@ -117,7 +117,7 @@ def test_builder_errors_name_the_problem():
     env = MultiagentPettingZooEnv(tictactoe_v3.env())
     with pytest.raises(UnknownHyperparameterError, match="Did you mean 'lr'"):
         dqn.hyperparameters(lrr=1e-3)
-    with pytest.raises(TypeError, match="'hidden' must be int"):
+    with pytest.raises(ValueError, match="'hidden' of independent_ppo must be a whole number"):
         ppo.hyperparameters(hidden=1.5)
     with pytest.raises(ValueError, match="Call .env"):
         dqn.build()

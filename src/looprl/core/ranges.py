@@ -57,8 +57,11 @@ WHOLE = Range(0, whole=True, text="a whole number >= 0")
 
 #: hyperparameter name -> its valid values, the same in every preset that has it
 RANGES: dict[str, Range] = {
-    **dict.fromkeys(("lr", "lr_pi", "lr_v", "lr_actor", "lr_critic", "lr_temperature",
-                     "clip", "temperature", "sigma"), POSITIVE),
+    **dict.fromkeys(("temperature", "sigma"), POSITIVE),
+    # (0 as ALL and torch's optimizers take it, and as a linear schedule ends: a learning rate
+    # of 0 keeps a network as it is, a probe; PPO's clip of 0 clips its ratio to 1)
+    **dict.fromkeys(("lr", "lr_pi", "lr_v", "lr_actor", "lr_critic", "lr_temperature", "clip"),
+                    NON_NEGATIVE),
     # (below float32's smallest normal number, CPU steps flush Adam's eps to 0: 0 / 0 is NaN)
     "eps": Range(TINY, text="at least 1.2e-38 (float32's smallest normal number; e.g. 1e-8)"),
     # (``alpha``: prioritized replay's exponent, 0 sampling uniformly; SAC's: ``PRESET_RANGES``)
@@ -80,8 +83,8 @@ RANGES: dict[str, Range] = {
                     WHOLE),
 }
 
-#: the values of the ``hp/*`` keys a running agent takes (set by meta components and schedules):
-#: a preset's ranges, but for ``lr`` and ``clip``, which a schedule may end at 0
+#: the values of the ``hp/*`` keys a running agent takes (set by meta components and schedules),
+#: a preset's ranges
 HP_RANGES: dict[str, Range] = {
     "hp/lr": NON_NEGATIVE, "hp/clip": NON_NEGATIVE, "hp/epsilon": UNIT,
     "hp/temperature": POSITIVE, "hp/discount": UNIT, "hp/entropy_coef": NON_NEGATIVE,

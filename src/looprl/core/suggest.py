@@ -24,35 +24,40 @@ def did_you_mean(name: str, choices: Iterable[str], n: int = 1) -> str:
     return f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
 
 
-#: the lines ``warn_once`` gave since the outermost ``warnings_per_run`` began (clear it to
-#: hear them again), and the depth of the runs now running
+#: the lines (and keys) ``warn_once`` gave since the outermost ``warnings_per_run`` began
+#: (clear it to hear them again), and the depth of the runs now running
 WARNED: set[str] = set()
 _RUNS = [0]
 
 
 @contextlib.contextmanager
-def warnings_per_run(fresh: bool = True) -> Iterator[None]:
+def warnings_per_run(fresh: bool = True, said: set[str] | None = None) -> Iterator[None]:
     """The block (as a decorator: the call) as one run for ``warn_once``: the outermost one
     starts with no line said, so that each run of a sweep says its own (a later run that never
     trained too); the runs inside it are part of it (a search's trials warn once for the
     search). ``fresh=False``: a part of a run begun in another process (a search's trial on a
-    Ray worker), which keeps what this process said."""
+    Ray worker), which keeps what this process said. ``said``: the lines of a run that goes on
+    in later blocks (an ``Experiment``'s ``train`` calls), kept in it for them."""
     if fresh and not _RUNS[0]:
         WARNED.clear()
+        WARNED.update(said or ())
     _RUNS[0] += 1
     try:
         yield
     finally:
         _RUNS[0] -= 1
+        if said is not None:
+            said.update(WARNED)
 
 
-def warn_once(log: logging.Logger, message: str, *args: Any) -> None:
+def warn_once(log: logging.Logger, message: str, *args: Any, key: str | None = None) -> None:
     """``log.warning(message, *args)`` the first time this run meets it (``warnings_per_run``;
     a preset built for each trial of a search warns once; outside runs: since the last one
-    began)."""
+    began); ``key``: the first time it meets ``key``, whatever ``args`` (a budget's warning,
+    whose frames grow with each ``train`` call of a run)."""
     line = message % args if args else message
-    if line not in WARNED:
-        WARNED.add(line)
+    if (key or line) not in WARNED:
+        WARNED.add(key or line)
         log.warning("%s", line)
 
 

@@ -19,7 +19,7 @@ from looprl.core import Preset
 from looprl.core.files import check_path, load_file
 from looprl.core.imports import object_path
 from looprl.core.preset import check_built
-from looprl.core.suggest import check_seed, warnings_per_run
+from looprl.core.suggest import check_seed
 from looprl.distributed import pipeline
 from looprl.distributed.cluster import (
     answer_timeout,
@@ -48,7 +48,7 @@ from looprl.environments.wrappers import (
 )
 from looprl.experiments.budget import warn_budget_extended, warn_never_trained
 from looprl.experiments.diagnose import diverged
-from looprl.experiments.episodes import check_test
+from looprl.experiments.episodes import check_test, run_scope
 from looprl.experiments.experiment import evaluation_seed
 from looprl.experiments.progress import TrainingProgress, evaluation_progress
 from looprl.experiments.run import TrainingInterrupted, check_frames
@@ -141,7 +141,7 @@ class DistributedRun:
         """The run's Ray actors by name (empty before and after ``run``)."""
         return self._pool.workers if self._pool is not None else {}
 
-    @warnings_per_run()  # (a sweep's runs each say what they met)
+    @run_scope(keep=False)  # (a sweep's runs each say what they met)
     def run(self, callback: Callable[[DistributedRun], None] | None = None) -> DistributedResult:
         """Train for ``frames`` env steps, calling ``callback(self)`` after every poll;
         ``RuntimeError`` if the workers cannot be placed in time, or a worker failed;

@@ -118,12 +118,12 @@ def test_pipeline(
     ``ValueError`` names a part that misbehaves (``FloatingPointError``: a diverged loss).
     SRL's keywords ``env_name``, ``policy_name`` and ``trainer_name`` name ``env``, ``policy``
     and ``trainer``; keywords given with ``spec`` replace its fields. The caller's global
-    random generators go on as it left them (``random_state_kept``)."""
-    from looprl.experiments.episodes import random_state_kept, seed_everything
+    random generators go on as it left them (``run_scope``)."""
+    from looprl.experiments.episodes import run_scope, seed_everything
     check_count(n_envs=n_envs, episodes=episodes, max_frames=max_frames)
     seed = check_seed("test_pipeline", seed, optional=False)
     spec = _spec(spec, spec_kwargs)
-    with random_state_kept():  # (seeded: the caller's random numbers go on)
+    with run_scope():  # (seeded: the caller's random numbers go on)
         seed_everything(seed)
         policy = spec.make_policy()
         core = trainer_core(spec, policy, seed=seed)

@@ -14,10 +14,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from looprl.core.suggest import is_whole, warnings_per_run
+from looprl.core.suggest import is_whole
 from looprl.distributed.cluster import import_ray, start_ray
 from looprl.distributed.config import RuntimeConfig, starts_local
 from looprl.environments.gym import gym_registrations, install_gym_registrations
+from looprl.experiments.episodes import run_scope
 from looprl.runners.trials import KEPT, KeptAgent, Trial
 
 __all__ = ["RayTrials", "run_replica", "unpack_runs"]
@@ -100,7 +101,7 @@ class RayTrials:
             self._started = False
 
 
-@warnings_per_run(fresh=False)  # (its warnings: the search's, said once in this process)
+@run_scope(keep=False, fresh=False)  # (its warnings: the search's, once in this process)
 def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool,
                 registry: dict[str, Any]) -> tuple[Any, bytes | None, bytes | None, str | None]:
     """In a Ray worker: ``trial``'s result on a fresh runner, with ``keep`` its agent's

@@ -9,14 +9,18 @@ from typing import Any
 
 from looprl.core.suggest import warn_once
 
-__all__ = ["warn_budget_extended", "warn_never_trained", "warn_past_budget", "warn_untrained"]
+__all__ = ["warn_budget_extended", "warn_never_trained", "warn_past_budget", "warn_trained"]
 
 log = logging.getLogger(__name__)
 
 
-def warn_untrained(experiment: Any) -> None:
-    """A warning once the whole budget (``train_steps``) is spent without one trainer step:
-    what follows (evaluation, saved preset) is of the untrained agent."""
+def warn_trained(experiment: Any, frames: float) -> None:
+    """The warnings once ``experiment.train(frames, ...)`` trained: of a call that went past
+    the budget (``train_steps``) with an episode count only (``frames`` infinite: its frames
+    known now), and of the whole budget spent without one trainer step (what follows,
+    evaluation and saved preset, is of the untrained agent)."""
+    if math.isinf(frames):
+        warn_budget_extended(experiment.frame, experiment.train_steps)
     learner = getattr(experiment.agent.unwrapped, "learner", None)
     if getattr(learner, "updates", None) != 0 or not experiment.frame >= experiment.train_steps:
         return
@@ -25,11 +29,12 @@ def warn_untrained(experiment: Any) -> None:
 
 def warn_never_trained(name: str, env: str, frames: int) -> None:
     """The warning of a run (on any runtime) whose budget ended before its first update
-    (once per run: a search's trials and individuals share their budget)."""
+    (once per run, whatever its frames: a search's trials and individuals share their budget,
+    and an ``Experiment``'s later ``train`` calls are parts of its run)."""
     warn_once(log, "%s on %s: the agent never trained in its %d frames (its first update needs "
               "more: replay_start_size and update_frequency, n_envs x n_steps or "
               "min_batch_size); its results are those of the untrained agent. Raise the frames "
-              "or lower those hyperparameters", name, env, frames)
+              "or lower those hyperparameters", name, env, frames, key=f"untrained {name} {env}")
 
 
 def warn_past_budget(experiment: Any, frames: float) -> None:
@@ -43,12 +48,13 @@ def warn_past_budget(experiment: Any, frames: float) -> None:
 
 
 def warn_budget_extended(frames: float, planned: float) -> None:
-    """Warn (once) that a run trained, or resumed, with ``frames`` past the ``planned`` budget
-    of its schedules keeps them at their end values (nothing if it is not past)."""
+    """Warn (once per run, whatever its frames) that a run trained, or resumed, with ``frames``
+    past the ``planned`` budget of its schedules keeps them at their end values (nothing if it
+    is not past)."""
     if frames > planned:
         warn_once(log, "Training to %d frames goes past the %d its schedules were planned "
                   "over (train_steps; a resumed run's first budget): the learning rate and "
                   "clipping of the on-policy presets (which reach 0), epsilon and replay beta "
                   "stay at their end values after frame %d, so an on-policy preset trains "
                   "nothing more; start a new run with frames=%d (train_steps=%d) to anneal over "
-                  "it", frames, planned, planned, frames, frames)
+                  "it", frames, planned, planned, frames, frames, key="past its budget")

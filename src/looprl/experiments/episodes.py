@@ -15,7 +15,7 @@ import torch
 from looprl.collector import EnvRunner, Episode
 from looprl.collector.runner import report_cuts
 from looprl.core import ParallelPreset, RolloutRequest, RolloutResult, StateArray
-from looprl.core.suggest import check_count, is_whole
+from looprl.core.suggest import check_count, is_whole, warnings_per_run
 from looprl.environments import (
     AtariEnvironment,
     Environment,
@@ -28,7 +28,7 @@ from looprl.experiments.progress import TrainingProgress
 from looprl.presets.common import multiagent_advice
 
 __all__ = ["check_episodes", "check_parallel_preset", "check_spaces", "check_test",
-           "check_window", "dashboard", "play_episodes", "played_then_closed", "random_state_kept",
+           "check_window", "dashboard", "play_episodes", "played_then_closed", "run_scope",
            "seed_everything", "single_action", "window_advice"]
 
 
@@ -40,15 +40,17 @@ def seed_everything(seed: int) -> None:
 
 
 @contextlib.contextmanager
-def random_state_kept(keep: bool = True) -> Iterator[None]:
-    """The block (or, as a decorator, the call; a seeded run), then Python's, NumPy's and
-    torch's global generators as they were before it (``keep=False``: as it left them): the
-    caller's random numbers go on as if it had drawn none (a sweep that draws each trial's
-    values between seeded runs draws new ones, not the same ones again)."""
+def run_scope(keep: bool = True, fresh: bool = True,
+              said: set[str] | None = None) -> Iterator[None]:
+    """The block (as a decorator: the call) as one run, on every runtime: its warnings said
+    once (``warnings_per_run``'s ``fresh`` and ``said``), then, with ``keep`` (a seeded run),
+    Python's, NumPy's and torch's global generators as they were before it (``keep=False``: as
+    it left them): the caller's random numbers go on as if it had drawn none (a sweep that
+    draws each trial's values between seeded runs draws new ones, not the same ones again)."""
     states = random.getstate(), np.random.get_state()
     cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
     try:
-        with torch.random.fork_rng(devices=cuda, enabled=keep):
+        with warnings_per_run(fresh, said), torch.random.fork_rng(devices=cuda, enabled=keep):
             yield
     finally:
         if keep:

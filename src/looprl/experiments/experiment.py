@@ -17,13 +17,13 @@ from looprl.collector.runner import report_cuts
 from looprl.core import Preset, RolloutResult, StateArray
 from looprl.core.observations import check_default_dtype
 from looprl.core.preset import check_built
-from looprl.core.suggest import check_count, check_seed, is_number, warnings_per_run
+from looprl.core.suggest import check_count, check_seed, is_number
 from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.base import wrapped_seed
 from looprl.environments.bodies import body_states
 from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.environments.wrappers import sync_normalization
-from looprl.experiments.budget import warn_past_budget, warn_untrained
+from looprl.experiments.budget import warn_past_budget, warn_trained
 from looprl.experiments.checkpoint import check_checkpointing, save_checkpoint
 from looprl.experiments.diagnose import diverged, explain_divergence
 from looprl.experiments.episodes import (
@@ -34,6 +34,7 @@ from looprl.experiments.episodes import (
     dashboard,
     play_episodes,
     played_then_closed,
+    run_scope,
     seed_everything,
     single_action,
 )
@@ -197,8 +198,8 @@ class Experiment:
             self._attach(components)
 
     def __getstate__(self) -> dict[str, Any]:
-        """Everything but the progress display and the ``hp/*`` accessors (closures)."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("_progress", "_hp")}
+        """All but the progress display, the ``hp/*`` accessors (closures), the warnings said."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_progress", "_hp", "_said")}
 
     @property
     def description(self) -> str:
@@ -245,26 +246,26 @@ class Experiment:
         if prepare is not None:
             prepare(self.frame)
 
-    @warnings_per_run()  # (a sweep's runs each say what they met)
     def train(self, frames: float = math.inf, episodes: float = math.inf) -> None:
         """Train until ``frames`` frames or ``episodes`` episodes in all; a later call goes on."""
-        check_train(self, frames, episodes)
-        warn_past_budget(self, frames)
-        total = int(frames) if math.isfinite(frames) else 0
-        self._hp = agent_hyperparameters(self.agent)
-        status = dashboard(self.logger, self._hp, self.agent_returns100)
-        cuts = 0 if self.runner is None else self.runner.cuts
-        with TrainingProgress(total, self.description, quiet=self.quiet,
-                              status=status) as self._progress:
-            self._progress.update(self.frame, self.episode, self.logger.mean_return100)
-            try:
-                self._train(frames, episodes)
-                report_cuts(self.runner, cuts)
-            except FloatingPointError as error:
-                raise divergence(self, error) from error
-            finally:  # (a notebook reads the run's files once train returns, or is interrupted)
-                self.flush_loggers()
-        warn_untrained(self)
+        check_train(self, frames, episodes)  # (its calls are one run: each warning said once)
+        with run_scope(keep=False, said=self.__dict__.setdefault("_said", set())):
+            warn_past_budget(self, frames)
+            total = int(frames) if math.isfinite(frames) else 0
+            self._hp = agent_hyperparameters(self.agent)
+            status = dashboard(self.logger, self._hp, self.agent_returns100)
+            cuts = 0 if self.runner is None else self.runner.cuts
+            with TrainingProgress(total, self.description, quiet=self.quiet,
+                                  status=status) as self._progress:
+                self._progress.update(self.frame, self.episode, self.logger.mean_return100)
+                try:
+                    self._train(frames, episodes)
+                    report_cuts(self.runner, cuts)
+                except FloatingPointError as error:
+                    raise divergence(self, error) from error
+                finally:  # (a notebook reads the run's files once train returns, or stops)
+                    self.flush_loggers()
+            warn_trained(self, frames)
 
     def _train(self, frames: float, episodes: float) -> None:
         """Step all copies until the budget is used, saving the checkpoints on the way."""

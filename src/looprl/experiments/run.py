@@ -20,7 +20,7 @@ from looprl.core.suggest import check_seed, is_number, is_whole
 from looprl.environments import SRLEnvironment
 from looprl.environments.gym import refuse_gymnasium
 from looprl.environments.multiagent import MultiagentEnvironment
-from looprl.experiments.episodes import random_state_kept
+from looprl.experiments.episodes import run_scope
 from looprl.experiments.experiment import (
     Experiment,
     ParallelEnvExperiment,
@@ -150,9 +150,9 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
                          "empty list): give one, or a list of them")
     fresh = ([fresh_components(agent, meta) for agent in agents]
              if len(agents) * len(envs) > 1 else None)
-    with random_state_kept(seed is not None):  # (seeded: the caller's random numbers go on)
-        for env_or_id in envs:
-            for index, agent in enumerate(agents):
+    for env_or_id in envs:
+        for index, agent in enumerate(agents):  # (each run says its warnings; seeded, the
+            with run_scope(seed is not None):  # caller's random numbers go on after it)
                 env = env_for(agent, env_or_id) if isinstance(env_or_id, str) else _env(env_or_id)
                 if seed is not None:
                     seed_everything(seed)

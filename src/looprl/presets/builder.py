@@ -16,7 +16,7 @@ import torch
 from looprl.core import Preset
 from looprl.core.observations import check_default_dtype
 from looprl.core.ranges import check_ranges, range_of
-from looprl.core.suggest import check_device, is_out_of_memory, one_line, warn_once
+from looprl.core.suggest import check_device, is_number, is_out_of_memory, one_line, warn_once
 from looprl.environments.base import Environment
 from looprl.environments.gym import refuse_gymnasium
 from looprl.environments.multiagent import MultiagentEnvironment, MultiagentPettingZooEnv
@@ -32,11 +32,13 @@ from looprl.presets.constructors import given_constructors
 log = logging.getLogger(__name__)
 
 
-def check_type(key: str, value: Any, default: Any) -> Any:
+def check_type(key: str, value: Any, default: Any, owner: str = "") -> Any:
     """``value``, of the kind of the default (int, float, bool, str; a whole float for an int,
-    as ALL writes ``replay_buffer_size=1e6``, as an int), else ``TypeError``; ``None`` only
-    where the default is ``None``, which takes any value but a list, ``True``, ... for a key
-    with a range (``value_clip``: a number; text is refused by ``check_ranges``)."""
+    as ALL writes ``replay_buffer_size=1e6``, as an int), else ``TypeError`` (a number of
+    another kind, ``32.5`` for an int: ``check_ranges``' ``ValueError`` naming the range of
+    ``owner``'s key, where it has one); ``None`` only where the default is ``None``, which takes
+    any value but a list, ``True``, ... for a key with a range (``value_clip``: a number; text
+    is refused by ``check_ranges``)."""
     if default is None:
         valid = range_of(key)
         if valid is None or value is None or isinstance(value, str) or (
@@ -47,6 +49,8 @@ def check_type(key: str, value: Any, default: Any) -> Any:
         return int(value)
     kind = (int, float) if isinstance(default, float) else type(default)
     if isinstance(value, bool) != isinstance(default, bool) or not isinstance(value, kind):
+        if is_number(value):
+            check_ranges({key: value}, owner)
         kind = type(default).__name__
         raise TypeError(f"Hyperparameter {key!r} must be {kind} (like {default!r}), got {value!r}")
     return value
@@ -164,7 +168,8 @@ class PresetBuilder:
         for key, value in hyperparameters.items():
             if key not in self.default_hyperparameters:
                 raise no_such_hyperparameter(key, self.default_name, self.default_hyperparameters)
-            hyperparameters[key] = check_type(key, value, self.default_hyperparameters[key])
+            hyperparameters[key] = check_type(key, value, self.default_hyperparameters[key],
+                                              self.default_name)
         check_ranges(hyperparameters, self.default_name)
         return self._preset_builder(hyperparameters={**self._hyperparameters, **hyperparameters},
                                     all_given=all_given)
@@ -196,8 +201,8 @@ class PresetBuilder:
         all_given = {**kept, **{name: value for name, value in given.items()
                                 if name in converted and name not in own}}
         current = {**self.hyperparameter_defaults,  # (typed: n_envs='abc' is not converted)
-                   **{key: check_type(key, value, own[key]) for key, value in ours.items()
-                      if key in own}}
+                   **{key: check_type(key, value, own[key], self.default_name)
+                      for key, value in ours.items() if key in own}}
         for name, value in all_given.items():
             ours.update(converted[name].convert(value, current))
         return ours, all_given

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from looprl.core.suggest import check_count, check_flag, check_positive, warnings_per_run
+from looprl.core.suggest import check_count, check_flag, check_positive
 from looprl.environments.wrappers import load_normalization, read_normalization
-from looprl.experiments.episodes import random_state_kept
+from looprl.experiments.episodes import run_scope
 from looprl.runners.base import Runner
 from looprl.runners.space import SearchSpaceError, parse_search_space, search_mapping
 from looprl.runners.strategies import STRATEGIES, fitness_shaper, make_strategy
@@ -132,8 +132,7 @@ class ESRunner(Runner):
         return params, {d.name: d.decode(u)
                         for d, u in zip(self.dimensions, individual[self.n_params:])}
 
-    @random_state_kept()  # (its agents are seeded: the caller's random numbers go on)
-    @warnings_per_run()  # (its trials warn once for it)
+    @run_scope()  # (its trials warn once for it; the caller's random numbers go on)
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Search, then evaluate the best individual; ``({"step": iterations, "best": {fitness,
         iteration, individual, values, parameters}, "history": [per generation: iteration,

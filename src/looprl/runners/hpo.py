@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from looprl.core.imports import import_extra
-from looprl.core.suggest import check_count, one_line, warnings_per_run
-from looprl.experiments.episodes import random_state_kept
+from looprl.core.suggest import check_count, one_line
+from looprl.experiments.episodes import run_scope
 from looprl.runners.base import Runner
 from looprl.runners.space import Dimension, parse_search_space, search_mapping
 from looprl.runners.trials import LocalTrials
@@ -154,8 +154,7 @@ class OptunaRunner(Runner):
                         study.tell(trial, state=self.optuna.trial.TrialState.FAIL)
             remaining -= len(batch)
 
-    @random_state_kept()  # (its agents are seeded: the caller's random numbers go on)
-    @warnings_per_run()  # (its trials warn once for it)
+    @run_scope()  # (its trials warn once for it; the caller's random numbers go on)
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Add ``n_trials`` trials, then retrain and evaluate the best values; ``({"step",
         "best": {value, values, trial} or None, "history": [per trial: number, state, value,

@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from looprl.core.suggest import check_count, warnings_per_run
+from looprl.core.suggest import check_count
 from looprl.experiments.budget import warn_budget_extended
 from looprl.experiments.checkpoint import check_unfinished
-from looprl.experiments.episodes import random_state_kept
+from looprl.experiments.episodes import run_scope
 from looprl.experiments.logger import mean_return
 from looprl.experiments.run_files import append_lines, keep_until, save_preset
 from looprl.runners.base import Runner
@@ -52,8 +52,7 @@ class OnlineRunner(Runner):
         self.evaluations: list[list[float]] = []
         self._last_evaluation: dict[str, Any] | None = None  # (of eval_every)
 
-    @random_state_kept()  # (its agents are seeded: the caller's random numbers go on)
-    @warnings_per_run()  # (its chunks of training and evaluations: one run)
+    @run_scope()  # (its chunks of training and evaluations: one run)
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Train (or continue training), then evaluate: ``(train_results, eval_results)``."""
         returns: list[float] = []

@@ -21,10 +21,10 @@ from unittest import mock
 
 from looprl.core.imports import import_extra
 from looprl.core.reaper import start_local_ray
-from looprl.core.suggest import check_count, is_number, warn_once, warnings_per_run
+from looprl.core.suggest import check_count, is_number, warn_once
 from looprl.environments.gym import gym_registrations, install_gym_registrations
 from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
-from looprl.experiments.episodes import random_state_kept
+from looprl.experiments.episodes import run_scope
 from looprl.meta.hyperparameters import unknown_hyperparameter
 from looprl.runners.base import Runner
 from looprl.runners.space import numeric_range, search_mapping
@@ -57,7 +57,7 @@ def within_ranges(config: dict[str, Any], ranges: dict[str, tuple[float, float]]
     return config
 
 
-@warnings_per_run(fresh=False)  # (its warnings: the population's, once in this process)
+@run_scope(keep=False, fresh=False)  # (its warnings: the population's, once in this process)
 def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
     """One member of the population, a Ray Tune function trainable (seeded ``seed + i``)."""
     tune = import_tune()
@@ -256,8 +256,7 @@ class PBTRunner(Runner):
             return (self.tune.lograndint if log else self.tune.randint)(low, high + 1)
         return self.tune.loguniform(low, high) if log else self.tune.uniform(low, high)
 
-    @random_state_kept()  # (its agents are seeded: the caller's random numbers go on)
-    @warnings_per_run()  # (its trials warn once for it)
+    @run_scope()  # (its trials warn once for it; the caller's random numbers go on)
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Train the population; ``({"step", "best", "members"}, eval_results of the best)``
         (a member: its index, ``hp/*`` values, final ``mean_eval_reward``, ``-inf`` if it
