@@ -5,6 +5,7 @@ non-zero exit), never a traceback. The subprocess checks run the real ``looprl``
 from __future__ import annotations
 
 import errno
+import logging
 import math
 import os
 import re
@@ -30,6 +31,24 @@ def _looprl(*argv: str, cwd: Path, timeout: float = 600) -> tuple[int, str]:
     done = subprocess.run([sys.executable, "-m", "looprl.cli", *argv], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
     return done.returncode, done.stdout + done.stderr
+
+
+def _looprl_here(*argv: str, cwd: Path, capfd: pytest.CaptureFixture[str],
+                 caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+                 ) -> tuple[int, str]:
+    """``_looprl`` in this process (seconds faster: no interpreter and torch to start): its exit
+    status and its output, with the warnings its loggers gave as the lines they print."""
+    monkeypatch.chdir(cwd)
+    monkeypatch.delenv("LOOPRL_DEBUG", raising=False)
+    caplog.set_level(logging.WARNING)
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as stop:  # (argparse's errors)
+        code = stop.code if isinstance(stop.code, int) else 1
+    out, err = capfd.readouterr()
+    warned = "".join(f"{record.levelname} {record.name}: {record.getMessage()}\n"
+                     for record in caplog.records if record.levelno >= logging.WARNING)
+    return code, out + err + warned
 
 
 def _one_line(code: int, output: str, *expected: str) -> str:
@@ -328,8 +347,25 @@ def test_too_few_cpus_for_the_workers_says_to_raise_num_cpus_not_lower_it() -> N
     (["train", "ppo"], "looprl train: error: the following arguments are required"),
     (["bogus"], "invalid choice: 'bogus'"),
 ])
-def test_bad_command_lines_are_one_line(argv: list[str], expected: str, tmp_path: Path) -> None:
+def test_bad_command_lines_are_one_line(argv: list[str], expected: str, tmp_path: Path,
+                                       capfd: pytest.CaptureFixture[str],
+                                       caplog: pytest.LogCaptureFixture,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """argparse's errors too: no usage line before the message."""
+    _one_line(*_looprl_here(*argv, cwd=tmp_path, capfd=capfd, caplog=caplog,
+                            monkeypatch=monkeypatch), expected)
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["train", "ppo", "CartPole-v1", "discount_factor=1.5"], "must be in [0, 1], got 1.5"),
+    (["bogus"], "invalid choice: 'bogus'"),
+    (["run", "env=CartPole-v1", "frames=300", "algorithm.clip=-0.2"],
+     "'clip' of ppo must be >= 0"),
+    (["run", "env=CartPole-v1", "--frames", "500"], "Did you mean frames=500?")])
+def test_the_looprl_command_says_a_bad_input_in_one_line(argv: list[str], expected: str,
+                                                         tmp_path: Path) -> None:
+    """The real command, as a user runs it (the other cases run in this process): a builder's,
+    argparse's and Hydra's errors, without a traceback or a usage block."""
     _one_line(*_looprl(*argv, cwd=tmp_path), expected)
 
 
@@ -513,12 +549,15 @@ def test_plot_over_a_damaged_returns100_csv_names_it(content: str, tmp_path: Pat
     (["--cfg", "bogus"], "--cfg takes job, hydra or all after it, got 'bogus'"),
     (["--package", "seed=1"], "Hydra's flag --package takes a value after it, got 'seed=1'"),
 ])
-def test_bad_run_overrides_are_one_line(overrides: list[str], expected: str,
-                                        tmp_path: Path) -> None:
+def test_bad_run_overrides_are_one_line(overrides: list[str], expected: str, tmp_path: Path,
+                                        capfd: pytest.CaptureFixture[str],
+                                        caplog: pytest.LogCaptureFixture,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
     if "gpus_per_trainer" in overrides[-1] and torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
     budget = [] if "runner=es" in overrides else ["frames=300"]  # (es: its own budget keys)
-    _one_line(*_looprl("run", "env=CartPole-v1", *budget, *overrides, cwd=tmp_path), expected)
+    _one_line(*_looprl_here("run", "env=CartPole-v1", *budget, *overrides, cwd=tmp_path,
+                            capfd=capfd, caplog=caplog, monkeypatch=monkeypatch), expected)
 
 
 def test_optuna_without_evaluation_is_refused() -> None:
