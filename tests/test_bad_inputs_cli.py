@@ -599,6 +599,52 @@ def test_resume_over_a_damaged_file_names_it(checkpointed_run: Path, name: str,
     assert {p: p.read_bytes() for p in config} == config
 
 
+def test_a_refused_resume_leaves_the_runs_config_as_it_was(
+        checkpointed_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Refused once Hydra ran (frames below the checkpoint's, of a run killed after it), a
+    resume left ``.hydra`` rewritten with its overrides: the next bare ``--resume`` took them."""
+    results = checkpointed_run / "results.json"
+    finished = results.read_bytes()
+    saved = checkpointed_run / ".hydra"
+    config = {path: path.read_bytes() for path in saved.iterdir()}
+    results.unlink()  # (killed after its last checkpoint: no results.json)
+    try:
+        assert cli.main(["run", "--resume", str(checkpointed_run), "frames=100"]) == 2
+    finally:
+        results.write_bytes(finished)
+    assert "is a finished run" in capsys.readouterr().err
+    assert {path: path.read_bytes() for path in saved.iterdir()} == config
+
+
+def test_a_first_checkpoint_killed_while_written_is_one_line(
+        checkpointed_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Killed between writing ``checkpoint.pt.tmp`` and renaming it, a run's first checkpoint
+    leaves that file alone (here: the checkpoint renamed back): a resume said there was no
+    checkpoint, as if none had been asked for; it says the write was interrupted."""
+    from looprl.distributed.run_state import find_controller_checkpoint
+    from looprl.experiments.checkpoint import load_checkpoint
+
+    run_dir = checkpointed_run / "ppo" / "CartPole-v1"
+    (run_dir / "checkpoint.pt").rename(run_dir / "checkpoint.pt.tmp")
+    try:
+        assert cli.main(["run", "--resume", str(checkpointed_run), "frames=600"]) == 2
+        with pytest.raises(FileNotFoundError) as error:  # (OnlineRunner's resume_from)
+            load_checkpoint(run_dir)
+    finally:
+        (run_dir / "checkpoint.pt.tmp").rename(run_dir / "checkpoint.pt")
+    never = (f"{run_dir / 'checkpoint.pt'} was never written: the write of this first "
+             "checkpoint was interrupted (the process was killed while it wrote "
+             "checkpoint.pt.tmp, left incomplete beside it); ")
+    assert capsys.readouterr().err == (f"looprl: error: {never}there is none to resume from: "
+                                       "start the run anew (the logs of the run so far stay "
+                                       "in its directory)\n")
+    assert str(error.value).startswith(never) and "start the run anew" in str(error.value)
+    (tmp_path / "controller_checkpoint.pt.tmp").write_bytes(b"half")  # (a Ray run's)
+    with pytest.raises(FileNotFoundError, match=re.escape(
+            f"{tmp_path / 'controller_checkpoint.pt'} was never written")):
+        find_controller_checkpoint(tmp_path)
+
+
 def test_a_run_resumed_twice_with_more_frames_gives_each_key_once(tmp_path: Path) -> None:
     """The frames a resume asks for replace the run's own (not a key given twice)."""
     run_dir = tmp_path / "r"

@@ -209,7 +209,7 @@ def test_a_resumed_run_writes_the_tables_of_an_uninterrupted_one(tmp_path) -> No
         with pytest.raises(ValueError, match=rf"^{damaged} is not a readable checkpoint: it is "
                            r"truncated.*central directory\); "
                            rf"{other} beside it is the run's latest other checkpoint: resume "
-                           r"from it \(copied over checkpoint.pt, for looprl run --resume\)$"):
+                           r"from it \(in place of checkpoint.pt, for looprl run --resume\)$"):
             load_checkpoint(run_dir)
         (run_dir / "checkpoint_600.pt").unlink()
         os.link(run_dir / CHECKPOINT, run_dir / "checkpoint_600.pt")

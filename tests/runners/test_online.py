@@ -301,6 +301,30 @@ def test_a_resume_past_the_planned_budget_says_its_schedules_stay_at_their_end(
                      **options).run()
 
 
+def test_a_resume_with_other_checkpoint_settings_is_one_line(small_ppo, tmp_path):
+    """As ``looprl run --resume``'s (was: the checkpoint's ``checkpoint_every`` and
+    ``checkpoint_replay`` kept silently); ``keep_checkpoints`` may change, as there."""
+    from looprl.experiments.checkpoint import load_checkpoint, numbered_checkpoints
+
+    options = {"seed": 0, "eval_episodes": 0, "quiet": True, "logdir": str(tmp_path)}
+    OnlineRunner(small_ppo, "CartPole-v1", num_steps=64, checkpoint_every=64, **options).run()
+    checkpoint = next(tmp_path.rglob("checkpoint.pt"))
+    for changed, said in (({"checkpoint_every": 32}, "checkpoint_every: 64 -> 32"),
+                          ({"checkpoint_every": 64, "checkpoint_replay": False},
+                           "checkpoint_replay: True -> False")):
+        with pytest.raises(ValueError, match=rf"^{re.escape(str(checkpoint))} was run with "
+                           rf"another config \({said}\); resume it with its own, or start a "
+                           r"new run$"):
+            OnlineRunner(small_ppo, "CartPole-v1", num_steps=128, resume_from=str(checkpoint),
+                         **options, **changed).run()
+    OnlineRunner(small_ppo, "CartPole-v1", num_steps=128, resume_from=str(checkpoint),
+                 checkpoint_every=64, keep_checkpoints=1, **options).run()
+    assert list(numbered_checkpoints(checkpoint.parent)) == [128]
+    OnlineRunner(small_ppo, "CartPole-v1", num_steps=192, resume_from=str(checkpoint),
+                 **options).run()  # (none asked for: the checkpoint's own kept)
+    assert load_checkpoint(str(checkpoint)).frame >= 192
+
+
 def test_a_ray_runs_checkpoint_resumed_here_says_how_to_resume_it(small_ppo, tmp_path):
     """``resume_from`` a Ray run's ``controller_checkpoint.pt``: one line (was: an
     ``AttributeError`` on its ``preset``)."""

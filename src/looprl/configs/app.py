@@ -48,7 +48,7 @@ from looprl.configs.sources import (
     user_groups,
 )
 from looprl.core.suggest import is_bad_input, one_line
-from looprl.experiments.run_files import json_text
+from looprl.experiments.run_files import json_text, restorer
 from looprl.presets.catalog import default_threads
 
 __all__ = ["check_run_dir", "execute", "help_text", "main"]
@@ -386,6 +386,8 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(help_text(argv))
         raise SystemExit(0)
     check_run_dir(argv)
+    resumed = [a for a in argv if a.startswith("hydra.run.dir=")] if "resume=true" in argv else []
+    restore = restorer(Path(_path_value(resumed[-1])), ".hydra") if resumed else None
     claimed = claim_run_dir(argv)
     if claimed is not None:
         argv = [*argv, f"{_run_dir_key(argv)}={claimed}"]
@@ -433,6 +435,8 @@ def main(argv: list[str]) -> int:
         root.handlers[:], root.level = handlers, level
         if claimed is not None and claimed.is_dir() and not any(claimed.iterdir()):
             _remove_if_empty(claimed)  # (Hydra stopped before the run began)
+    if failures and restore is not None:  # (a refused resume: the run's config as it was)
+        restore()
     if len(failures) > 1:
         raise ValueError(f"{len(failures)} jobs failed; the first, {one_line(failures[0])}")
     if failures:

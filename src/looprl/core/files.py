@@ -28,13 +28,26 @@ def write_atomically(path: str | Path, write: Callable[[Path], Any]) -> None:
     """``write(temporary)``, a file beside ``path``, then renamed over it: ``save_atomically``
     for any writer."""
     path = Path(path)
-    temporary = path.with_name(path.name + ".tmp")
+    temporary = _temporary(path)
     try:
         write(temporary)
         os.replace(temporary, path)  # (fails where path is a directory: no temporary left)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
+
+
+def _temporary(path: Path) -> Path:
+    """The file ``write_atomically`` writes before it renames it over ``path``."""
+    return path.with_name(path.name + ".tmp")
+
+
+def _never_written(path: Path, what: str, remedy: str) -> str:
+    """The line of a ``path`` whose first write was interrupted: the process was killed before
+    ``write_atomically`` renamed its temporary (left alone) over ``path``."""
+    return (f"{path} was never written: the write of this first {what} was interrupted (the "
+            f"process was killed while it wrote {_temporary(path).name}, left incomplete "
+            f"beside it); {remedy}")
 
 
 #: the classes files saved by an older looprl name where they were -> the module they are in now
@@ -59,7 +72,8 @@ def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None
     should hold (``"looprl preset"``) and the ``remedy`` are for one-line errors."""
     path = Path(path)
     if data is None and not path.is_file():
-        raise FileNotFoundError(f"No {what} at {path} ({remedy})")
+        raise FileNotFoundError(_never_written(path, what, remedy) if _temporary(path).is_file()
+                                else f"No {what} at {path} ({remedy})")
     try:
         return torch.load(path if data is None else io.BytesIO(data), weights_only=False,
                           map_location=map_location, pickle_module=_PICKLE)
@@ -128,11 +142,14 @@ def check_writable(path: str | Path, option: str) -> None:
 
 
 def find_one(run_dir: str | Path, name: str, missing: str, several: str) -> Path:
-    """The one file ``name`` under ``run_dir``: ``FileNotFoundError`` (``missing``) if none,
-    ``ValueError`` (``several``) if several."""
+    """The one checkpoint file ``name`` under ``run_dir``: ``FileNotFoundError`` (``missing``;
+    the first one's write interrupted: that) if none, ``ValueError`` (``several``) if several."""
     found = sorted(Path(run_dir).glob(f"**/{name}"))
     if not found:
-        raise FileNotFoundError(missing)
+        partial = sorted(Path(run_dir).glob(f"**/{_temporary(Path(name)).name}"))
+        raise FileNotFoundError(_never_written(
+            partial[0].with_suffix(""), "checkpoint", "there is none to resume from: start the "
+            "run anew (the logs of the run so far stay in its directory)") if partial else missing)
     if len(found) > 1:
         raise ValueError(f"{len(found)} {several}: {', '.join(map(str, found))}")
     return found[0]

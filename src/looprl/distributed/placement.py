@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 import uuid
 from pathlib import Path
@@ -70,16 +71,15 @@ class WorkerPool:
         restart = {"max_restarts": rt.max_restarts, "max_task_retries": 0}
         grouped = {**restart, "max_restarts": -1} if rt.trainers > 1 else restart  # we count
         # the workers fetch the spec from the server (``run_spec``)
-        saved = None if run_dir is None else Path(run_dir, TRAINER_CHECKPOINT)
-        saved = ((checkpoint_steps, saved.read_bytes())
-                 if saved is not None and saved.is_file() else None)
+        path = Path(os.path.abspath(run_dir or "."), TRAINER_CHECKPOINT)  # (named by errors)
+        saved = (checkpoint_steps, path.read_bytes()) if run_dir and path.is_file() else None
         # the server, never restarted, runs on the driver's node: it lives as long as the
         # controller it hands the checkpoints to, whichever other node is lost
         here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(),
                                               soft=False)
         server = start("server", ParameterServer, (ray.cloudpickle.dumps(self.spec), saved),
                        scheduling_strategy=here)
-        trainers = [start(name, TrainerWorker, (rt, server, seed, rank),
+        trainers = [start(name, TrainerWorker, (rt, server, seed, rank, str(path)),
                           num_cpus=rt.cpus_per_trainer, num_gpus=rt.gpus_per_trainer, **grouped)
                     for rank, name in enumerate(self.trainers)]
         policies = [start(f"policy{i}", PolicyWorker,

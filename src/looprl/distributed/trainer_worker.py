@@ -38,9 +38,12 @@ class TrainerWorker(Worker):
     """Owns the sample buffer (a ``Learner``), trains, publishes parameters to the
     ``ParameterServer`` named ``server`` and hands it its checkpoints, whence it continues
     after a restart (it never touches the run directory, which is the driver's: on a cluster,
-    on another node). With ``runtime.trainers > 1``, ``run`` follows ``join_group``."""
+    on another node). With ``runtime.trainers > 1``, ``run`` follows ``join_group``.
+    ``checkpoint``: the path of the run's trainer checkpoint on the driver, which a damaged
+    one's error names."""
 
-    def __init__(self, runtime: RuntimeConfig, server: str, seed: int, rank: int = 0):
+    def __init__(self, runtime: RuntimeConfig, server: str, seed: int, rank: int = 0,
+                 checkpoint: str = "trainer_checkpoint.pt"):
         super().__init__(runtime.trainer_threads or runtime.torch_threads)
         spec = run_spec(server)
         sys.setswitchinterval(0.0005)  # ``put`` gets the GIL quickly beside the training loop
@@ -61,10 +64,9 @@ class TrainerWorker(Worker):
         # on the run's by ``count_frames_from`` when placed)
         saved = ray.get(self.publisher.server.trainer_checkpoint.remote()) if rank == 0 else None
         if saved is not None:
-            from looprl.distributed.run_state import TRAINER_CHECKPOINT  # (not in actors)
-            from looprl.experiments.checkpoint import load_saved
+            from looprl.experiments.checkpoint import load_saved  # (not in actors)
 
-            state = load_saved(TRAINER_CHECKPOINT, saved[1])
+            state = load_saved(checkpoint, saved[1])
             self.core.load_state_dict(state["core"])
             self.resumed_from = state["steps"]
         self.steps = self.resumed_from or 0

@@ -137,7 +137,9 @@ def numbered_checkpoints(run_dir: str | Path) -> dict[int, Path]:
 
 
 def keep_checkpoints(path: Path, frame: int, keep: int) -> Path:
-    """Also keep ``path`` as ``checkpoint_<frame>.pt``, and only the ``keep`` latest such."""
+    """Also keep ``path`` as ``checkpoint_<frame>.pt``, and only the ``keep`` latest such: a
+    hard link (a copy where there are none), the same file as ``path`` until the next save
+    replaces that (docs/coming-from-mighty.md: replace ``path``, never copy over it)."""
     numbered = path.with_name(f"checkpoint_{frame}.pt")
     temporary = numbered.with_name(numbered.name + ".tmp")
     temporary.unlink(missing_ok=True)
@@ -238,7 +240,7 @@ def load_saved(path: str | Path, data: bytes | None = None) -> Any:
         kept for kept in numbered_checkpoints(path.parent).values()
         if not (path.exists() and os.path.samefile(kept, path))]  # (a hard link: damaged too)
     remedy = (f"{others[-1].name} beside it is the run's latest other checkpoint: resume from "
-              f"it (copied over {CHECKPOINT}, for looprl run --resume)" if others else
+              f"it (in place of {CHECKPOINT}, for looprl run --resume)" if others else
               "nothing to resume from it: start the run anew (the logs of the run so far stay "
               "in its directory)")
     return load_file(path, "checkpoint", remedy, data=data)

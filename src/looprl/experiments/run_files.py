@@ -1,5 +1,6 @@
-"""The files of a run directory: claiming it, ``run.json``, appending CSV rows, and cutting
-rows and TensorBoard events back to a checkpoint's step when a run resumes."""
+"""The files of a run directory: claiming it, ``run.json``, appending CSV rows, cutting rows
+and TensorBoard events back to a checkpoint's step when a run resumes, and putting a refused
+resume's config back."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from looprl.environments.wrappers import read_normalization, save_normalization
 
 __all__ = ["CSV_HEADERS", "append_lines", "check_header", "claim_run_dir", "json_text",
            "cut_back", "json_value", "keep_events", "keep_rows", "keep_until", "removed",
-           "safe_component", "save_preset", "write_run_json", "write_tables",
+           "restorer", "safe_component", "save_preset", "write_run_json", "write_tables",
            "write_test_returns"]
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,24 @@ def removed(run_dir: str | Path) -> FileNotFoundError:
                              "it: its logs are lost; run it again (in another log "
                              f"directory: {_OPTIONS}), and remove a run directory only once "
                              "its run has ended")
+
+
+def restorer(run_dir: Path, folder: str) -> Callable[[], None]:
+    """A function that puts the files of ``run_dir``'s ``folder`` back as they are now (a
+    refused ``looprl run --resume``: its ``.hydra``, which Hydra wrote anew with the refused
+    overrides), unless a checkpoint (a ``.pt`` file) there changed since: the run went on."""
+    def saved() -> dict[Path, tuple[int, int]]:
+        return {path: ((stat := path.stat()).st_ino, stat.st_mtime_ns)
+                for path in run_dir.rglob("*.pt")}
+
+    files, checkpoints = {path: path.read_bytes() for path in (run_dir / folder).iterdir()
+                          if path.is_file()}, saved()
+
+    def restore() -> None:
+        if saved() == checkpoints:
+            for path, data in files.items():
+                path.write_bytes(data)
+    return restore
 
 
 def check_header(path: Path, remedy: str) -> None:

@@ -26,7 +26,7 @@ from looprl.core import Hyperparameter
 from looprl.core.logger import Logger
 from looprl.core.suggest import a_type, check_flag, check_seed, is_number
 from looprl.environments import Environment, MultiagentEnvironment
-from looprl.experiments.checkpoint import check_checkpointing, load_checkpoint
+from looprl.experiments.checkpoint import check_checkpointing, check_same_config, load_checkpoint
 from looprl.experiments.experiment import Experiment, seed_everything
 from looprl.experiments.logger import MemoryLogger, RecordingLogger, mean_return
 from looprl.experiments.run import fresh_components, make_experiment
@@ -72,6 +72,18 @@ def local_run(loaded: Any, path: str) -> Any:
                          "with DistributedRun(..., resume_from=RUN_DIR) (looprl run --resume "
                          "RUN_DIR)")
     return loaded
+
+
+def check_checkpointing_kept(experiment: Any, path: str, every: int | None,
+                             replay: bool) -> None:
+    """``check_same_config``'s one line (``looprl run --resume``'s) if the resume of the
+    checkpoint ``path`` asks for another ``checkpoint_every`` or ``checkpoint_replay`` than its
+    ``experiment``'s, which it keeps (``every=None``: it asks for none; ``keep_checkpoints``
+    may change, as there)."""
+    if every is not None:
+            check_same_config(path, [f"{key}: {old!r} -> {new!r}" for key, old, new in (
+            ("checkpoint_every", experiment.checkpoint_every, every),
+            ("checkpoint_replay", experiment.checkpoint_replay, replay)) if old != new])
 
 
 class Runner:
@@ -187,6 +199,7 @@ class Runner:
         if run_name is not None:
             run_info = {**self.run_info, **(run_info or {})}
         experiment = self.experiment = local_run(load_checkpoint(path, run_name, run_info), path)
+        check_checkpointing_kept(experiment, path, self.checkpoint_every, self.checkpoint_replay)
         experiment.keep_checkpoints = self.keep_checkpoints  # (a resumed run's own settings)
         experiment.quiet = self.quiet
         for logger in (experiment.logger, *getattr(experiment, "agent_loggers", {}).values()):
