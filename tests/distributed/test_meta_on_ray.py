@@ -5,6 +5,7 @@ networks) reaches the actors with the parameters of the same version."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import torch
 pytest.importorskip("ray")
 pytest.importorskip("hydra")
 
+from tests.distributed.user_components import Warns  # noqa: E402
 from tests.meta.constant_bonus import ConstantBonus, records  # noqa: E402
 
 from looprl.core import SampleBatch  # noqa: E402
@@ -46,14 +48,23 @@ def test_an_actor_loads_the_rnd_networks_published_with_the_parameters(local_ray
         assert torch.equal(mine, theirs)
 
 
-def test_a_user_component_runs_unchanged_on_ray(local_ray, tmp_path: Path):
+def test_a_user_component_runs_unchanged_on_ray(local_ray, tmp_path: Path, caplog):
+    """Its hooks run in the actor and the trainer; their warnings are logged on the driver,
+    where its console and run log are, once in the run (were: in Ray's session logs only,
+    ``log_to_driver=False``)."""
     env = GymEnvironment("CartPole-v1")
     preset = a2c.hyperparameters(n_envs=2, n_steps=5, hidden=16).env(env).device("cpu").build()
     run = DistributedRun(preset, RuntimeConfig(actors=1, envs_per_actor=2, groups=1),
                          frames=600, logdir=None, quiet=True,
-                         meta=[ConstantBonus(record=str(tmp_path))])
-    result = run.run()
+                         meta=[ConstantBonus(record=str(tmp_path)), Warns()])
+    with caplog.at_level(logging.WARNING):
+        result = run.run()
     assert result.train_steps > 0
+    lines = [record.getMessage() for record in caplog.records]
+    assert [(r.name, r.getMessage()) for r in caplog.records if "hook warns" in r.getMessage()
+            and r.name == "user.component"] == [("user.component", "the step hook warns")], lines
+    assert len([line for line in lines if "UserWarning: the update hook warns" in line]) == 1, \
+        lines
     copies = records(tmp_path)
     actor = [c for c in copies if "post_step" in c]
     trainer = [c for c in copies if "pre_update" in c]
@@ -61,6 +72,26 @@ def test_a_user_component_runs_unchanged_on_ray(local_ray, tmp_path: Path):
     assert actor[0]["pre_step"] > 0 and actor[0]["post_episode"] > 0
     assert trainer[0]["post_update"] > 0 and trainer[0]["max_batch_reward"] >= 100
     env.close()
+
+
+def test_a_step_hook_setting_the_trainers_key_stops_the_run_in_one_line(local_ray, tmp_path,
+                                                                        capsys):
+    """A step hook that writes ``hp/lr``, the trainer's, is refused in the actor as it runs
+    (what a hook writes is known only then): one line, and no warning of the failed actor's
+    state for the final checkpoint before it (was: "actor 0 did not hand over its meta
+    components' and exploration's state (its loop failed, or no answer within 120s: ...")."""
+    from looprl.cli import guarded
+    from looprl.configs.app import main
+
+    code = guarded(lambda: main([  # (as the looprl command reports it)
+        "algorithm=a2c", "meta=[tests.distributed.user_components:SetsLR]", "runtime=ray",
+        "runtime.actors=1", "frames=100000", "test_episodes=1", "logging.quiet=true",
+        f"hydra.run.dir={tmp_path}"]))
+    assert code == 2
+    console = capsys.readouterr().err
+    assert console.count("looprl: error: actor0 worker failed: ValueError: hp/lr cannot be set "
+                         "to 0.1: on Ray, hp/lr is the trainer's") == 1, console
+    assert "did not hand over" not in console, console
 
 
 def test_looprl_run_dqn_with_rnd_on_ray(local_ray, tmp_path: Path):

@@ -141,7 +141,7 @@ def test_a_kept_agent_from_ray_goes_on_in_its_run_directory_as_claimed(small_ppo
     earlier = run_replica(runner.replica_arguments(), _trained_agent, "gen000_ind000", False,
                           {})
     unpack_runs(earlier[2], str(tmp_path))
-    _, saved, files, run = run_replica(runner.replica_arguments(), _trained_agent,
+    _, saved, files, run, _ = run_replica(runner.replica_arguments(), _trained_agent,
                                        "gen000_ind000", True, {})
     KeptAgent(saved=saved, run_dir=unpack_runs(files, str(tmp_path))[run]).restore(runner)
     try:

@@ -117,6 +117,26 @@ def test_es_trials_on_ray_make_a_gymnasium_id_registered_in_the_notebook(local_r
     assert len(results["history"][0]["fitness"]) == 2
 
 
+def test_the_trials_warnings_reach_the_driver_once(local_ray, caplog) -> None:
+    """A trial's warnings are logged on the driver, once in the search (was: in Ray's session
+    logs only)."""
+    import logging
+
+    from tests.distributed.user_components import Warns
+
+    from looprl.presets.classic_control import ppo
+    from looprl.runners import ESRunner
+
+    es = ESRunner(ppo.hyperparameters(n_envs=2, n_steps=16, minibatch_size=32, hidden=8),
+                  "CartPole-v1", search_targets={"lr": (1e-4, 1e-2, "log")}, iterations=1,
+                  popsize=2, num_steps_per_iteration=64, eval_episodes=1, meta=[Warns()],
+                  quiet=True, trials=RayTrials(parallel=2))
+    with caplog.at_level(logging.WARNING):
+        es.run()
+    warned = [(r.name, r.getMessage()) for r in caplog.records if "hook warns" in r.getMessage()]
+    assert warned.count(("user.component", "the step hook warns")) == 1, warned
+
+
 def test_the_runtime_options_reach_the_trials() -> None:
     from hydra import compose, initialize
 

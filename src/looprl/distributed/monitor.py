@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from looprl.core import Hyperparameter
+from looprl.distributed.cluster import log_worker_warnings
 from looprl.distributed.config import AlgorithmSpec
 from looprl.distributed.run_state import DistributedResult, SampleCounts
 from looprl.distributed.throughput import THROUGHPUT_HEADER, Throughput
@@ -53,7 +54,10 @@ class RunMonitor:
         self.cuts: tuple[int, str, int | None] = (0, "", None)  # (``log_cuts``' arguments)
 
     def record(self, stats: dict[str, dict[str, Any]], seconds: float) -> None:
-        """Log one poll's ``stats`` by worker name, ``seconds`` after the last."""
+        """Log one poll's ``stats`` by worker name, ``seconds`` after the last (and the
+        workers' warnings, each once)."""
+        for s in stats.values():
+            log_worker_warnings(s.get("warnings", ()))
         trainer = self._trainer_stats(stats)
         actors = {name: s for name, s in stats.items() if name.startswith("actor")}
         self._record_episodes(actors)

@@ -194,9 +194,10 @@ class WorkerPool:
 
     def actors_meta_state(self) -> dict[int, Any]:
         """Each training actor's ``components_state()``; for one that does not answer within
-        ``answer_timeout(runtime)`` (or whose loop failed), its latest (a warning)."""
+        ``answer_timeout(runtime)`` (or whose loop failed), its latest (a warning, but for a
+        loop no longer in ``runs``: the run's error names it)."""
         actors = {int(n.removeprefix("actor")): worker for n, worker in self.workers.items()
-                  if n.startswith("actor")}
+                  if n.startswith("actor") and n in self.runs}
         timeout = answer_timeout(self.runtime)  # (the actors' wait: half, to answer within it)
         states = _answers({i: actor.components_state.remote(timeout / 2)
                            for i, actor in actors.items()}, timeout)

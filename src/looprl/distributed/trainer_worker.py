@@ -173,8 +173,8 @@ class TrainerWorker(Worker):
 
     def stats(self) -> dict[str, Any]:
         """Since the last call: sample lags, ``log/*`` values, env steps trained on, seconds
-        waiting for samples and the ``LossRecorder`` rows; and the step count and current
-        ``hp/*`` values."""
+        waiting for samples, the ``LossRecorder`` rows and warnings; and the step count and
+        current ``hp/*`` values."""
         logged = [row for recorder in self._logged for row in recorder.take()]
         with self._lock:
             lags, self._lags = self._lags, []
@@ -183,7 +183,7 @@ class TrainerWorker(Worker):
             return {"steps": self.steps, "version": self.core.policy.version,
                     "lags": lags, "received": self.core.received, "dropped": self.core.dropped,
                     "meta": meta, "hp": hyperparameter_values(self.core), "rows": rows,
-                    "wait_seconds": waited, "logged": logged}
+                    "wait_seconds": waited, "logged": logged, "warnings": self.warned.take()}
 
     def run(self) -> None:
         """Train whenever the buffer is ready, until ``stop``."""

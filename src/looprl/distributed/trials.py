@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from looprl.core.suggest import is_whole
-from looprl.distributed.cluster import import_ray, start_ray
+from looprl.distributed.cluster import (
+    WorkerWarnings,
+    import_ray,
+    log_worker_warnings,
+    start_ray,
+)
 from looprl.distributed.config import RuntimeConfig, starts_local
 from looprl.environments.gym import gym_registrations, install_gym_registrations
 from looprl.experiments.episodes import run_scope
@@ -82,7 +87,8 @@ class RayTrials:
                     pending[remote.remote(arguments, trial, task, keep, registry)] = index
                 done, _ = ray.wait(list(pending), num_returns=1)
                 index = pending.pop(done[0])
-                result, saved, files, run = _result(ray, done[0])
+                result, saved, files, run, warned = _result(ray, done[0])
+                log_worker_warnings(warned)
                 # its files, here, where a sequential run writes (then let go of: not held
                 # until the last trial ends); its agent goes on in its run directory as claimed
                 claimed = {} if files is None else unpack_runs(files, runner.logdir)
@@ -103,19 +109,21 @@ class RayTrials:
 
 @run_scope(keep=False, fresh=False)  # (its warnings: the search's, once in this process)
 def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool,
-                registry: dict[str, Any]) -> tuple[Any, bytes | None, bytes | None, str | None]:
+                registry: dict[str, Any]
+                ) -> tuple[Any, bytes | None, bytes | None, str | None, list[tuple[str, str]]]:
     """In a Ray worker: ``trial``'s result on a fresh runner, with ``keep`` its agent's
     checkpoint (without its replay buffer), the files it wrote (a tar of its ``logdir``, a
-    temporary directory here; ``None``: no ``logdir``) and, with ``keep``, its agent's run
-    directory relative to the ``logdir``, where the checkpoint loads (``KeptAgent.restore``);
-    ``registry``: the driver's ``gym_registrations``, registered here where missing."""
+    temporary directory here; ``None``: no ``logdir``), with ``keep`` its agent's run
+    directory relative to the ``logdir``, where the checkpoint loads (``KeptAgent.restore``),
+    and the warnings it logged (``WorkerWarnings``); ``registry``: the driver's
+    ``gym_registrations``, registered here where missing."""
     import torch
 
     from looprl.experiments.checkpoint import save_checkpoint
     from looprl.runners.base import Runner
     torch.set_num_threads(1)
     install_gym_registrations(registry)
-    with tempfile.TemporaryDirectory() as directory:
+    with WorkerWarnings() as warned, tempfile.TemporaryDirectory() as directory:
         logged = arguments["logdir"] is not None
         runner = Runner(**{**arguments, "logdir": directory if logged else None})
         try:
@@ -135,7 +143,7 @@ def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool,
             with tarfile.open(fileobj=files, mode="w") as tar:
                 for name in os.listdir(directory):  # (not ".": the logdir keeps its mode)
                     tar.add(Path(directory) / name, arcname=name)
-        return result, saved, files.getvalue() if logged else None, run
+        return result, saved, files.getvalue() if logged else None, run, warned.take()
 
 
 def unpack_runs(archive: bytes, logdir: str) -> dict[str, str]:

@@ -24,7 +24,7 @@ from looprl.collector import EnvRunner
 from looprl.collector.recovery import EnvRestarts, env_call
 from looprl.collector.runner import check_result, restart_episodes
 from looprl.core.namedarray import concat
-from looprl.distributed.cluster import answer_timeout, no_answer
+from looprl.distributed.cluster import WorkerWarnings, answer_timeout, no_answer
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.normalization import normalize_as_training
 from looprl.distributed.pipeline import load_parameters, load_shared_state, meta_states
@@ -47,10 +47,11 @@ MAX_WAIT = 0.002
 
 
 class Worker:
-    """What every worker has: ``ready``, ``stop`` (ends the loop, ``run``) and its exploration
-    ``schedules`` (those of the policy it acts with: ``acting_schedules``)."""
+    """What every worker has: ``ready``, ``stop`` (ends the loop, ``run``), its exploration
+    ``schedules`` (``acting_schedules``) and ``warned`` (``WorkerWarnings``: in ``stats()``)."""
 
     def __init__(self, torch_threads: int) -> None:
+        self.warned = WorkerWarnings().start()
         torch.set_num_threads(torch_threads)
         self._stop = threading.Event()
         self.schedules: list[Any] = []
@@ -223,7 +224,7 @@ class ActorWorker(Worker):
         stats["env_call"] = env_call(self.runner)
         stats["finished"] = self._finished
         stats["hp"] = acting_values(self.local.policy) if self.local is not None else {}
-        stats["schedules"] = self.schedule_steps()
+        stats["schedules"], stats["warnings"] = self.schedule_steps(), self.warned.take()
         return stats
 
     def components_state(self, timeout: float) -> list[tuple[str, Any]] | None:
@@ -404,11 +405,11 @@ class PolicyWorker(Worker):
         self._batches: list[int] = []
 
     def stats(self) -> dict[str, Any]:
-        """Rows per batched rollout since the last call, the policy version, the pid and the
-        exploration schedules' steps."""
+        """Rows per batched rollout and warnings since the last call, the policy version, the
+        pid and the exploration schedules' steps."""
         batches, self._batches = self._batches, []
         return {"batch_rows": batches, "version": self.copy.policy.version, "id": os.getpid(),
-                "schedules": self.schedule_steps()}
+                "schedules": self.schedule_steps(), "warnings": self.warned.take()}
 
     async def rollout(self, request: Any) -> tuple[Any, int]:
         """The policy's answer to ``request`` and the version that gave it."""

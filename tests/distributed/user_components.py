@@ -1,0 +1,37 @@
+"""Users' meta components for the Ray tests: their copies run in the workers, which import
+them from here."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from typing import Any
+
+from looprl.meta import MetaComponent
+
+
+class Warns(MetaComponent):
+    """Warns at every step, through a logger, and at every update, through Python's
+    ``warnings``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.post_step_methods.append(self.warn_step)
+        self.post_update_methods.append(self.warn_update)
+
+    def warn_step(self, metrics: dict[str, Any]) -> None:
+        logging.getLogger("user.component").warning("the step hook warns")
+
+    def warn_update(self, metrics: dict[str, Any]) -> None:
+        warnings.warn("the update hook warns", stacklevel=1)
+
+
+class SetsLR(MetaComponent):
+    """Sets ``hp/lr``, the trainer's, in a step hook (which a Ray actor runs)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.post_step_methods.append(self.set_lr)
+
+    def set_lr(self, metrics: dict[str, Any]) -> None:
+        metrics["hp/lr"] = 0.1
