@@ -51,7 +51,6 @@ def test_the_driver_waits_answer_timeout_in_all_for_silent_workers(monkeypatch, 
     pool = placement.WorkerPool(None, RuntimeConfig(actors=2), DistributedResult(),
                                 SampleCounts())
     pool.workers = {name: _Silent(asked) for name in ("actor0", "actor1", "trainer")}
-    pool.runs = dict.fromkeys(pool.workers)  # (their loops run)
     assert pool.stats() == {}
     with caplog.at_level("WARNING", "looprl.distributed"):
         assert pool.actors_meta_state() == {}

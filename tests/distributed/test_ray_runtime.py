@@ -603,17 +603,23 @@ class NaNLossTrainer(PPOTrainer):
         return result
 
 
-def test_a_diverging_run_stops_with_the_local_one_line(local_ray, tmp_path):
+def test_a_diverging_run_stops_with_the_local_one_line(local_ray, tmp_path, caplog,
+                                                      monkeypatch):
     """Was: ``RuntimeError: trainer worker failed: FloatingPointError: ...`` without the run or
     its logs, which the runners (that count a ``FloatingPointError`` as a failed trial) let
-    end a whole search."""
+    end a whole search. Its actors stop at once (the failed trainer is stopped too: its
+    ``put`` held an actor's segments, which waited until the run's waits ran out)."""
+    from looprl.distributed import placement
+
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import tests
+    monkeypatch.setattr(placement, "answer_timeout", lambda runtime: 20.0)
     spec = ppo_spec()
     spec.trainer = NaNLossTrainer
     run = DistributedRun(spec, runtime(actors=1, groups=1), frames=10**6, logdir=str(tmp_path),
                          quiet=True, name="nanppo")
-    with pytest.raises(FloatingPointError) as raised:
+    with pytest.raises(FloatingPointError) as raised, caplog.at_level(logging.WARNING):
         run.run()
+    assert "did not stop" not in caplog.text, caplog.text
     message = str(raised.value)
     assert message.startswith("nanppo: Training diverged at frame ")
     assert "returned non-finite ['loss']" in message and len(message.splitlines()) == 1

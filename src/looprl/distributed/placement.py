@@ -31,6 +31,7 @@ class WorkerPool:
         self.statistics = statistics
         self.workers: dict[str, Any] = {}
         self.runs: dict[str, Any] = {}
+        self.failed: set[str] = set()  # the workers whose loop raised
         self.pids: dict[str, int] = {}
         self.meta_state: dict[int, Any] = {}  # each actor's latest (``actors_meta_state``)
         #: each actor's and policy worker's exploration schedules' steps, the furthest polled
@@ -177,7 +178,11 @@ class WorkerPool:
         for name in self.runs:
             self.workers[name].stop.remote()
         timeout = answer_timeout(self.runtime)
-        ray.wait(list(self.runs.values()), num_returns=len(self.runs), timeout=timeout)
+        _, running = ray.wait(list(self.runs.values()), num_returns=len(self.runs),
+                              timeout=timeout)
+        if running:  # (their last rows and statistics are lost: they are killed)
+            logger.warning("%s did not stop (%s)", ", ".join(
+                n for n, ref in self.runs.items() if ref in running), no_answer(timeout))
         try:
             answers = ray.get([self.workers[n].digest.remote() for n in self.trainers],
                               timeout=timeout)
@@ -195,9 +200,9 @@ class WorkerPool:
     def actors_meta_state(self) -> dict[int, Any]:
         """Each training actor's ``components_state()``; for one that does not answer within
         ``answer_timeout(runtime)`` (or whose loop failed), its latest (a warning, but for a
-        loop no longer in ``runs``: the run's error names it)."""
+        loop ``failed``: the run's error names it)."""
         actors = {int(n.removeprefix("actor")): worker for n, worker in self.workers.items()
-                  if n.startswith("actor") and n in self.runs}
+                  if n.startswith("actor") and n not in self.failed}
         timeout = answer_timeout(self.runtime)  # (the actors' wait: half, to answer within it)
         states = _answers({i: actor.components_state.remote(timeout / 2)
                            for i, actor in actors.items()}, timeout)

@@ -89,7 +89,7 @@ class Supervisor:
             if grouped and isinstance(cause, TrainerGroupError):
                 broken.append((name, cause))
                 return
-            del self.pool.runs[name]  # (ended: not stopped, nor asked for its state, again)
+            self.pool.failed.add(name)  # (not asked for its state again: the error names it)
             raised = error.cause if isinstance(error.cause, Exception) else cause  # (its own)
             if isinstance(raised, FloatingPointError):  # (a diverged loss: as a local run's)
                 raise FloatingPointError(error_line(raised)) from None
