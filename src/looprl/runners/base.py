@@ -81,7 +81,7 @@ def check_checkpointing_kept(experiment: Any, path: str, every: int | None,
     ``experiment``'s, which it keeps (``every=None``: it asks for none; ``keep_checkpoints``
     may change, as there)."""
     if every is not None:
-            check_same_config(path, [f"{key}: {old!r} -> {new!r}" for key, old, new in (
+        check_same_config(path, [f"{key}: {old!r} -> {new!r}" for key, old, new in (
             ("checkpoint_every", experiment.checkpoint_every, every),
             ("checkpoint_replay", experiment.checkpoint_replay, replay)) if old != new])
 
