@@ -451,8 +451,9 @@ def test_resuming_a_finished_run_is_the_clis_one_line(tmp_path, monkeypatch) -> 
     resumed = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=1_000,
                              logdir=str(tmp_path), quiet=True, resume_from=str(tmp_path))
     monkeypatch.setattr(controller, "start_ray", lambda runtime: pytest.fail("Ray started"))
-    with pytest.raises(ValueError, match=rf"^{tmp_path} is a finished run \(1004 frames\): "
-                                         r"nothing to resume; give a larger budget"):
+    with pytest.raises(ValueError, match=rf"^{tmp_path}'s checkpoint is at frame 1004, past "
+                                         r"the 1000 frames asked for: nothing to resume; give "
+                                         r"a larger budget"):
         resumed.run()
 
 

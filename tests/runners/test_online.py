@@ -295,8 +295,9 @@ def test_a_resume_past_the_planned_budget_says_its_schedules_stay_at_their_end(
             caplog.text and "start a new run with frames=192" in caplog.text), caplog.text
     # a budget below the checkpoint's frame (as if frames were more to train): one line, as on
     # Ray (was: trained nothing, evaluated, and reported the 128 frames as a run of 64)
-    with pytest.raises(ValueError, match=r"^\S+ is a finished run \(128 frames\): nothing to "
-                       r"resume; give a larger budget \(frames=N\) to train it on"):
+    with pytest.raises(ValueError, match=r"^\S+'s checkpoint is at frame 128, past the 64 "
+                       r"frames asked for: nothing to resume; give a larger budget \(frames=N\) "
+                       r"to train it on"):
         OnlineRunner(small_ppo, "CartPole-v1", num_steps=64, resume_from=checkpoint,
                      **options).run()
 

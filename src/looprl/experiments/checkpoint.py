@@ -209,17 +209,19 @@ def check_run_files(run_dir: Path) -> None:
 
 def check_unfinished(run_dir: str | Path, frames: Any, done: Any = None) -> None:
     """A one-line ``ValueError`` if ``run_dir`` holds a run that finished a budget of
-    ``frames`` or more (``done`` frames, else its ``results.json``'s ``looprl run`` wrote):
-    resumed, it would only be evaluated again."""
+    ``frames`` or more (its ``results.json``'s, which ``looprl run`` wrote), or whose
+    checkpoint is at ``done`` frames or more: resumed, it would only be evaluated again."""
+    what = f"'s checkpoint is at frame {done}, past the {frames} frames asked for"
     try:
         if done is None:
             done = json.loads((Path(run_dir) / "results.json").read_text())["train"]["step"]
+            what = f" is a finished run ({done} frames)"
         finished = float(done) >= float(frames)
     except (OSError, ValueError, KeyError, TypeError):  # (none, or unreadable: not finished)
         return
     if finished:
-        raise ValueError(f"{run_dir} is a finished run ({done} frames): nothing to resume; give "
-                         "a larger budget (frames=N) to train it on, or start a new run")
+        raise ValueError(f"{run_dir}{what}: nothing to resume; give a larger budget (frames=N) "
+                         "to train it on, or start a new run")
 
 
 def check_same_config(run: str | Path, differences: Sequence[str]) -> None:
