@@ -76,4 +76,10 @@ def test_a_key_is_said_once_per_run_and_a_run_goes_on_with_what_it_said(caplog) 
                 warn_once(log, "trained to %d", frames, key="past")
         with warnings_per_run():
             warn_once(log, "trained to %d", 300, key="past")
-    assert caplog.messages == ["trained to 100", "trained to 300"]
+        inner: set[str] = set()
+        with warnings_per_run():  # (a runner's run: another trial's line is not this one's)
+            warn_once(log, "another trial's")
+            with warnings_per_run(said=inner):
+                warn_once(log, "its own")
+        assert inner == {"its own"}
+    assert caplog.messages == ["trained to 100", "trained to 300", "another trial's", "its own"]

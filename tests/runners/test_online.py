@@ -302,14 +302,21 @@ def test_a_resume_past_the_planned_budget_says_its_schedules_stay_at_their_end(
                      **options).run()
 
 
-def test_a_resume_with_other_checkpoint_settings_is_one_line(small_ppo, tmp_path):
+def test_a_resume_with_other_checkpoint_settings_is_one_line(small_ppo, tmp_path,
+                                                            monkeypatch):
     """As ``looprl run --resume``'s (was: the checkpoint's ``checkpoint_every`` and
-    ``checkpoint_replay`` kept silently); ``keep_checkpoints`` may change, as there."""
+    ``checkpoint_replay`` kept silently); ``keep_checkpoints`` may change, as there. A refused
+    resume closes the experiment it loaded (its log files), as one below the checkpoint's
+    frame does."""
     from looprl.experiments.checkpoint import load_checkpoint, numbered_checkpoints
 
+    closed, close = [], OnlineRunner.close_experiment
+    monkeypatch.setattr(OnlineRunner, "close_experiment",
+                        lambda self, experiment: closed.append(experiment.frame) or close(
+                            self, experiment))
     options = {"seed": 0, "eval_episodes": 0, "quiet": True, "logdir": str(tmp_path)}
     OnlineRunner(small_ppo, "CartPole-v1", num_steps=64, checkpoint_every=64, **options).run()
-    checkpoint = next(tmp_path.rglob("checkpoint.pt"))
+    checkpoint, closed[:] = next(tmp_path.rglob("checkpoint.pt")), []
     for changed, said in (({"checkpoint_every": 32}, "checkpoint_every: 64 -> 32"),
                           ({"checkpoint_every": 64, "checkpoint_replay": False},
                            "checkpoint_replay: True -> False")):
@@ -318,6 +325,10 @@ def test_a_resume_with_other_checkpoint_settings_is_one_line(small_ppo, tmp_path
                            r"new run$"):
             OnlineRunner(small_ppo, "CartPole-v1", num_steps=128, resume_from=str(checkpoint),
                          **options, **changed).run()
+    with pytest.raises(ValueError, match="past the 32 frames asked for"):
+        OnlineRunner(small_ppo, "CartPole-v1", num_steps=32, resume_from=str(checkpoint),
+                     **options).run()
+    assert len(closed) == 3  # (each refused resume's)
     OnlineRunner(small_ppo, "CartPole-v1", num_steps=128, resume_from=str(checkpoint),
                  checkpoint_every=64, keep_checkpoints=1, **options).run()
     assert list(numbered_checkpoints(checkpoint.parent)) == [128]

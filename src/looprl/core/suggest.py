@@ -41,13 +41,14 @@ def warnings_per_run(fresh: bool = True, said: set[str] | None = None) -> Iterat
     if fresh and not _RUNS[0]:
         WARNED.clear()
         WARNED.update(said or ())
+    before = set(WARNED)
     _RUNS[0] += 1
     try:
         yield
     finally:
         _RUNS[0] -= 1
-        if said is not None:
-            said.update(WARNED)
+        if said is not None:  # (its own: not those of the run it is part of)
+            said.update(WARNED - before)
 
 
 def warn_once(log: logging.Logger, message: str, *args: Any, key: str | None = None) -> None:

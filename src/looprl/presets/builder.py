@@ -32,7 +32,7 @@ from looprl.presets.constructors import given_constructors
 log = logging.getLogger(__name__)
 
 
-def check_type(key: str, value: Any, default: Any, owner: str = "") -> Any:
+def check_type(key: str, value: Any, default: Any, owner: str) -> Any:
     """``value``, of the kind of the default (int, float, bool, str; a whole float for an int,
     as ALL writes ``replay_buffer_size=1e6``, as an int), else ``TypeError`` (a number of
     another kind, ``32.5`` for an int: ``check_ranges``' ``ValueError`` naming the range of

@@ -16,7 +16,7 @@ import copy
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -74,16 +74,18 @@ def local_run(loaded: Any, path: str) -> Any:
     return loaded
 
 
-def check_checkpointing_kept(experiment: Any, path: str, every: int | None,
-                             replay: bool) -> None:
-    """``check_same_config``'s one line (``looprl run --resume``'s) if the resume of the
-    checkpoint ``path`` asks for another ``checkpoint_every`` or ``checkpoint_replay`` than its
-    ``experiment``'s, which it keeps (``every=None``: it asks for none; ``keep_checkpoints``
-    may change, as there)."""
-    if every is not None:
-        check_same_config(path, [f"{key}: {old!r} -> {new!r}" for key, old, new in (
-            ("checkpoint_every", experiment.checkpoint_every, every),
-            ("checkpoint_replay", experiment.checkpoint_replay, replay)) if old != new])
+def check_checkpointing_kept(experiment: Any, path: str, every: int | None, replay: bool,
+                             close: Callable[[Any], None]) -> None:
+    """``check_same_config``'s one line (``looprl run --resume``'s), the ``experiment``
+    closed first, if the resume of the checkpoint ``path`` asks for another
+    ``checkpoint_every`` or ``checkpoint_replay`` than its own, which it keeps (``every=None``:
+    it asks for none; ``keep_checkpoints`` may change, as there)."""
+    differences = [] if every is None else [f"{key}: {old!r} -> {new!r}" for key, old, new in (
+        ("checkpoint_every", experiment.checkpoint_every, every),
+        ("checkpoint_replay", experiment.checkpoint_replay, replay)) if old != new]
+    if differences:
+        close(experiment)
+        check_same_config(path, differences)
 
 
 class Runner:
@@ -198,8 +200,10 @@ class Runner:
         self.close()
         if run_name is not None:
             run_info = {**self.run_info, **(run_info or {})}
-        experiment = self.experiment = local_run(load_checkpoint(path, run_name, run_info), path)
-        check_checkpointing_kept(experiment, path, self.checkpoint_every, self.checkpoint_replay)
+        experiment = local_run(load_checkpoint(path, run_name, run_info), path)
+        check_checkpointing_kept(experiment, path, self.checkpoint_every, self.checkpoint_replay,
+                                 self.close_experiment)
+        self.experiment = experiment
         experiment.keep_checkpoints = self.keep_checkpoints  # (a resumed run's own settings)
         experiment.quiet = self.quiet
         for logger in (experiment.logger, *getattr(experiment, "agent_loggers", {}).values()):

@@ -59,8 +59,9 @@ class OnlineRunner(Runner):
         if self.resume_from is not None:
             self.resume(self.resume_from)
             if self.experiment.frame > self.num_steps:  # (as a Ray run's resume: one line)
-                check_unfinished(self.experiment.logger.log_dir, self.num_steps,
-                                 self.experiment.frame)
+                log_dir, frame = self.experiment.logger.log_dir, self.experiment.frame
+                self.close()
+                check_unfinished(log_dir, self.num_steps, frame)
             warn_budget_extended(self.num_steps, self.experiment.train_steps)
             self.evaluations = self._read_evaluations(self.experiment.frame)
             returns = list(getattr(self.experiment.logger, "returns", []))  # before the resume
