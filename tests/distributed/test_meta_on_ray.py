@@ -74,6 +74,31 @@ def test_a_user_component_runs_unchanged_on_ray(local_ray, tmp_path: Path, caplo
     env.close()
 
 
+def test_the_warnings_a_worker_logs_after_the_last_poll_reach_the_driver(caplog) -> None:
+    """What a worker warns between the driver's last poll and the run's end (as it stops) is
+    logged on the driver, once (was: lost); a stand-in pool, no Ray run."""
+    from types import SimpleNamespace
+
+    from looprl.distributed.controller import DistributedRun as Run
+    from looprl.distributed.monitor import RunMonitor
+    from looprl.distributed.run_state import DistributedResult, SampleCounts
+
+    class StoppedPool:  # (its loops stopped; its trainer warned as it stopped)
+        def stop(self) -> bool:
+            return True
+
+        def stats(self) -> dict:
+            return {"trainer0": {"warnings": [("user.component", "warned as it stopped")]}}
+
+    result = DistributedResult()
+    run = SimpleNamespace(_pool=StoppedPool(), result=result,
+                          _monitor=RunMonitor(result, SampleCounts(), None, ["trainer0"]))
+    with caplog.at_level(logging.WARNING):
+        Run._finish(run)
+    assert [(r.name, r.getMessage()) for r in caplog.records] == [
+        ("user.component", "warned as it stopped")]
+
+
 def test_a_step_hook_setting_the_trainers_key_stops_the_run_in_one_line(local_ray, tmp_path,
                                                                         capsys):
     """A step hook that writes ``hp/lr``, the trainer's, is refused in the actor as it runs

@@ -137,6 +137,41 @@ def test_the_trials_warnings_reach_the_driver_once(local_ray, caplog) -> None:
     assert warned.count(("user.component", "the step hook warns")) == 1, warned
 
 
+def test_a_failed_trials_warnings_reach_the_driver_with_its_error(caplog) -> None:
+    """A trial that raises hands its warnings over with its error, which ``RayTrials.map``
+    raises once they are logged on the driver (were: lost with ``run_replica``'s answer); in
+    this process, with a stand-in for Ray."""
+    import logging
+    from types import SimpleNamespace
+
+    from looprl.distributed.trials import _result, run_replica
+    from looprl.presets.classic_control import ppo
+    from looprl.runners import ESRunner
+
+    es = ESRunner(ppo.hyperparameters(n_envs=2, n_steps=16, hidden=8), "CartPole-v1",
+                  search_targets={"lr": (1e-4, 1e-2, "log")}, iterations=1, quiet=True)
+
+    def trial(runner, task):
+        logging.getLogger("user.trial").warning("warned before it failed")
+        raise ValueError("the trial failed")
+
+    with pytest.raises(ValueError) as raised:
+        run_replica(es.replica_arguments(), trial, None, False, {})
+
+    class TaskError(Exception):  # (Ray's ``RayTaskError``: the trial's error as its cause)
+        cause = raised.value
+
+    def get(ref):
+        raise TaskError
+
+    caplog.clear()
+    with caplog.at_level(logging.WARNING), pytest.raises(ValueError, match="the trial failed"):
+        _result(SimpleNamespace(get=get, exceptions=SimpleNamespace(RayTaskError=TaskError)),
+                None)
+    assert [(r.name, r.getMessage()) for r in caplog.records] == [
+        ("user.trial", "warned before it failed")]
+
+
 def test_the_runtime_options_reach_the_trials() -> None:
     from hydra import compose, initialize
 

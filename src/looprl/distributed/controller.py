@@ -313,21 +313,24 @@ class DistributedRun:
                 ray.shutdown()
 
     def _finish(self) -> None:
-        """Stop the loops, save ``policy.pt`` (and ``normalization.pt``) and a last checkpoint."""
+        """Stop the loops, save ``policy.pt`` (and ``normalization.pt``) and a last checkpoint;
+        log the workers' warnings since the last poll (as they stopped, say; not asked of
+        workers that did not stop: they may not answer)."""
         import ray
-        self._pool.stop()
-        if self.result.log_dir is None:
-            return
+        stopped = self._pool.stop()
         try:
-            torch.save(self._pool.ask_trainer("policy_checkpoint"),
-                       Path(self.result.log_dir) / "policy.pt")
-            statistics = self._pool.normalization()  # (asked once: the checkpoint's too)
-            save_normalization(statistics, self.result.log_dir)
-            if self.runtime.checkpoint_every:
-                self._pool.ask_trainer("checkpoint")
-                self._checkpoint.save(final=True, statistics=statistics)
+            if self.result.log_dir is not None:
+                torch.save(self._pool.ask_trainer("policy_checkpoint"),
+                           Path(self.result.log_dir) / "policy.pt")
+                statistics = self._pool.normalization()  # (asked once: the checkpoint's too)
+                save_normalization(statistics, self.result.log_dir)
+                if self.runtime.checkpoint_every:
+                    self._pool.ask_trainer("checkpoint")
+                    self._checkpoint.save(final=True, statistics=statistics)
         except (ray.exceptions.RayError, OSError) as error:
             logger.warning("could not save the final policy: %s", error_line(error))
+        if stopped:
+            self._monitor.record_warnings(self._pool.stats())
 
 
 def _check_spec(spec: AlgorithmSpec, max_lag: int | None = None) -> list[str]:

@@ -56,8 +56,7 @@ class RunMonitor:
     def record(self, stats: dict[str, dict[str, Any]], seconds: float) -> None:
         """Log one poll's ``stats`` by worker name, ``seconds`` after the last (and the
         workers' warnings, each once)."""
-        for s in stats.values():
-            log_worker_warnings(s.get("warnings", ()))
+        self.record_warnings(stats)
         trainer = self._trainer_stats(stats)
         actors = {name: s for name, s in stats.items() if name.startswith("actor")}
         self._record_episodes(actors)
@@ -77,6 +76,11 @@ class RunMonitor:
         last = self.frames is not None and self.result.frames >= self.frames
         self.throughput.record(stats, {name: stats[name] for name in self.trainers
                                        if name in stats}, seconds, len(self.result.restarts), last)
+
+    def record_warnings(self, stats: dict[str, dict[str, Any]]) -> None:
+        """Log the workers' warnings of a poll's ``stats`` here, each line once in the run."""
+        for s in stats.values():
+            log_worker_warnings(s.get("warnings", ()))
 
     def status(self) -> list[str]:
         """The lines under the progress bar."""

@@ -170,10 +170,10 @@ class WorkerPool:
                                         ] if known else steps
         return stats
 
-    def stop(self) -> None:
+    def stop(self) -> bool:
         """Stop the loops (waiting up to ``answer_timeout(runtime)``); record each trainer's
         steps (trainer 0's, a step past the last poll, as the run's) and whether they ended with
-        the same parameters."""
+        the same parameters; whether every loop stopped and every trainer answered."""
         import ray
         for name in self.runs:
             self.workers[name].stop.remote()
@@ -189,13 +189,14 @@ class WorkerPool:
         except ray.exceptions.RayError as error:
             logger.warning("could not compare the trainers: %s%s", error_line(error),
                            _raise_placement_timeout(error, timeout))
-            return
+            return False
         self.result.trainer_steps = [answer["steps"] for answer in answers]
         self.result.train_steps = self.result.trainer_steps[0]
         self.result.trainers_in_sync = len({answer["digest"] for answer in answers}) == 1
         if not self.result.trainers_in_sync:
             logger.warning("the trainers ended with different parameters (steps %s)",
                            self.result.trainer_steps)
+        return not running
 
     def actors_meta_state(self) -> dict[int, Any]:
         """Each training actor's ``components_state()``; for one that does not answer within

@@ -115,7 +115,8 @@ def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool,
     checkpoint (without its replay buffer), the files it wrote (a tar of its ``logdir``, a
     temporary directory here; ``None``: no ``logdir``), with ``keep`` its agent's run
     directory relative to the ``logdir``, where the checkpoint loads (``KeptAgent.restore``),
-    and the warnings it logged (``WorkerWarnings``); ``registry``: the driver's
+    and the warnings it logged (``WorkerWarnings``; its error carries them as
+    ``worker_warnings``); ``registry``: the driver's
     ``gym_registrations``, registered here where missing."""
     import torch
 
@@ -136,6 +137,9 @@ def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool,
                 saved = save_checkpoint(runner.experiment, path, replay=False).read_bytes()
                 path.unlink()
                 run = os.path.relpath(run_dir, directory)
+        except Exception as error:  # (its warnings go with it: ``_result`` logs them)
+            error.worker_warnings = warned.take()  # type: ignore[attr-defined]
+            raise
         finally:
             runner.close()
         files = io.BytesIO()
@@ -170,11 +174,13 @@ def unpack_runs(archive: bytes, logdir: str) -> dict[str, str]:
 
 
 def _result(ray: Any, ref: Any) -> Any:
-    """``ray.get(ref)``; a task's error as the error it raised."""
+    """``ray.get(ref)``; a task's error as the error it raised, once the warnings it logged
+    before (``run_replica``'s) are logged here."""
     try:
         return ray.get(ref)
     except ray.exceptions.RayTaskError as error:
         cause = getattr(error, "cause", None)
         if isinstance(cause, Exception):
+            log_worker_warnings(getattr(cause, "worker_warnings", ()))
             raise cause from None
         raise
