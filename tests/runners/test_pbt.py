@@ -132,20 +132,28 @@ def _check_member_runs(root, members, interval: int) -> None:
 
 
 class _Checkpoint:
-    """Tune's ``Checkpoint``: a copy of the reported directory."""
+    """Tune's ``Checkpoint``: a copy of the reported directory (under ``root``, pytest's)."""
+
+    root: Path | None = None
 
     def __init__(self, path: Path):
         self.path = path
 
     @classmethod
     def from_directory(cls, directory: str) -> _Checkpoint:
-        copy = Path(tempfile.mkdtemp())
+        copy = Path(tempfile.mkdtemp(dir=cls.root))
         shutil.copytree(directory, copy, dirs_exist_ok=True)
         return cls(copy)
 
     @contextmanager
     def as_directory(self):
         yield str(self.path)
+
+
+@pytest.fixture(autouse=True)
+def _checkpoints_in_pytests_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The stand-in Tune's checkpoints go where pytest removes them (were left in /tmp)."""
+    _Checkpoint.root = tmp_path_factory.mktemp("tune")
 
 
 class _Tune:
