@@ -87,8 +87,7 @@ class RayTrials:
                     pending[remote.remote(arguments, trial, task, keep, registry)] = index
                 done, _ = ray.wait(list(pending), num_returns=1)
                 index = pending.pop(done[0])
-                result, saved, files, run, warned = _result(ray, done[0])
-                log_worker_warnings(warned)
+                result, saved, files, run = _result(ray, done[0])
                 # its files, here, where a sequential run writes (then let go of: not held
                 # until the last trial ends); its agent goes on in its run directory as claimed
                 claimed = {} if files is None else unpack_runs(files, runner.logdir)
@@ -174,13 +173,15 @@ def unpack_runs(archive: bytes, logdir: str) -> dict[str, str]:
 
 
 def _result(ray: Any, ref: Any) -> Any:
-    """``ray.get(ref)``; a task's error as the error it raised, once the warnings it logged
-    before (``run_replica``'s) are logged here."""
+    """``run_replica``'s answer at ``ref`` but its warnings, which are logged here (a task's
+    error: raised as the error it raised, once its warnings are logged)."""
     try:
-        return ray.get(ref)
+        *answer, warned = ray.get(ref)
     except ray.exceptions.RayTaskError as error:
         cause = getattr(error, "cause", None)
         if isinstance(cause, Exception):
             log_worker_warnings(getattr(cause, "worker_warnings", ()))
             raise cause from None
         raise
+    log_worker_warnings(warned)
+    return answer
