@@ -42,8 +42,8 @@ class TrainerWorker(Worker):
     ``checkpoint``: the path of the run's trainer checkpoint on the driver, which a damaged
     one's error names."""
 
-    def __init__(self, runtime: RuntimeConfig, server: str, seed: int, rank: int = 0,
-                 checkpoint: str = "trainer_checkpoint.pt"):
+    def __init__(self, runtime: RuntimeConfig, server: str, seed: int, rank: int,
+                 checkpoint: str):
         super().__init__(runtime.trainer_threads or runtime.torch_threads)
         spec = run_spec(server)
         sys.setswitchinterval(0.0005)  # ``put`` gets the GIL quickly beside the training loop
