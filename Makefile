@@ -10,30 +10,27 @@ setup: $(STAMP)
 
 # pip installs torch 2.13.0 (the CPU wheel on the machine's disk, which uv does not look at) and
 # uv, which installs the rest several times faster than pip, keeping that torch (the project's
-# range admits it); nothing is compiled to bytecode on install, compileall then does it on
-# every core, leaving out the packages' own tests and PyOpenGL (a third of the files, never
-# imported here: if they are, Python compiles them then). A file that does not compile (torch's
-# Python 3.12 test example) is left uncompiled.
+# range admits it). Nothing is compiled to bytecode on install: Python compiles a module the first
+# time it is imported and keeps its bytecode, which is the quarter of the installed files that
+# looprl imports (compiling them all took a minute). PYTHONDONTWRITEBYTECODE, set on some machines,
+# is unset for what make runs: every Ray worker and subprocess of the tests would otherwise
+# compile again each module it imports.
+unexport PYTHONDONTWRITEBYTECODE
+
 UV := $(BIN)/python -m uv pip install --python $(BIN)/python --quiet
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --no-compile torch==2.13.0 uv
 	$(UV) -e '.[dev,atari,mujoco,multiagent,hpo,config,distributed,wandb]'
-	$(BIN)/python -m compileall -q -j 0 -x '/(tests?|OpenGL)/' $(VENV)/lib > /dev/null || true
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
 demo: setup
 	$(BIN)/looprl train ppo CartPole-v1 --frames 60000 --seed 0 --logdir runs/demo
 
-# looprl's own bytecode is compiled first (an editable install is left out of the venv's
-# compileall; a second, with nothing changed, takes a fraction of a second): with
-# PYTHONDONTWRITEBYTECODE set, as on the machines here, every Ray worker and subprocess of the
-# tests would compile the modules it imports again.
 test: setup
 	$(BIN)/ruff check --no-cache src tests benchmarks
-	$(BIN)/python -m compileall -q -j 0 src > /dev/null
 	$(BIN)/python -m pytest -q -n 2 tests
 
 lint: setup
