@@ -736,11 +736,13 @@ def test_a_schedule_a_ray_worker_would_refuse_is_one_line_before_ray_starts(monk
     monkeypatch.setattr(controller, "start_ray", no_ray)
     for schedule, error, match in (
             (HPSchedule("hp/lr", "linear", 3e-4, 1e-4, duration=10, per="step"), ValueError,
-             r"^hp/lr cannot be set to 0.0003: on Ray, hp/lr is the trainer's.*per='update'"),
+             r"^HPSchedule at pre_step: hp/lr cannot be set to 0.0003: on Ray, hp/lr is the "
+             r"trainer's.*per='update'"),
             (HPSchedule("hp/lrr", "linear", 3e-4, 1e-4, duration=10), KeyError,
-             "'hp/lrr' is not a hyperparameter of this agent. Did you mean 'hp/lr'"),
+             "HPSchedule at pre_update: 'hp/lrr' is not a hyperparameter of this agent. "
+             "Did you mean 'hp/lr'"),
             (HPSchedule("hp/clip", "linear", -1.0, 0.1, duration=10), ValueError,
-             "^hp/clip must be"),
+             "^HPSchedule at pre_update: hp/clip must be"),
             (CosineLRSchedule(1e-3), AssertionError, "Ray started")):
         with pytest.raises(error, match=match):
             DistributedRun(ppo_spec(meta=[schedule]), RuntimeConfig(actors=1), frames=100,

@@ -101,6 +101,6 @@ def test_bodies_forward_and_an_undeclared_key_is_a_one_line_error() -> None:
     hub.run("pre_step")
     assert agent.policy.hyperparameters()["hp/epsilon"].get() == 0.25
     hub = MetaHub([_Write("hp/clip", 0.1)], copy.deepcopy(wrapped), None)
-    with pytest.raises(KeyError, match=r"'hp/clip' is not a hyperparameter of this agent\. "
-                                       r"Did you mean .*It has: .*hp/epsilon"):
+    with pytest.raises(KeyError, match=r"_Write at pre_step: 'hp/clip' is not a hyperparameter "
+                                       r"of this agent\. Did you mean .*It has: .*hp/epsilon"):
         hub.run("pre_step")

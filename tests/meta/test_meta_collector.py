@@ -122,16 +122,18 @@ def test_ray_workers_set_their_own_hyperparameters_and_refuse_the_others():
 
     steps("hp/epsilon", 0.5)
     assert policy.hyperparameters()["hp/epsilon"].get() == pytest.approx(0.5 * 0.8)
-    with pytest.raises(ValueError, match=r"^hp/lr cannot be set to 0.01: on Ray, hp/lr is the "
-                                         r"trainer's.*\(hp/epsilon\).*per='update'"):
+    with pytest.raises(ValueError, match=r"^HPSchedule at pre_step: hp/lr cannot be set to "
+                                         r"0.01: on Ray, hp/lr is the trainer's.*\(hp/epsilon\)"
+                                         r".*per='update'"):
         steps("hp/lr", 0.01)
     # and the trainer's update hooks cannot change the actors' exploration (was: silently)
     spec, _ = AlgorithmSpec.of_preset(dqn.hyperparameters(hidden=8).env(
         GymEnvironment("CartPole-v1")).device("cpu").build(), 1000)
     schedule = HPSchedule("hp/epsilon", "linear", 0.5, 0.0, duration=10, per="update")
     core = trainer_core(replace(spec, meta=[schedule]))
-    with pytest.raises(ValueError, match=r"^hp/epsilon cannot be set to 0.5: on Ray, hp/epsilon "
-                                         r"is the actors' exploration.*per='step'"):
+    with pytest.raises(ValueError, match=r"^HPSchedule at pre_update: hp/epsilon cannot be "
+                                         r"set to 0.5: on Ray, hp/epsilon is the actors' "
+                                         r"exploration.*per='step'"):
         core.hooks.run("pre_update")
     schedule = HPSchedule("hp/lr", "linear", 0.5, 0.0, duration=10, per="update")
     core = trainer_core(replace(spec, meta=[schedule]))

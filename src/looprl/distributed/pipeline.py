@@ -19,7 +19,7 @@ from looprl.core.suggest import check_count, check_seed
 from looprl.distributed.config import AlgorithmSpec
 from looprl.environments.wrappers import load_normalization
 from looprl.meta.component import HOOKS
-from looprl.meta.hub import MetaHub, StreamHooks, seed_hubs
+from looprl.meta.hub import MetaHub, StreamHooks, seed_hubs, written_by
 from looprl.meta.hyperparameters import set_hyperparameter
 from looprl.meta.schedules import CosineLRSchedule, HPSchedule
 
@@ -81,9 +81,13 @@ def check_schedules(spec: AlgorithmSpec, core: Any) -> None:
             for hook in hooks:
                 hub.run(hook)
             for schedule in hub.stack:  # (set even where the value did not change)
-                if any(schedule.methods(hook) for hook in hooks):
-                    set_hyperparameter(hub.hyperparameters, schedule.key,
-                                       hub.metrics[schedule.key])
+                hook = next((hook for hook in hooks if schedule.methods(hook)), None)
+                try:
+                    if hook is not None:
+                        set_hyperparameter(hub.hyperparameters, schedule.key,
+                                           hub.metrics[schedule.key])
+                except (KeyError, ValueError) as error:
+                    raise written_by(error, [schedule], hook) from None
 
 
 @dataclass

@@ -5,7 +5,7 @@ its components' hooks; as a ``Learner``'s ``hooks`` it runs the update hooks aro
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,14 @@ class Parts(AgentBase):
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """The policy's ``hp/*`` keys (``{}`` without one)."""
         return {} if self.policy is None else self.policy.hyperparameters()
+
+
+def written_by(error: KeyError | ValueError, components: Iterable[MetaComponent],
+               hook: str) -> KeyError | ValueError:
+    """``error``, a refused ``hp/*`` write, naming the ``components`` that write at ``hook``
+    (``HPSchedule at post_update: hp/clip must be ...``)."""
+    names = ", ".join(type(c).__name__ for c in components if c.methods(hook))
+    return type(error)(f"{names} at {hook}: {error.args[0]}")
 
 
 class MetaHub:
@@ -90,7 +98,10 @@ class MetaHub:
         if self.stack.has(hook):
             self._publish()
             self.stack(hook, self.metrics)
-            self._apply()
+            try:
+                self._apply()
+            except (KeyError, ValueError) as error:
+                raise written_by(error, self.stack, hook) from None
 
     def _publish(self) -> None:
         for key, hyperparameter in self.hyperparameters.items():
