@@ -42,7 +42,7 @@ def test_an_array_is_no_count_and_not_positive(value) -> None:
 
 def test_warn_once_says_a_line_once_per_run(caplog) -> None:
     """Was once per process: a sweep's later run that met the same said nothing. A run
-    inside a run is part of it (a search's trials), as a Ray trial's (``fresh=False``)."""
+    inside a run is part of it (a search's trials)."""
     import logging
 
     log = logging.getLogger("tests.warn_once")
@@ -57,8 +57,6 @@ def test_warn_once_says_a_line_once_per_run(caplog) -> None:
             with warnings_per_run():  # (a search's trial)
                 assert warn() == 1
         with warnings_per_run():  # the next run
-            assert warn() == 2
-        with warnings_per_run(fresh=False):  # (a trial, its search in another process)
             assert warn() == 2
 
 

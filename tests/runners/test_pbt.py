@@ -26,12 +26,22 @@ from looprl.runners import PBTRunner  # noqa: E402
 
 
 def test_a_population_trains_and_the_best_member_holds_its_explored_values(
-    small_ppo, tmp_path, local_ray
+    small_ppo, tmp_path, local_ray, caplog
 ) -> None:
+    """... and the members' warnings are logged on the driver, once in the run (were: in Ray's
+    session logs only)."""
+    import logging
+
+    from tests.distributed.user_components import Warns
+
     runner = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2, "log")},
                        population=2, num_steps=192, perturbation_interval=64,
-                       quantile_fraction=0.5, eval_episodes=2, logdir=str(tmp_path), seed=0)
-    train_results, eval_results = runner.run()
+                       quantile_fraction=0.5, eval_episodes=2, logdir=str(tmp_path), seed=0,
+                       meta=[Warns()])
+    with caplog.at_level(logging.WARNING):
+        train_results, eval_results = runner.run()
+    warned = sorted(r.name for r in caplog.records if "hook warns" in r.getMessage())
+    assert warned == ["py.warnings", "user.component"], caplog.text  # (once each)
     members = train_results["members"]
     assert len(members) == 2
     best = train_results["best"]
@@ -117,9 +127,11 @@ def _check_member_runs(root, members, interval: int) -> None:
     ended = {member["member"]: member["hp"] for member in members}
     assert sorted(ended) == list(range(len(members)))  # (Tune's trial numbers)
     last = {}
-    for name, run in sorted(runs.items()):
-        # (a member that exploits a donor's checkpoint of a round it has already played,
-        # which a slower donor's can be, goes on in a second directory of that round: _2)
+    # (a member that exploits a donor's checkpoint of a round it has already played, which a
+    # slower donor's can be, goes on in a second directory of that round: _2, and on a loaded
+    # machine in a tenth, _10, which comes after _9)
+    for name, run in sorted(runs.items(), key=lambda item: [
+            int(number) for number in re.findall("[0-9]+", item[0])]):
         assert re.fullmatch(f"member{run['member']:03d}_gen{run['generation']:03d}(_[0-9]+)?",
                             name), name
         assert run["generation"] == run["step"] // interval and set(run["values"]) == {"hp/lr"}

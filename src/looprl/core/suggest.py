@@ -31,14 +31,14 @@ _RUNS = [0]
 
 
 @contextlib.contextmanager
-def warnings_per_run(fresh: bool = True, said: set[str] | None = None) -> Iterator[None]:
+def warnings_per_run(said: set[str] | None = None) -> Iterator[None]:
     """The block (as a decorator: the call) as one run for ``warn_once``: the outermost one
     starts with no line said, so that each run of a sweep says its own (a later run that never
-    trained too); the runs inside it are part of it (a search's trials warn once for the
-    search). ``fresh=False``: a part of a run begun in another process (a search's trial on a
-    Ray worker), which keeps what this process said. ``said``: the lines of a run that goes on
-    in later blocks (an ``Experiment``'s ``train`` calls), kept in it for them."""
-    if fresh and not _RUNS[0]:
+    trained too; a search's trial in a Ray worker, whose lines the driver says once for the
+    search: ``log_worker_warnings``); the runs inside it are part of it (a search's trials warn
+    once for the search). ``said``: the lines of a run that goes on in later blocks (an
+    ``Experiment``'s ``train`` calls), kept in it for them."""
+    if not _RUNS[0]:
         WARNED.clear()
         WARNED.update(said or ())
     before = set(WARNED)
@@ -60,6 +60,49 @@ def warn_once(log: logging.Logger, message: str, *args: Any, key: str | None = N
     if (key or line) not in WARNED:
         WARNED.add(key or line)
         log.warning("%s", line)
+
+
+class WorkerWarnings(logging.Handler):
+    """In a Ray worker or Tune trial, from ``start`` on (as a context manager: within): the
+    warnings its loggers log (Python's ``warnings`` too), which a local Ray instance leaves in
+    its session logs; ``take`` hands them over, each line once, as ``(logger, line)``, for its
+    answers to carry to the driver, which logs them (``log_worker_warnings``)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: dict[tuple[str, str], None] = {}  # (ordered, each once)
+
+    def start(self) -> WorkerWarnings:
+        """Keep this process's warnings from now on; return itself."""
+        logging.getLogger().addHandler(self)
+        logging.captureWarnings(True)
+        return self
+
+    __enter__ = start
+
+    def __exit__(self, *exception: object) -> None:
+        """Let this process's warnings be written again (those kept stay until taken)."""
+        logging.captureWarnings(False)
+        logging.getLogger().removeHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines[record.name, record.getMessage().strip()] = None
+
+    def take(self) -> list[tuple[str, str]]:
+        """The lines kept since the last call."""
+        self.acquire()
+        try:
+            taken, self.lines = list(self.lines), {}
+        finally:
+            self.release()
+        return taken
+
+
+def log_worker_warnings(lines: Iterable[tuple[str, str]]) -> None:
+    """Log a worker's ``WorkerWarnings`` here, on their loggers, each line once per run
+    (``warn_once``: the same warning of several workers once)."""
+    for name, line in lines:
+        warn_once(logging.getLogger(name), "%s", line)
 
 
 def check_choice(what: str, value: str, choices: Sequence[str], hint: str = "") -> str:

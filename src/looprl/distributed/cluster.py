@@ -7,16 +7,15 @@ import logging
 import math
 import os
 import socket
-from collections.abc import Iterable
 from typing import Any
 
 from looprl.core.imports import import_extra
 from looprl.core.reaper import LOOPBACK, local_instance_settings, signals_kept, start_local_ray
-from looprl.core.suggest import did_you_mean, warn_once
+from looprl.core.suggest import did_you_mean
 from looprl.distributed.config import RuntimeConfig, starts_local
 
 __all__ = ["check_local_resources", "error_line", "import_ray", "local_gpus",
-           "local_instance_settings", "log_worker_warnings", "start_ray", "WorkerWarnings"]
+           "local_instance_settings", "start_ray"]
 
 log = logging.getLogger(__name__)
 
@@ -120,50 +119,6 @@ def error_line(error: BaseException) -> str:
     """The last line of ``error``'s text (Ray's errors end with the original message)."""
     text = str(error).strip()
     return text.splitlines()[-1] if text else type(error).__name__
-
-
-class WorkerWarnings(logging.Handler):
-    """In a Ray worker, from ``start`` on (as a context manager: within): the warnings its
-    loggers log (Python's ``warnings`` too), kept instead of written to its output, which a
-    local Ray instance leaves in its session logs; ``take`` hands them over, each line once,
-    as ``(logger, line)``, for its answers to carry to the driver, which logs them
-    (``log_worker_warnings``)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.lines: dict[tuple[str, str], None] = {}  # (ordered, each once)
-
-    def start(self) -> WorkerWarnings:
-        """Keep this process's warnings from now on; return itself."""
-        logging.getLogger().addHandler(self)
-        logging.captureWarnings(True)
-        return self
-
-    __enter__ = start
-
-    def __exit__(self, *exception: object) -> None:
-        """Let this process's warnings be written again (those kept stay until taken)."""
-        logging.captureWarnings(False)
-        logging.getLogger().removeHandler(self)
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines[record.name, record.getMessage().strip()] = None
-
-    def take(self) -> list[tuple[str, str]]:
-        """The lines kept since the last call."""
-        self.acquire()
-        try:
-            taken, self.lines = list(self.lines), {}
-        finally:
-            self.release()
-        return taken
-
-
-def log_worker_warnings(lines: Iterable[tuple[str, str]]) -> None:
-    """Log a worker's ``WorkerWarnings`` here, on their loggers, each line once per run
-    (``warn_once``: the same warning of several workers once)."""
-    for name, line in lines:
-        warn_once(logging.getLogger(name), "%s", line)
 
 
 def _check_runtime_env(runtime_env: dict[str, Any] | None) -> None:

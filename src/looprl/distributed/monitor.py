@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from looprl.core import Hyperparameter
-from looprl.distributed.cluster import log_worker_warnings
+from looprl.core.suggest import log_worker_warnings
 from looprl.distributed.config import AlgorithmSpec
 from looprl.distributed.run_state import DistributedResult, SampleCounts
 from looprl.distributed.throughput import THROUGHPUT_HEADER, Throughput

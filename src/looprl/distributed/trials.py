@@ -14,13 +14,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from looprl.core.suggest import is_whole
-from looprl.distributed.cluster import (
-    WorkerWarnings,
-    import_ray,
-    log_worker_warnings,
-    start_ray,
-)
+from looprl.core.suggest import WorkerWarnings, is_whole, log_worker_warnings
+from looprl.distributed.cluster import import_ray, start_ray
 from looprl.distributed.config import RuntimeConfig, starts_local
 from looprl.environments.gym import gym_registrations, install_gym_registrations
 from looprl.experiments.episodes import run_scope
@@ -106,7 +101,7 @@ class RayTrials:
             self._started = False
 
 
-@run_scope(keep=False, fresh=False)  # (its warnings: the search's, once in this process)
+@run_scope(keep=False)  # (its warnings: each trial's, which the driver says once a search)
 def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool,
                 registry: dict[str, Any]
                 ) -> tuple[Any, bytes | None, bytes | None, str | None, list[tuple[str, str]]]:

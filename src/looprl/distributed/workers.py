@@ -24,7 +24,8 @@ from looprl.collector import EnvRunner
 from looprl.collector.recovery import EnvRestarts, env_call
 from looprl.collector.runner import check_result, restart_episodes
 from looprl.core.namedarray import concat
-from looprl.distributed.cluster import WorkerWarnings, answer_timeout, no_answer
+from looprl.core.suggest import WorkerWarnings
+from looprl.distributed.cluster import answer_timeout, no_answer
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.normalization import normalize_as_training
 from looprl.distributed.pipeline import load_parameters, load_shared_state, meta_states

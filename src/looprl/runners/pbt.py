@@ -21,7 +21,13 @@ from unittest import mock
 
 from looprl.core.imports import import_extra
 from looprl.core.reaper import start_local_ray
-from looprl.core.suggest import check_count, is_number, warn_once
+from looprl.core.suggest import (
+    WorkerWarnings,
+    check_count,
+    is_number,
+    log_worker_warnings,
+    warn_once,
+)
 from looprl.environments.gym import gym_registrations, install_gym_registrations
 from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
 from looprl.experiments.episodes import run_scope
@@ -57,9 +63,16 @@ def within_ranges(config: dict[str, Any], ranges: dict[str, tuple[float, float]]
     return config
 
 
-@run_scope(keep=False, fresh=False)  # (its warnings: the population's, once in this process)
+@run_scope(keep=False)
 def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
-    """One member of the population, a Ray Tune function trainable (seeded ``seed + i``)."""
+    """One member of the population, a Ray Tune function trainable (seeded ``seed + i``); its
+    warnings go with its reports, for the driver to log (``Progress``)."""
+    with WorkerWarnings() as warned:
+        _train_member(config, spec, warned)
+
+
+def _train_member(config: dict[str, Any], spec: dict[str, Any], warned: WorkerWarnings
+                  ) -> None:
     tune = import_tune()
     checkpoint = tune.get_checkpoint()
     index = _index(tune.get_context().get_trial_id())
@@ -92,14 +105,15 @@ def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
         except FloatingPointError as error:  # the worst score of this round's evaluation:
             experiment.logger.close()  # exploit replaces it if a member has a checkpoint,
             tune.report({"mean_eval_reward": -math.inf, "step": step,  # else it ends here
-                         "diverged": str(error)})
+                         "diverged": str(error), "warnings": warned.take()})
             return
         with tempfile.TemporaryDirectory() as directory:
             save_checkpoint(experiment, Path(directory) / "checkpoint.pt",
                             replay=member.checkpoint_replay)
             (Path(directory) / MEMBER_FILE).write_text(
                 json.dumps({"member": index, "step": experiment.frame}))
-            tune.report({"mean_eval_reward": score, "step": experiment.frame},
+            tune.report({"mean_eval_reward": score, "step": experiment.frame,
+                         "warnings": warned.take()},
                         checkpoint=tune.Checkpoint.from_directory(directory))
     experiment.logger.close()  # its last rows
 
@@ -122,6 +136,7 @@ def _progress(tune: Any, num_steps: int, names: dict[str, str]) -> Any:
 
         def on_trial_result(self, iteration: int, trials: list, trial: Any,
                             result: dict[str, Any], **info: Any) -> None:
+            log_worker_warnings(result.get("warnings", ()))
             if "diverged" in result:
                 self.diverged.setdefault(_index(trial.trial_id), []).append(result["diverged"])
                 log.warning("PBT member %d diverged (its score -inf): %s",
