@@ -43,16 +43,29 @@ def _no_display(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="module")
-def classic_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``looprl-classic`` with ALL's options; the run directory."""
+def classic_process(tmp_path_factory: pytest.TempPathFactory
+                    ) -> tuple[subprocess.CompletedProcess, Path]:
+    """``looprl-classic`` with ALL's options, as a user runs it (a process of its own, headless);
+    the process and its run directory."""
     logdir = tmp_path_factory.mktemp("all_scripts")
-    threads = torch.get_num_threads()
-    code = train_classic.main(["CartPole-v1", "dqn", "--frames", "200", "--logdir", str(logdir),
-                               "--device", "cpu", "--save_freq", "2",
-                               "--hyperparameters", "lr=0.01", "hidden=16"])
-    torch.set_num_threads(threads)
-    assert code == 0
-    return logdir / "dqn" / "CartPole-v1"
+    script = Path(sys.executable).with_name("looprl-classic")
+    command = [str(script)] if script.exists() else [sys.executable, "-m",
+                                                     "looprl.scripts.train_classic"]
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("DISPLAY", "WAYLAND_DISPLAY", "LOOPRL_DEBUG")}
+    done = subprocess.run([*command, "CartPole-v1", "dqn", "--frames", "200", "--logdir",
+                           str(logdir), "--device", "cpu", "--save_freq", "2",
+                           "--hyperparameters", "lr=0.01", "hidden=16"], capture_output=True,
+                          text=True, timeout=600, env={**env, "SDL_VIDEODRIVER": "dummy"})
+    return done, logdir / "dqn" / "CartPole-v1"
+
+
+@pytest.fixture(scope="module")
+def classic_run(classic_process: tuple[subprocess.CompletedProcess, Path]) -> Path:
+    """The run directory of ``classic_process``, which succeeded."""
+    done, run_dir = classic_process
+    assert done.returncode == 0, done.stderr
+    return run_dir
 
 
 def test_every_script_is_installed() -> None:
@@ -185,13 +198,9 @@ def test_multiagent_trains_and_watches_with_reload(tmp_path: Path,
     assert len(rounds) == 1 and (run / "watch.gif").exists()
 
 
-def test_classic_as_a_subprocess(tmp_path: Path) -> None:
-    script = Path(sys.executable).with_name("looprl-classic")
-    command = [str(script)] if script.exists() else [sys.executable, "-m",
-                                                     "looprl.scripts.train_classic"]
-    done = subprocess.run([*command, "CartPole-v1", "dqn", "--frames", "200", "--logdir",
-                           str(tmp_path)], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "LOOPRL_DEBUG": ""})
+def test_classic_as_a_subprocess(classic_process: tuple[subprocess.CompletedProcess, Path]
+                                 ) -> None:
+    done, run_dir = classic_process
     assert done.returncode == 0, done.stderr
     assert "evaluation: mean return" in done.stdout
-    assert (tmp_path / "dqn" / "CartPole-v1" / "preset.pt").exists()
+    assert (run_dir / "preset.pt").exists()

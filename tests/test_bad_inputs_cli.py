@@ -571,27 +571,30 @@ def test_optuna_without_evaluation_is_refused() -> None:
 
 @pytest.fixture(scope="module")
 def checkpointed_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A short ``looprl run`` with checkpoints (its directory)."""
+    """A short ``looprl run`` with checkpoints (its directory; run in this process: seconds
+    faster)."""
     run_dir = tmp_path_factory.mktemp("run") / "r"
-    code, output = _looprl("run", "env=CartPole-v1", "frames=400", "test_episodes=1",
-                           "checkpoint_every=200", "logging.quiet=true",
-                           f"hydra.run.dir={run_dir}", cwd=run_dir.parent)
-    assert code == 0, output
+    assert cli.main(["run", "env=CartPole-v1", "frames=400", "test_episodes=1",
+                     "checkpoint_every=200", "logging.quiet=true",
+                     f"hydra.run.dir={run_dir}"]) == 0
     return run_dir
 
 
 @pytest.mark.parametrize(("name", "content"), [
     (".hydra/config.yaml", "{{{ :"), (".hydra/config.yaml", ""),
     ("ppo/CartPole-v1/results.csv", "garbage\n"), ("ppo/CartPole-v1/returns100.csv", "")])
-def test_resume_over_a_damaged_file_names_it(checkpointed_run: Path, name: str,
-                                             content: str) -> None:
+def test_resume_over_a_damaged_file_names_it(checkpointed_run: Path, name: str, content: str,
+                                             capfd: pytest.CaptureFixture[str],
+                                             caplog: pytest.LogCaptureFixture,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     path = checkpointed_run / name
     before = path.read_bytes()
     config = {p: p.read_bytes() for p in (checkpointed_run / ".hydra").iterdir() if p != path}
     path.write_text(content)
     try:
-        line = _one_line(*_looprl("run", "--resume", str(checkpointed_run), "frames=600",
-                                  cwd=checkpointed_run.parent), path.name, "damaged")
+        line = _one_line(*_looprl_here("run", "--resume", str(checkpointed_run), "frames=600",
+                                       cwd=checkpointed_run.parent, capfd=capfd, caplog=caplog,
+                                       monkeypatch=monkeypatch), path.name, "damaged")
     finally:
         path.write_bytes(before)
     assert str(path.parent.name) in line

@@ -191,19 +191,14 @@ def test_faults_in_step_reset_and_a_hang_on_chosen_actors(local_ray, caplog):
 
 
 def test_env_faults_past_max_restarts_stop_the_run_in_one_line(local_ray):
-    with pytest.raises(RuntimeError, match=(
-            f"^actor0 worker failed: EnvironmentFailure: {NAME}.step.. raised RuntimeError: "
-            r"step fault injected \(copy 0, episode 1, step 3\); its copies were rebuilt 0 "
-            r"times, the limit \(runtime.max_restarts=0\)$")):
-        run({0: "step"}, frames=10**6, actors=1, max_restarts=0)
-
-
-def test_worker_seeds_near_2_32_wrap_into_the_environments_range(local_ray):
-    """A run seeded 2**32 - 1 on two actors and two trainers: actor 1's copies are seeded from
-    the seed plus 10_000 wrapped as every derived seed (``wrapped_seed``), its copy 1 with one
-    more (was: each actor failed to start, its copy's seed past 2**32 - 1; and trainer 1,
-    NumPy's global seed past it)."""
+    """... in a run seeded 2**32 - 1 on two actors and two trainers: actor 1's copies are
+    seeded from the seed plus 10_000 wrapped as every derived seed (``wrapped_seed``), its copy
+    1 with one more, which the fault names (was: each actor failed to start, its copy's seed
+    past 2**32 - 1; and trainer 1, NumPy's global seed past it)."""
     seed = 2**32 - 1
-    result = run({wrapped_seed(seed + 10_000) + 1: "step"}, frames=200, seed=seed, trainers=2)
-    assert result.frames >= 200
-    assert [name for name, _ in result.restarts] == ["actor1/copy1"]
+    with pytest.raises(RuntimeError, match=(
+            f"^actor1 worker failed: EnvironmentFailure: {NAME}.step.. raised RuntimeError: "
+            r"step fault injected \(copy 1, episode 1, step 3\); its copies were rebuilt 0 "
+            r"times, the limit \(runtime.max_restarts=0\)$")):
+        run({wrapped_seed(seed + 10_000) + 1: "step"}, frames=10**6, seed=seed, trainers=2,
+            max_restarts=0)

@@ -119,21 +119,6 @@ def test_a_step_hook_setting_the_trainers_key_stops_the_run_in_one_line(local_ra
     assert "did not hand over" not in console, console
 
 
-def test_looprl_run_dqn_with_rnd_on_ray(local_ray, tmp_path: Path):
-    from looprl.configs.app import main
-
-    code = main(["algorithm=dqn", "meta=[rnd]", "runtime=ray", "runtime.actors=1",
-                 "runtime.envs_per_actor=2", "runtime.sync=true", "algorithm.replay_start_size=200",
-                 "algorithm.hidden=32", "frames=800", "test_episodes=1", "logging.quiet=true",
-                 f"hydra.run.dir={tmp_path}"])
-    assert code == 0
-    results = json.loads((tmp_path / "results.json").read_text())
-    assert results["train"]["frames"] >= 800 and results["train"]["train_steps"] > 0
-    meta = results["train"]["meta"]  # the actor's bonuses, the trainer's predictor loss
-    assert meta["actor0"]["log/rnd/intrinsic_reward_max"] > 0, meta
-    assert meta["trainer"]["log/rnd/predictor_loss"] > 0, meta
-
-
 CONTEXTUAL_CARTPOLE = ["context.train=6", "context.ranges.length=[0.2,1.0]"]
 
 

@@ -21,6 +21,8 @@ from tests.meta.test_log_scalars import _scalars  # noqa: E402
 
 def test_looprl_run_on_ray_logs_as_a_local_run(local_ray, tmp_path: Path, capsys,
                                                monkeypatch) -> None:
+    """(``meta=[rnd]``: the actors' bonuses and the trainer's predictor loss reach the results
+    and the logs.)"""
     from looprl.configs.app import main
     from looprl.distributed import pipeline
 
@@ -54,9 +56,10 @@ def test_looprl_run_on_ray_logs_as_a_local_run(local_ray, tmp_path: Path, capsys
         == len(series)
     assert [frame for frame, _ in series] == sorted(frame for frame, _ in series)
     assert not [tag for tag in scalars if tag.endswith(("/actor0", "/actor1"))]
-    trainer = results(tmp_path)["train"]["meta"].get("trainer", {})
-    if "log/rnd/predictor_loss" in trainer:  # (the trainer's: under the same name as locally)
-        assert scalars["log/rnd/predictor_loss"]
+    meta = results(tmp_path)["train"]["meta"]  # the actors' bonuses, the trainer's RND loss
+    assert meta["actor0"]["log/rnd/intrinsic_reward_max"] > 0, meta
+    assert meta["trainer"]["log/rnd/predictor_loss"] > 0, meta
+    assert scalars["log/rnd/predictor_loss"]  # (the trainer's: under the same name as locally)
     with open(run_dir / "hyperparameters.csv", newline="") as file:
         rows = list(csv.DictReader(file))
     assert rows and {"hp/epsilon", "hp/batch_size", "hp/discount", "hp/lr"} <= set(rows[0])
@@ -129,6 +132,7 @@ def test_workers_of_a_large_spec_start_without_rays_error(local_ray, tmp_path: P
     preset = dqn.env(GymEnvironment("CartPole-v1")).device("cpu").build()
     spec, _ = AlgorithmSpec.of_preset(preset, 300, 1, 1)
     assert len(cloudpickle.dumps(spec.portable())) > 100_000  # (the case Ray warns about)
-    assert main(["algorithm=dqn", "runtime=ray", "frames=300", "test_episodes=1",
+    assert main(["algorithm=dqn", "runtime=ray", "runtime.actors=1", "frames=300",
+                 "test_episodes=1",
                  "logging.quiet=true", f"hydra.run.dir={tmp_path}"]) == 0
     assert "constructor arguments in the object store" not in capfd.readouterr().err

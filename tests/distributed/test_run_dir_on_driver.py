@@ -8,11 +8,12 @@ import logging
 import os
 import uuid
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
-from tests.distributed.test_ray_runtime import ControllerDied, ppo_spec, runtime
+from tests.distributed.test_ray_runtime import ControllerDied, ppo_spec
 
 from looprl.distributed import DistributedRun, RuntimeConfig, pipeline, watch
 from looprl.environments.wrappers import load_normalization, read_normalization
@@ -22,40 +23,44 @@ from looprl.presets.classic_control import a2c
 ray = pytest.importorskip("ray")
 
 
-def test_the_trainer_checkpoint_is_written_and_read_by_the_driver(local_ray, tmp_path,
-                                                                   monkeypatch, caplog):
-    monkeypatch.chdir(tmp_path)
-    elsewhere = Path(ray.get(ray.remote(lambda: os.getcwd()).remote()))  # a worker's cwd
-    assert elsewhere.resolve() != tmp_path.resolve()
-    name = f"ppo-{uuid.uuid4().hex[:8]}"
-    first = DistributedRun(ppo_spec(), runtime(actors=1, checkpoint_every=2), frames=3_000,
-                           logdir="runs", name=name, quiet=True).run()
-    run_dir = tmp_path / first.log_dir
-    assert {"trainer_checkpoint.pt", "controller_checkpoint.pt"} <= {
-        path.name for path in run_dir.iterdir()}
-    assert not (elsewhere / "runs" / name).exists()  # no worker wrote where it runs
-    caplog.set_level(logging.WARNING, "looprl.distributed")
-    resumed = DistributedRun(ppo_spec(), runtime(actors=1, checkpoint_every=2),
-                             frames=first.frames + 1_000, logdir="runs", name=name, quiet=True,
-                             resume_from="runs").run()
-    steps = [r.getMessage() for r in caplog.records if "resumed from its checkpoint" in
-             r.getMessage()]
-    assert steps and int(steps[-1].split()[-1]) == first.trainer_steps[0], caplog.text
-    assert resumed.train_steps > first.trainer_steps[0]
-
-
-def test_the_final_evaluation_and_watch_normalize_with_actor_0s_statistics(
-        local_ray, tmp_path, monkeypatch):
-    """A run of ``env_wrappers=[gymnasium.wrappers.NormalizeObservation]``: the driver saves
-    actor 0's statistics beside ``policy.pt``; Ray's final evaluation and ``looprl watch`` load
-    them into their copies, frozen (were: statistics started anew)."""
-    pytest.importorskip("pygame")
+def _normalized_a2c() -> Any:
+    """A2C on CartPole with ``env_wrappers=[gymnasium.wrappers.NormalizeObservation]``."""
     env = make_env("classic_control.a2c", "CartPole-v1",
                    env_wrappers=["gymnasium.wrappers.NormalizeObservation"])
-    preset = a2c.hyperparameters(n_envs=2, n_steps=5, hidden=16).env(env).device("cpu").build()
-    run = DistributedRun(preset, RuntimeConfig(actors=1, envs_per_actor=2, groups=1),
-                         frames=400, logdir=str(tmp_path), quiet=True)
-    result = run.run()
+    return a2c.hyperparameters(n_envs=2, n_steps=5, hidden=16).env(env).device("cpu").build()
+
+
+def _first_normalizer(worker: Any) -> tuple[bool, float]:
+    """Whether actor worker ``worker``'s first env copy's normalizer updates, and its count."""
+    def ask(worker: Any) -> tuple[bool, float]:  # (sent by value: workers cannot import tests)
+        normalizer = worker.runner.envs.env.unwrapped.envs[0].env
+        return normalizer.update_running_mean, normalizer.obs_rms.count
+
+    return ray.get(worker.__ray_call__.remote(ask))
+
+
+def test_evaluation_normalizes_with_actor_0s_training_statistics_frozen(local_ray, tmp_path,
+                                                                        monkeypatch):
+    """A run of ``env_wrappers=[gymnasium.wrappers.NormalizeObservation]`` (one run, as it
+    starts workers for seconds): ``runtime.eval_workers``' normalizers hold the training
+    actors' statistics, frozen (were: its own, updating as it played); the driver saves actor
+    0's statistics beside ``policy.pt``, and Ray's final evaluation and ``looprl watch`` load
+    them into their copies, frozen (were: statistics started anew)."""
+    pytest.importorskip("pygame")
+    seen = []
+
+    def callback(run):
+        if run.result.eval_returns and not seen:
+            seen.extend(_first_normalizer(run.workers[name]) for name in ("eval0", "actor0"))
+
+    run = DistributedRun(_normalized_a2c(), RuntimeConfig(actors=1, envs_per_actor=2, groups=1,
+                                                          eval_workers=1),
+                         frames=600, logdir=str(tmp_path), quiet=True)
+    result = run.run(callback=callback)
+    assert seen, "the evaluation worker finished no episode"
+    (evaluating, evaluated), (training, counted) = seen
+    assert training and not evaluating
+    assert 1 < evaluated <= counted  # (a count of actor 0's, before this poll)
     saved = torch.load(Path(result.log_dir) / "normalization.pt", weights_only=False)
     made = []
     for module in (pipeline, watch):
@@ -135,75 +140,63 @@ def test_a_restarted_actor_goes_on_from_the_most_counted_statistics(local_ray):
     assert ray.get(resumed.workers["actor0"].__ray_call__.remote(lambda w: w.loaded)) == [300.0]
 
 
-def test_a_resumed_runs_actors_go_on_from_its_checkpoints_normalization(local_ray, tmp_path):
-    """``env_wrappers=[gymnasium.wrappers.NormalizeObservation]`` on Ray: the controller
-    checkpoint holds the training statistics; the resumed run's actor goes on from them,
-    updating (was: fresh normalizers, observations scaled anew); an older checkpoint without
-    them still resumes."""
+def test_a_resumed_run_goes_on_from_the_checkpoints_the_driver_wrote(local_ray, tmp_path,
+                                                                     monkeypatch, caplog):
+    """``env_wrappers=[gymnasium.wrappers.NormalizeObservation]`` on Ray, with a relative
+    ``logdir`` (another folder in the workers): the driver writes the trainer checkpoint and
+    the controller checkpoint, which holds the training statistics, in its run directory (no
+    worker writes where it runs); a run whose controller died resumes from them: its trainer
+    from its checkpoint's step, its actor from the statistics, updating (was: fresh
+    normalizers, observations scaled anew); that run's last checkpoint, made an older one
+    without statistics, still resumes, its trainer from its final step."""
     from looprl.distributed.run_state import find_controller_checkpoint
     from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
 
-    env = make_env("classic_control.a2c", "CartPole-v1",
-                   env_wrappers=["gymnasium.wrappers.NormalizeObservation"])
-    preset = a2c.hyperparameters(n_envs=2, n_steps=5, hidden=16).env(env).device("cpu").build()
+    monkeypatch.chdir(tmp_path)
+    elsewhere = Path(ray.get(ray.remote(lambda: os.getcwd()).remote()))  # a worker's cwd
+    assert elsewhere.resolve() != tmp_path.resolve()
+    preset, name = _normalized_a2c(), f"a2c-{uuid.uuid4().hex[:8]}"
     options = RuntimeConfig(actors=1, envs_per_actor=2, groups=1, checkpoint_every=5)
+    caplog.set_level(logging.WARNING, "looprl.distributed")
 
     def die(run: DistributedRun) -> None:
-        if run.result.frames >= 300 and list(tmp_path.glob("*/*/controller_checkpoint.pt")):
+        if run.result.frames >= 300 and list(tmp_path.glob("runs/*/*/controller_checkpoint.pt")):
             run._finish = lambda: None  # a dead controller saves nothing on its way out
             raise ControllerDied
 
+    def resumed_step() -> int:
+        steps = [r.getMessage() for r in caplog.records
+                 if "resumed from its checkpoint" in r.getMessage()]
+        caplog.clear()
+        assert steps, caplog.text
+        return int(steps[-1].split()[-1])
+
     with pytest.raises(ControllerDied):
-        DistributedRun(preset, options, frames=10**6, logdir=str(tmp_path), quiet=True
+        DistributedRun(preset, options, frames=10**6, logdir="runs", name=name, quiet=True
                        ).run(callback=die)
-    path = find_controller_checkpoint(tmp_path)
+    path = find_controller_checkpoint(tmp_path / "runs")
+    assert {"trainer_checkpoint.pt", "controller_checkpoint.pt"} <= {
+        file.name for file in path.parent.iterdir()}
     state = load_checkpoint(path)
     saved = state.normalization[1]["normalizers"][0]["obs_rms"]["count"]
-    assert saved > 10
+    assert saved > 10 and state.checkpoint_steps >= 5
     seen = []
-
-    def first_normalizer(worker):
-        normalizer = worker.runner.envs.env.unwrapped.envs[0].env
-        return normalizer.update_running_mean, normalizer.obs_rms.count
 
     def callback(run):
         if not seen:
-            seen.append(ray.get(run.workers["actor0"].__ray_call__.remote(first_normalizer)))
+            seen.append(_first_normalizer(run.workers["actor0"]))
 
-    run = DistributedRun(preset, options, frames=state.result.frames + 100,
-                         logdir=str(tmp_path), quiet=True, resume_from=str(tmp_path))
-    run.run(callback=callback)
+    caplog.clear()
+    run = DistributedRun(preset, options, frames=state.result.frames + 100, logdir="runs",
+                         name=name, quiet=True, resume_from="runs")
+    first = run.run(callback=callback)
     (updating, count), = seen
     assert updating and count >= saved
+    assert resumed_step() == state.checkpoint_steps < first.train_steps
     state = load_checkpoint(path)
     del state.normalization  # (an older checkpoint's: none)
     save_checkpoint(state, path)
-    DistributedRun(preset, options, frames=run.result.frames + 100, logdir=str(tmp_path),
-                   quiet=True, resume_from=str(tmp_path)).run()
-
-
-def test_evaluation_workers_normalize_with_the_training_statistics_frozen(local_ray, tmp_path):
-    """``runtime.eval_workers``: the evaluation worker's normalizers hold the training actors'
-    statistics, frozen (were: its own, updating as it played)."""
-    env = make_env("classic_control.a2c", "CartPole-v1",
-                   env_wrappers=["gymnasium.wrappers.NormalizeObservation"])
-    preset = a2c.hyperparameters(n_envs=2, n_steps=5, hidden=16).env(env).device("cpu").build()
-    seen = []
-
-    def first_normalizer(worker):
-        normalizer = worker.runner.envs.env.unwrapped.envs[0].env
-        return normalizer.update_running_mean, normalizer.obs_rms.count
-
-    def callback(run):
-        if run.result.eval_returns and not seen:
-            seen.append(ray.get(run._pool.workers["eval0"].__ray_call__.remote(first_normalizer)))
-            seen.append(ray.get(run._pool.workers["actor0"].__ray_call__.remote(first_normalizer)))
-
-    run = DistributedRun(preset, RuntimeConfig(actors=1, envs_per_actor=2, groups=1,
-                                               eval_workers=1),
-                         frames=600, logdir=str(tmp_path), quiet=True)
-    run.run(callback=callback)
-    assert seen, "the evaluation worker finished no episode"
-    (evaluating, evaluated), (training, trained) = seen
-    assert training and not evaluating
-    assert 1 < evaluated <= trained  # (a count of actor 0's, before this poll)
+    resumed = DistributedRun(preset, options, frames=first.frames + 100, logdir="runs",
+                             name=name, quiet=True, resume_from="runs").run()
+    assert resumed_step() == first.trainer_steps[0] < resumed.train_steps
+    assert not (elsewhere / "runs" / name).exists()  # no worker wrote where it runs

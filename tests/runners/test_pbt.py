@@ -57,20 +57,21 @@ def test_a_population_trains_and_the_best_member_holds_its_explored_values(
 
 def test_members_make_a_gymnasium_id_registered_in_the_notebook(small_ppo, tmp_path,
                                                                  local_ray) -> None:
-    """``gymnasium.register`` in the driver only: each member's process registers it too (was:
-    ``Unknown environment 'tests/NotebookCart-v2'`` from every member)."""
+    """``gymnasium.register`` in the driver only: a member's process registers it too (was:
+    ``Unknown environment 'tests/NotebookCart-v2'`` from every member; one member, in a
+    process of its own, shows it)."""
     import gymnasium
 
     gymnasium.register("tests/NotebookCart-v2", max_episode_steps=50,
                        entry_point="gymnasium.envs.classic_control:CartPoleEnv")
     try:
         runner = PBTRunner(small_ppo, "tests/NotebookCart-v2", {"hp/lr": (1e-4, 1e-2)},
-                           population=2, num_steps=64, perturbation_interval=64,
-                           eval_episodes=1, logdir=str(tmp_path))
+                           population=1, exploit=False, num_steps=64,
+                           perturbation_interval=64, eval_episodes=1, logdir=str(tmp_path))
         train_results, _ = runner.run()
     finally:
         del gymnasium.registry["tests/NotebookCart-v2"]
-    assert len(train_results["members"]) == 2
+    assert len(train_results["members"]) == 1
 
 
 def test_given_starts_begin_the_members_and_tune_reuses_its_actors(
@@ -407,11 +408,17 @@ def test_a_diverging_member_reports_the_worst_score_and_stops(tmp_path, monkeypa
 def test_a_diverged_member_is_the_worst_and_the_population_goes_on(tmp_path, local_ray
                                                                    ) -> None:
     """(Was: the member's ``FloatingPointError``, raised by ``run``, where ES and Optuna count
-    a diverged individual or trial as the worst.) The results name the member that diverged."""
+    a diverged individual or trial as the worst.) The results name the member that diverged.
+    One member at a time (``RayTrials(parallel=1)``): both train in one Ray worker, started
+    once (Tune reuses it). Explore perturbs the donor's lr: resampled from the range, up to
+    1e20, it diverged again at times (a second message)."""
+    from looprl.distributed.trials import RayTrials
+
     runner = PBTRunner(_diverging_dqn(), "CartPole-v1", {"hp/lr": (1e-4, 1e20, "log")},
                        initial=[{"hp/lr": 1e-3}, {"hp/lr": 1e20}], num_steps=200,
                        perturbation_interval=100, quantile_fraction=0.5, eval_episodes=1,
-                       logdir=str(tmp_path), seed=0)
+                       resample_probability=0.0, logdir=str(tmp_path), seed=0,
+                       trials=RayTrials(parallel=1))
     train_results, eval_results = runner.run()
     members = {member["member"]: member for member in train_results["members"]}
     assert members[1]["mean_eval_reward"] == float("-inf")
@@ -637,8 +644,9 @@ def test_ctrl_c_stops_a_pbt_run_in_one_line(tmp_path) -> None:
     run_dir, log = tmp_path / "r", tmp_path / "out.log"
     with log.open("w") as out:
         process = subprocess.Popen(
+            # (one CPU: one member trains at a time, and its first evaluation comes soon)
             [sys.executable, "-m", "looprl.cli", "run", "runner=pbt", "runner.population=2",
-             "runner.num_cpus=2", "runner.perturbation_interval=2000",
+             "runner.num_cpus=1", "runner.perturbation_interval=256",
              "runner.mutations={hp/lr: [1e-5, 1e-2, log]}", "frames=10000000",
              f"hydra.run.dir={run_dir}"], cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT,
             env={**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"},

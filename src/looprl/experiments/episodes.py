@@ -42,10 +42,11 @@ def seed_everything(seed: int) -> None:
 @contextlib.contextmanager
 def run_scope(keep: bool = True, said: set[str] | None = None) -> Iterator[None]:
     """The block (as a decorator: the call) as one run, on every runtime: its warnings said
-    once (``warnings_per_run``, which keeps its own in ``said``), then, with ``keep`` (a seeded run),
-    Python's, NumPy's and torch's global generators as they were before it (``keep=False``: as
-    it left them): the caller's random numbers go on as if it had drawn none (a sweep that
-    draws each trial's values between seeded runs draws new ones, not the same ones again)."""
+    once (``warnings_per_run``, which keeps its own in ``said``), then, with ``keep`` (a seeded
+    run), Python's, NumPy's and torch's global generators as they were before it
+    (``keep=False``: as it left them): the caller's random numbers go on as if it had drawn
+    none (a sweep that draws each trial's values between seeded runs draws new ones, not the
+    same ones again)."""
     states = random.getstate(), np.random.get_state()
     cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
     try:
