@@ -114,8 +114,8 @@ def test_a_step_hook_setting_the_trainers_key_stops_the_run_in_one_line(local_ra
         f"hydra.run.dir={tmp_path}"]))
     assert code == 2
     console = capsys.readouterr().err
-    assert console.count("looprl: error: actor0 worker failed: ValueError: hp/lr cannot be set "
-                         "to 0.1: on Ray, hp/lr is the trainer's") == 1, console
+    assert console.count("looprl: error: actor0 worker failed: ValueError: SetsLR at post_step: "
+                         "hp/lr cannot be set to 0.1: on Ray, hp/lr is the trainer's") == 1, console
     assert "did not hand over" not in console, console
 
 
