@@ -1242,3 +1242,35 @@ def test_resuming_with_other_env_wrappers_is_the_clis_one_line(tmp_path) -> None
     del older["env_wrappers"]
     info.write_text(json.dumps(older))
     _resumed_state(plain)
+
+
+def _optimizers(policy: object) -> list[torch.optim.Optimizer]:
+    """The optimizers reachable from ``policy`` (what a deep copy of it copies)."""
+    import copy
+    memo: dict[int, object] = {}
+    copy.deepcopy(policy, memo)
+    return [kept for kept in memo.values() if isinstance(kept, torch.optim.Optimizer)]
+
+
+def test_a_process_that_only_acts_builds_its_policy_without_an_optimizer() -> None:
+    """Ray's actor and policy workers (of a run without meta components) build a preset's
+    policy without an optimizer (``acting_args``: no ``torch._dynamo`` import in each of
+    them, ~1.6 s), the trainer with one; a user's factory is called as written."""
+    from looprl.environments import GymEnvironment, MultiagentPettingZooEnv
+    from looprl.presets.classic_control import a2c, dqn, ppo
+    from looprl.presets.continuous import sac
+    from looprl.presets.multiagent import dqn as independent_dqn
+
+    pytest.importorskip("pettingzoo")
+    from pettingzoo.classic import tictactoe_v3
+    game = MultiagentPettingZooEnv(tictactoe_v3.env(), name="tictactoe_v3")
+    builders = [dqn.env(GymEnvironment("CartPole-v1")), ppo.env(GymEnvironment("CartPole-v1")),
+                a2c.env(GymEnvironment("CartPole-v1")), sac.env(GymEnvironment("Pendulum-v1")),
+                independent_dqn.env(game)]
+    for builder in builders:
+        spec, _ = AlgorithmSpec.of_preset(builder.device("cpu").build(), frames=1000)
+        assert spec.acting_args == {"optimizer": False}
+        assert _optimizers(spec.make_policy(acting=True)) == []
+        assert _optimizers(spec.make_policy()), type(spec.policy)
+    user = ppo_spec()
+    assert user.acting_args == {} and user.make_policy(acting=True) is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -26,6 +27,9 @@ class AlgorithmSpec:
         policy: a registered ``Policy`` type, a picklable factory called as
             ``policy(**policy_args)``, or a ``Policy`` instance, copied for each worker
             (``policy_args`` may then hold a ``device`` only).
+        acting_args: what a factory ``policy`` is also given in a process that only acts (Ray's
+            actor and policy workers of a run without meta components, whose hooks may read
+            the policy's ``hp/*`` keys); ``of_preset``: ``{"optimizer": False}``, no optimizer.
         trainer: a registered ``Trainer`` type, or a factory called as
             ``trainer(policy, **trainer_args)``.
         buffer: a ``make_learner`` kind (``None``: the trainer's, ``agents.learner.buffer_kind``);
@@ -47,6 +51,7 @@ class AlgorithmSpec:
     trainer: str | Callable[..., Any]
     env_args: dict[str, Any] = field(default_factory=dict)
     policy_args: dict[str, Any] = field(default_factory=dict)
+    acting_args: dict[str, Any] = field(default_factory=dict)
     trainer_args: dict[str, Any] = field(default_factory=dict)
     buffer: str | None = None
     buffer_args: dict[str, Any] = field(default_factory=dict)
@@ -87,7 +92,7 @@ class AlgorithmSpec:
             preset.env_remote or (preset.env_name, {}))
         process = getattr(preset, "remote_process", None)  # (the Atari family's bodies)
         spec = cls(env=env, env_args=env_args, policy=preset.policy,
-                   policy_args={"copy_model": True},
+                   policy_args={"copy_model": True}, acting_args=_acting_args(preset.policy),
                    trainer=functools.partial(preset.trainer, train_steps=train_steps),
                    meta=list(preset.meta), copies=_local_copies(preset, env, env_args),
                    process=process() if process is not None else None,
@@ -136,14 +141,14 @@ class AlgorithmSpec:
             return functools.partial(self.copies, n), self.make_process()
         return self.make_env, None
 
-    def make_policy(self) -> Any:
-        """A fresh policy."""
+    def make_policy(self, acting: bool = False) -> Any:
+        """A fresh policy (for a process that only acts with ``acting``: ``acting_args``)."""
         from looprl.core import Policy
         self.install()
         if isinstance(self.policy, Policy):
             return self._policy_copy()
         if callable(self.policy):
-            return self.policy(**self.policy_args)
+            return self.policy(**self.policy_args, **(self.acting_args if acting else {}))
         if not isinstance(self.policy, str):
             raise TypeError(f"AlgorithmSpec policy must be a registered name, a factory or a "
                             f"looprl.core.Policy, got a {type(self.policy).__name__}")
@@ -231,6 +236,12 @@ def _check_names(spec: AlgorithmSpec) -> None:
         if problem is not None:
             raise ValueError(f"AlgorithmSpec: {problem} (looprl.core.register_{kind}(name, cls) "
                              "registers one of your own)")
+
+
+def _acting_args(policy: Callable[..., Any]) -> dict[str, Any]:
+    """``{"optimizer": False}`` where a preset's ``policy`` takes it (the family presets'),
+    else none."""
+    return {"optimizer": False} if "optimizer" in inspect.signature(policy).parameters else {}
 
 
 def _local_copies(preset: Any, env: str, env_args: dict[str, Any]) -> Any:

@@ -39,10 +39,11 @@ class FamilyPreset(Preset):
         super().__init__(name, device, hyperparameters)
 
     @abstractmethod
-    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
-               ) -> Policy:
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False,
+               optimizer: bool = True) -> Policy:
         """The policy over the preset's network (a copy with ``copy_model``), on ``device``
-        (default: the preset's)."""
+        (default: the preset's); without ``optimizer``, no optimizer (a process that only
+        acts: Ray's actor and policy workers, which import no ``torch._dynamo`` then)."""
 
     @abstractmethod
     def trainer(self, policy: Any, train_steps: float = math.inf) -> Trainer:

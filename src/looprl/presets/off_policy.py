@@ -192,15 +192,15 @@ class QNetworkPreset(FamilyPreset):
         """The exploring policy over ``q`` (``epsilon_schedule``)."""
         return self._q_policy(q, epsilon_schedule(self.hyperparameters))
 
-    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
-               ) -> DQNPolicy:
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False,
+               optimizer: bool = True) -> DQNPolicy:
         """The exploring policy over the Q-network (a copy with ``copy_model``) on ``device``."""
         hp = self.hyperparameters
         model = policy_network(self, device, copy_model)
-        optimizer = optim.Adam(model.parameters(), lr=hp["lr"], eps=hp.get("eps", 1e-8),
-                               fused=True)
+        adam = optim.Adam(model.parameters(), lr=hp["lr"], eps=hp.get("eps", 1e-8),
+                          fused=True) if optimizer else None
         period = hp["target_update_frequency"]
-        return self._policy(self._q(model, optimizer=optimizer, clip_grad=hp["clip_grad"],
+        return self._policy(self._q(model, optimizer=adam, clip_grad=hp["clip_grad"],
                                     target=FixedTarget(period) if period else None,
                                     logger=logger or DummyLogger()))
 
@@ -233,11 +233,11 @@ class QPreset(QNetworkPreset, ReplayPreset):
             idle.update(dict.fromkeys(("atoms", "v_min", "v_max"), "distributional=True"))
         return idle
 
-    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
-               ) -> DQNPolicy:
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False,
+               optimizer: bool = True) -> DQNPolicy:
         """``QNetworkPreset.policy``, its epsilon schedule counting env steps (each of a Ray
         actor's env copies' rows one, as the local agent's one environment counts them)."""
-        policy = super().policy(logger, device, copy_model)
+        policy = super().policy(logger, device, copy_model, optimizer)
         policy.epsilon_per_row = True
         return policy
 

@@ -52,13 +52,14 @@ class ActorCriticPreset(FamilyPreset):
         hp = self.hyperparameters
         return optim.Adam(model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True)
 
-    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
-               ) -> ActorCriticPolicy:
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False,
+               optimizer: bool = True) -> ActorCriticPolicy:
         """An ``ActorCriticPolicy`` (see ``FamilyPreset.policy``)."""
         model = policy_network(self, device, copy_model)
         device = torch.device(device if device is not None else self.device)
         clip = self.hyperparameters.get("clip_grad") or 0.0
-        approximation = Approximation(model, self._optimizer(model), clip_grad=clip,
+        approximation = Approximation(model, self._optimizer(model) if optimizer else None,
+                                      clip_grad=clip,
                                       device=device, name=self.algorithm.lower(), logger=logger)
         return ActorCriticPolicy(approximation, self.head)
 

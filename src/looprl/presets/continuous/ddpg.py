@@ -35,8 +35,9 @@ def mlp(in_dim: int, out_dim: int, hidden: int) -> MLP:
     return MLP(in_dim, out_dim, hidden=(hidden, hidden), activation=nn.ReLU)
 
 
-def adam(module: nn.Module, lr: float) -> optim.Adam:
-    return optim.Adam(module.parameters(), lr=lr, fused=True)
+def adam(module: nn.Module, lr: float, wanted: bool = True) -> optim.Adam | None:
+    """A fused Adam over ``module``'s parameters (``None`` unless ``wanted``)."""
+    return optim.Adam(module.parameters(), lr=lr, fused=True) if wanted else None
 
 
 class OffPolicyContinuousPreset(ReplayPreset):
@@ -131,12 +132,12 @@ class DDPGContinuousPreset(OffPolicyContinuousPreset):
         actor = mlp(self.obs_dim, self.action_dim, self.hyperparameters["hidden"])
         return DeterministicActor(actor, self.action_space)
 
-    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
-               ) -> DDPGPolicy:
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False,
+               optimizer: bool = True) -> DDPGPolicy:
         hp = self.hyperparameters
         actor = policy_network(self, device, copy_model, self.actor)
         return DDPGPolicy(DeterministicPolicy(
-            actor, adam(actor, hp["lr_actor"]), noise=hp["noise"], name="actor",
+            actor, adam(actor, hp["lr_actor"], optimizer), noise=hp["noise"], name="actor",
             target=PolyakTarget(hp["polyak_rate"]), logger=logger or DummyLogger(),
         ), hp["replay_start_size"])
 

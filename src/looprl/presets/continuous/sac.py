@@ -64,11 +64,11 @@ class SACContinuousPreset(OffPolicyContinuousPreset):
         target = self.hyperparameters["target_entropy"]
         return -float(self.action_dim) if target is None else float(target)
 
-    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
-               ) -> SACPolicy:
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False,
+               optimizer: bool = True) -> SACPolicy:
         hp = self.hyperparameters
         actor = policy_network(self, device, copy_model, self.actor)
-        approximation = SoftDeterministicPolicy(actor, adam(actor, hp["lr_actor"]),
+        approximation = SoftDeterministicPolicy(actor, adam(actor, hp["lr_actor"], optimizer),
                                                 name="actor", logger=logger or DummyLogger())
         return SACPolicy(approximation, hp["replay_start_size"])
 

@@ -86,10 +86,11 @@ class IndependentMultiagentPreset(Preset):
         """Each agent's share of ``train_steps`` frames (agents take turns)."""
         return train_steps / len(self.presets) if math.isfinite(train_steps) else train_steps
 
-    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
-               ) -> IndependentPolicy:
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False,
+               optimizer: bool = True) -> IndependentPolicy:
         """Each agent's preset's policy, behind one ``IndependentPolicy``."""
-        policies = [preset.policy(logger=logger, device=device, copy_model=copy_model)
+        policies = [preset.policy(logger=logger, device=device, copy_model=copy_model,
+                                  optimizer=optimizer)
                     for preset in self.presets.values()]
         return IndependentPolicy(policies, list(self.presets), self.masked)
 
