@@ -1,12 +1,13 @@
 """Bad input of every kind is one line that says what was wrong and how to fix it: in
 Python (a ``ValueError``/``KeyError`` with that line) and on the command line (one
-``looprl: error:`` line, no traceback), checked for every CLI error path in one subprocess."""
+``looprl: error:`` line, no traceback), checked for every CLI error path in turn."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -259,7 +260,7 @@ def test_observations_that_change_shape_are_one_line(tmp_path: Path) -> None:
                   "observations of shape (4,)", "must keep one shape")
 
 
-# -- every CLI error path, through the real command, in one subprocess ---------------------
+# -- every CLI error path, through the command's main, one after another --------------------
 def _cli_error_paths(tmp: Path) -> list[list[str]]:
     (tmp / "file").write_text("")
     (tmp / "bad").mkdir()
@@ -286,36 +287,27 @@ def _cli_error_paths(tmp: Path) -> list[list[str]]:
     ]
 
 
-_DRIVER = """
-import contextlib, io, json, sys
-from looprl.cli import main
-results = []
-for argv in json.loads(sys.argv[1]):
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        try:
-            code = main(argv)
-        except SystemExit as stop:
-            code = stop.code
-    results.append([code, err.getvalue()])
-print(json.dumps(results))
-"""
+def test_every_cli_error_path_is_one_line_without_traceback(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """In this process, one path after another (a subprocess cost seconds of imports; the
+    real command's own lines are checked by test_bad_inputs_cli's subprocess tests)."""
+    from looprl.cli import main
 
-
-def test_every_cli_error_path_is_one_line_without_traceback(tmp_path: Path) -> None:
-    paths = _cli_error_paths(tmp_path)
-    done = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps(paths)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=600,
-                          env={k: v for k, v in os.environ.items() if k != "LOOPRL_DEBUG"})
-    assert done.returncode == 0, done.stderr[-2000:]
-    results = json.loads(done.stdout.strip().splitlines()[-1])
-    for argv, (code, err) in zip(paths, results, strict=True):
-        lines = [line for line in err.splitlines() if line.strip()]
-        assert code == 2, (argv, code, err)
-        assert len(lines) == 1 and lines[0].startswith("looprl: error: "), (argv, err)
-        assert "Traceback" not in err, (argv, err)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LOOPRL_DEBUG", raising=False)
+    for argv in _cli_error_paths(tmp_path):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            try:
+                code = main(argv)
+            except SystemExit as stop:
+                code = stop.code
+        lines = [line for line in err.getvalue().splitlines() if line.strip()]
+        assert code == 2, (argv, code, err.getvalue())
+        assert len(lines) == 1 and lines[0].startswith("looprl: error: "), (argv, err.getvalue())
+        assert "Traceback" not in err.getvalue(), (argv, err.getvalue())
     assert not (tmp_path / "outputs").exists()  # rejected configs leave no run directory
-
 
 
 def test_observations_that_change_shape_are_one_line_on_the_ray_collector() -> None:

@@ -358,14 +358,14 @@ def test_bad_command_lines_are_one_line(argv: list[str], expected: str, tmp_path
 
 @pytest.mark.parametrize(("argv", "expected"), [
     (["train", "ppo", "CartPole-v1", "discount_factor=1.5"], "must be in [0, 1], got 1.5"),
-    (["bogus"], "invalid choice: 'bogus'"),
-    (["run", "env=CartPole-v1", "frames=300", "algorithm.clip=-0.2"],
-     "'clip' of ppo must be >= 0"),
     (["run", "env=CartPole-v1", "--frames", "500"], "Did you mean frames=500?")])
 def test_the_looprl_command_says_a_bad_input_in_one_line(argv: list[str], expected: str,
                                                          tmp_path: Path) -> None:
-    """The real command, as a user runs it (the other cases run in this process): a builder's,
-    argparse's and Hydra's errors, without a traceback or a usage block."""
+    """The real command, as a user runs it, once for ``looprl train`` (a builder's error) and
+    once for ``looprl run`` (where Hydra printed its usage block): no traceback or usage block.
+    The same lines, and argparse's and ``looprl run``'s builder errors, are checked in this
+    process by ``test_bad_command_lines_are_one_line`` and
+    ``test_bad_run_overrides_are_one_line``."""
     _one_line(*_looprl(*argv, cwd=tmp_path), expected)
 
 

@@ -86,7 +86,7 @@ def test_train_quiet_prints_only_the_summary(
 ) -> None:
     # never trains and always explores: a fast agent with ~22-step episodes
     argv = ["train", "dqn", "CartPole-v1", "hidden=16", "replay_start_size=1000000",
-            "final_exploration=1.0", "--frames", "3000", "--test-episodes", "1",
+            "final_exploration=1.0", "--frames", "300", "--test-episodes", "1",
             "--logdir", str(tmp_path), "--quiet"]
     assert main(argv) == 0
     out, err = capfd.readouterr()
@@ -98,20 +98,24 @@ def test_train_quiet_prints_only_the_summary(
 
 
 def test_hyperparameters_after_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["train", "dqn", "CartPole-v1", "--frames", "3000", "--test-episodes", "1",
+    argv = ["train", "dqn", "CartPole-v1", "--frames", "200", "--test-episodes", "1",
             "--logdir", str(tmp_path), "--quiet", "hidden=16", "replay_start_size=1000000"]
     try:
         code = main(argv)
     except SystemExit as exit_:
         code = exit_.code
     assert code == 0
+    preset = load_preset(str(tmp_path / "dqn" / "CartPole-v1" / "preset.pt"), device="cpu")
+    assert preset.hyperparameters["hidden"] == 16  # (taken, not dropped)
+    assert preset.hyperparameters["replay_start_size"] == 1000000
 
 
 def test_train_as_a_subprocess(tmp_path: Path) -> None:
     script = Path(sys.executable).with_name("looprl")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "looprl.cli"]
     done = subprocess.run(
-        [*command, *TRAIN, "--logdir", str(tmp_path), "--quiet"],
+        [*command, "train", "ppo", "CartPole-v1", "lr=1e-6", "--frames", "400",
+         "--test-episodes", "1", "--logdir", str(tmp_path), "--quiet"],
         capture_output=True, text=True, timeout=600,
         env={**os.environ, "LOOPRL_DEBUG": ""},
     )
@@ -471,9 +475,10 @@ def test_ctrl_c_while_watching_into_a_gif_keeps_the_frames_played(
 def test_watch_renders_cartpole_with_pygame(
     trained: tuple[Path, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run_dir = trained[0] / "ppo" / "CartPole-v1"
-    assert main(["watch", str(run_dir), "--episodes", "1"]) == 0
+    run_dir = trained[0] / "ppo" / "CartPole-v1"  # (10 frames: its episode runs ~200)
+    assert main(["watch", str(run_dir), "--episodes", "1", "--max-steps", "10"]) == 0
     assert (run_dir / "watch.gif").read_bytes()[:6] == b"GIF89a"
+    assert _gif_frames(run_dir / "watch.gif") > 1  # (an animation: PIL merges equal frames)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("pygame") is not None, reason="pygame installed")

@@ -19,12 +19,24 @@ pytest.importorskip("hydra")
 from tests.meta.test_log_scalars import _scalars  # noqa: E402
 
 
-def test_looprl_run_on_ray_logs_as_a_local_run(local_ray, tmp_path: Path, capsys,
+def test_looprl_run_on_ray_logs_as_a_local_run(local_ray, tmp_path: Path, capfd,
                                                monkeypatch) -> None:
     """(``meta=[rnd]``: the actors' bonuses and the trainer's predictor loss reach the results
-    and the logs.)"""
+    and the logs.) The workers of a large spec start without Ray's error: Ray logs one at the
+    creation of a restartable actor whose arguments pass 100 KB (it stores them itself, and
+    a restart could lose them), which a DQN run's spec does: the workers fetch the spec from
+    the parameter server instead (``workers.run_spec``)."""
+    from ray import cloudpickle
+
     from looprl.configs.app import main
     from looprl.distributed import pipeline
+    from looprl.distributed.config import AlgorithmSpec
+    from looprl.environments import GymEnvironment
+    from looprl.presets.classic_control import dqn
+
+    preset = dqn.env(GymEnvironment("CartPole-v1")).device("cpu").build()  # (its 256 hidden)
+    spec, _ = AlgorithmSpec.of_preset(preset, 1000, 2, 1)
+    assert len(cloudpickle.dumps(spec.portable())) > 100_000  # (the case Ray warns about)
 
     seeds = []  # the final evaluation's: seed + 10,000 as locally, not a training seed
     evaluation = pipeline.evaluation_episodes
@@ -32,13 +44,15 @@ def test_looprl_run_on_ray_logs_as_a_local_run(local_ray, tmp_path: Path, capsys
         seeds.append(seed), evaluation(*args, seed=seed, **kwargs))[1])
 
     # (lockstep: the trainer has trained, and logged its loss, by the last progress line even
-    # on a loaded machine; asynchronous actors could reach the budget before its first step)
+    # on a loaded machine; asynchronous actors could reach the budget before its first step;
+    # the preset's 256 hidden units: a spec past 100 KB)
     code = main(["algorithm=dqn", "meta=[rnd]", "runtime=ray", "runtime.actors=2",
                  "runtime.sync=true", "runtime.envs_per_actor=2", "algorithm.replay_start_size=200",
-                 "algorithm.hidden=16", "frames=1000", "test_episodes=2",
-                 f"hydra.run.dir={tmp_path}"])
+                 "frames=1000", "test_episodes=2", f"hydra.run.dir={tmp_path}"])
     assert code == 0
-    _check_console(capsys.readouterr().err)
+    console = capfd.readouterr().err
+    assert "constructor arguments in the object store" not in console
+    _check_console(console)
     [run_dir] = {path.parent for path in tmp_path.glob("**/run.json")}
     info = json.loads((run_dir / "run.json").read_text())  # (what a local run records)
     assert (info["runner"], info["seed"], info["runtime"]) == ("online", 0, "ray")
@@ -115,24 +129,3 @@ def test_a_ray_run_writes_the_loss_and_schedule_tags_of_a_local_run(local_ray, t
     assert tags["ray"] == tags["local"]
     frames = results(tmp_path / "ray")["train"]["frames"]
     assert all(0 < frame <= frames for frame, _ in scalars["loss/ppo"]), scalars["loss/ppo"]
-
-
-def test_workers_of_a_large_spec_start_without_rays_error(local_ray, tmp_path: Path,
-                                                           capfd) -> None:
-    """Ray logs an error at the creation of a restartable actor whose arguments pass 100 KB
-    (it stores them itself, and a restart could lose them), which a DQN run's spec does: the
-    workers fetch the spec from the parameter server instead (``workers.run_spec``)."""
-    from ray import cloudpickle
-
-    from looprl.configs.app import main
-    from looprl.distributed.config import AlgorithmSpec
-    from looprl.environments import GymEnvironment
-    from looprl.presets.classic_control import dqn
-
-    preset = dqn.env(GymEnvironment("CartPole-v1")).device("cpu").build()
-    spec, _ = AlgorithmSpec.of_preset(preset, 300, 1, 1)
-    assert len(cloudpickle.dumps(spec.portable())) > 100_000  # (the case Ray warns about)
-    assert main(["algorithm=dqn", "runtime=ray", "runtime.actors=1", "frames=300",
-                 "test_episodes=1",
-                 "logging.quiet=true", f"hydra.run.dir={tmp_path}"]) == 0
-    assert "constructor arguments in the object store" not in capfd.readouterr().err

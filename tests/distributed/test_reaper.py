@@ -146,13 +146,18 @@ def test_a_ctrl_c_while_joining_a_cluster_leaves_it(monkeypatch) -> None:
     assert left == [True]
 
 
-def test_ctrl_c_while_looprl_starts_ray_leaves_no_ray_process(monkeypatch) -> None:
-    """A notebook's Ctrl-C while a run starts its own Ray instance, after Ray's processes
-    started and before ``ray.init`` returned: they end (was: a whole instance left running,
-    one more at each such Ctrl-C, until the kernel exits)."""
+def test_ctrl_c_while_a_run_starts_ray_is_the_one_line_of_a_later_one(monkeypatch,
+                                                                      tmp_path: Path) -> None:
+    """``DistributedRun.run()`` interrupted (a notebook's Ctrl-C) while it starts its own Ray
+    instance, after Ray's processes started and before ``ray.init`` returned: the
+    ``TrainingInterrupted`` line of a Ctrl-C later in the run (was: a bare
+    ``KeyboardInterrupt``), nothing written, and no Ray process left (was: a whole instance
+    left running, one more at each such Ctrl-C, until the kernel exits)."""
     ray = pytest.importorskip("ray")
     if ray.is_initialized():
         pytest.skip("Ray runs in this process already")
+    from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
+    from looprl.experiments import TrainingInterrupted
     node = ray._private.node.Node
     started, ray_processes, commands = node.__init__, {}, []
 
@@ -161,33 +166,6 @@ def test_ctrl_c_while_looprl_starts_ray_leaves_no_ray_process(monkeypatch) -> No
         ray_processes.update({pid: start for pid, start in _descendants(os.getpid()).items()
                               if reaper._is_ray(pid)})
         commands.extend(_commands(ray_processes))
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(node, "__init__", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        reaper.start_local_ray(1)
-    assert any("raylet" in command for command in commands), commands
-    _assert_ended(ray_processes, 15)
-    assert not ray.is_initialized()
-
-
-def test_ctrl_c_while_a_run_starts_ray_is_the_one_line_of_a_later_one(monkeypatch,
-                                                                      tmp_path: Path) -> None:
-    """``DistributedRun.run()`` interrupted while it starts its own Ray instance: the
-    ``TrainingInterrupted`` line of a Ctrl-C later in the run (was: a bare
-    ``KeyboardInterrupt``), nothing written, and no Ray process left."""
-    ray = pytest.importorskip("ray")
-    if ray.is_initialized():
-        pytest.skip("Ray runs in this process already")
-    from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
-    from looprl.experiments import TrainingInterrupted
-    node = ray._private.node.Node
-    started, ray_processes = node.__init__, {}
-
-    def interrupted(self, *args, **kwargs):
-        started(self, *args, **kwargs)
-        ray_processes.update({pid: start for pid, start in _descendants(os.getpid()).items()
-                              if reaper._is_ray(pid)})
         raise KeyboardInterrupt
 
     monkeypatch.setattr(node, "__init__", interrupted)
@@ -202,6 +180,6 @@ def test_ctrl_c_while_a_run_starts_ray_is_the_one_line_of_a_later_one(monkeypatc
         stop = error
     assert isinstance(stop, TrainingInterrupted)
     assert str(stop) == "Training interrupted at frame 0; nothing written yet (Ray was starting)"
-    assert ray_processes
+    assert any("raylet" in command for command in commands), commands
     _assert_ended(ray_processes, 15)
     assert not ray.is_initialized() and not list(tmp_path.iterdir())

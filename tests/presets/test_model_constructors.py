@@ -67,15 +67,20 @@ def test_the_models_modules_have_alls_functions_and_signatures(family) -> None:
     assert got == ALL_SIGNATURES[family]
 
 
-@pytest.mark.parametrize(("name", "frames"), [("dqn", 3_000), ("c51", 6_000), ("rainbow", 10_000)])
-def test_alls_default_constructors_learn_cartpole(name, frames, tmp_path) -> None:
+@pytest.mark.parametrize(("name", "frames", "hyperparameters"), [
+    ("dqn", 3_000, {}), ("c51", 6_000, {}),
+    # Rainbow with 32 gradient steps every 64 frames (not 16): it learns in fewer frames
+    ("rainbow", 10_000, {"gradient_steps": 32}),
+], ids=["dqn", "c51", "rainbow"])
+def test_alls_default_constructors_learn_cartpole(name, frames, hyperparameters, tmp_path
+                                                  ) -> None:
     """ALL's fc_relu_q (DQN) and fc_relu_rainbow (Rainbow) from looprl's models module reach an
     evaluation of 100 on CartPole-v1 (random play: about 22, the untrained greedy agent 10)."""
     seed_everything(1)
     env = GymEnvironment("CartPole-v1")
     function = getattr(models, CLASSIC[name][0])
     preset = getattr(classic_control, name).hyperparameters(
-        model_constructor=function).env(env).device("cpu").build()
+        model_constructor=function, **hyperparameters).env(env).device("cpu").build()
     head = {"dqn": torch.nn.Linear, "c51": Linear0, "rainbow": CategoricalDueling}[name]
     assert type(preset.model[-1]) is head  # (ALL's network, not the preset's own)
     experiment = make_experiment(preset, env, train_steps=frames, logdir=str(tmp_path),

@@ -25,23 +25,58 @@ pytest.importorskip("ray.tune")
 from looprl.runners import PBTRunner  # noqa: E402
 
 
-def test_a_population_trains_and_the_best_member_holds_its_explored_values(
-    small_ppo, tmp_path, local_ray, caplog
+def test_a_population_from_given_starts_trains_and_the_best_member_holds_its_values(
+    small_ppo, tmp_path, local_ray, caplog, capfd
 ) -> None:
-    """... and the members' warnings are logged on the driver, once in the run (were: in Ray's
-    session logs only)."""
+    """``initial``: member ``i`` starts from the ``i``-th values given, through Tune's current
+    ``sample_from`` form (the spec-dict form logs a deprecation); Tune reuses its actors for
+    the exploits (else it warns that PBT runs slower without ``reuse_actors``). The best
+    member's agent holds its explored values. The run logs a line per member's evaluation and
+    the best member, and Tune prints nothing of its own; the members' warnings are logged on
+    the driver, once in the run (were: in Ray's session logs only). (One population: its
+    Tune run and member processes cost seconds.)"""
     import logging
+    import warnings
 
     from tests.distributed.user_components import Warns
 
-    runner = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2, "log")},
-                       population=2, num_steps=192, perturbation_interval=64,
-                       quantile_fraction=0.5, eval_episodes=2, logdir=str(tmp_path), seed=0,
-                       meta=[Warns()])
-    with caplog.at_level(logging.WARNING):
-        train_results, eval_results = runner.run()
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    sampler = logging.getLogger("ray.tune.search.sample")
+    sampler.addHandler(handler)
+    level = sampler.level
+    sampler.setLevel(logging.WARNING)  # (Tune's verbose=0 quiets its parent logger)
+    starts = [{"hp/lr": 2e-4}, {"hp/lr": 4e-3}]
+    caplog.set_level(logging.WARNING)
+    caplog.set_level(logging.INFO, logger="looprl.runners.pbt")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            runner = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2, "log")},
+                               initial=starts, num_steps=192, perturbation_interval=64,
+                               quantile_fraction=0.5, eval_episodes=2, logdir=str(tmp_path),
+                               seed=0, meta=[Warns()])
+            train_results, eval_results = runner.run()
+    finally:
+        sampler.removeHandler(handler)
+        sampler.setLevel(level)
     warned = sorted(r.name for r in caplog.records if "hook warns" in r.getMessage())
     assert warned == ["py.warnings", "user.component"], caplog.text  # (once each)
+    root = tmp_path / "ppo" / "CartPole-v1"
+    for index, values in enumerate(starts):
+        run = json.loads((root / f"member{index:03d}_gen000" / "run.json").read_text())
+        assert run["values"] == pytest.approx(values)
+    assert not [r for r in records if "deprecated" in r.getMessage()]
+    assert not [w for w in caught if "reuse_actors" in str(w.message)]
+    lines = [r.getMessage() for r in caplog.records if r.name == "looprl.runners.pbt"]
+    indices = [int(line.split()[2].rstrip(",")) for line in lines[:-1]]
+    # each member's evaluations, at steps 64, 128 and 192 (one that exploits a slower donor's
+    # checkpoint of a round it played plays that round again: then more)
+    assert sorted(set(indices)) == [0, 1] and min(map(indices.count, (0, 1))) >= 2, lines
+    assert lines[-1].startswith("PBT: best member ")
+    out, err = capfd.readouterr()
+    assert "Configuration for experiment" not in out + err and "View detailed" not in out + err
     members = train_results["members"]
     assert len(members) == 2
     best = train_results["best"]
@@ -52,7 +87,7 @@ def test_a_population_trains_and_the_best_member_holds_its_explored_values(
     lr = runner.hyperparameters()["hp/lr"].get()
     assert lr == pytest.approx(best["hp"]["hp/lr"]) and lr != pytest.approx(1e-3)
     assert eval_results["episodes"] == 2
-    _check_member_runs(tmp_path / "ppo" / "CartPole-v1", members, interval=64)
+    _check_member_runs(root, members, interval=64)
 
 
 def test_members_make_a_gymnasium_id_registered_in_the_notebook(small_ppo, tmp_path,
@@ -72,52 +107,6 @@ def test_members_make_a_gymnasium_id_registered_in_the_notebook(small_ppo, tmp_p
     finally:
         del gymnasium.registry["tests/NotebookCart-v2"]
     assert len(train_results["members"]) == 1
-
-
-def test_given_starts_begin_the_members_and_tune_reuses_its_actors(
-    small_ppo, tmp_path, local_ray, caplog, capfd
-) -> None:
-    """``initial``: member ``i`` starts from the ``i``-th values given, through Tune's current
-    ``sample_from`` form (the spec-dict form logs a deprecation); Tune reuses its actors for
-    the exploits (else it warns that PBT runs slower without ``reuse_actors``). The run logs a
-    line per member's evaluation and the best member, and Tune prints nothing of its own."""
-    import logging
-    import warnings
-
-    records: list[logging.LogRecord] = []
-    handler = logging.Handler()
-    handler.emit = records.append
-    sampler = logging.getLogger("ray.tune.search.sample")
-    sampler.addHandler(handler)
-    level = sampler.level
-    sampler.setLevel(logging.WARNING)  # (Tune's verbose=0 quiets its parent logger)
-    starts = [{"hp/lr": 2e-4}, {"hp/lr": 4e-3}]
-    caplog.set_level(logging.INFO, logger="looprl.runners.pbt")
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            runner = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2, "log")},
-                               initial=starts, num_steps=128, perturbation_interval=64,
-                               quantile_fraction=0.5, eval_episodes=1, logdir=str(tmp_path),
-                               seed=0)
-            runner.run()
-    finally:
-        sampler.removeHandler(handler)
-        sampler.setLevel(level)
-    root = tmp_path / "ppo" / "CartPole-v1"
-    for index, values in enumerate(starts):
-        run = json.loads((root / f"member{index:03d}_gen000" / "run.json").read_text())
-        assert run["values"] == pytest.approx(values)
-    assert not [r for r in records if "deprecated" in r.getMessage()]
-    assert not [w for w in caught if "reuse_actors" in str(w.message)]
-    lines = [r.getMessage() for r in caplog.records if r.name == "looprl.runners.pbt"]
-    members = [int(line.split()[2].rstrip(",")) for line in lines[:-1]]
-    # each member's evaluations at steps 64 and 128 (one that exploits a slower donor's
-    # checkpoint of a round it played plays that round again: then more)
-    assert sorted(set(members)) == [0, 1] and min(map(members.count, (0, 1))) >= 2, lines
-    assert lines[-1].startswith("PBT: best member ")
-    out, err = capfd.readouterr()
-    assert "Configuration for experiment" not in out + err and "View detailed" not in out + err
 
 
 def _check_member_runs(root, members, interval: int) -> None:
