@@ -1256,7 +1256,10 @@ def test_a_process_that_only_acts_builds_its_policy_without_an_optimizer() -> No
     """Ray's actor and policy workers (of a run without meta components) build a preset's
     policy without an optimizer (``acting_args``: no ``torch._dynamo`` import in each of
     them, ~1.6 s), the trainer with one; a user's factory is called as written."""
+    from dataclasses import replace
+
     from looprl.environments import GymEnvironment, MultiagentPettingZooEnv
+    from looprl.meta import MetaComponent
     from looprl.presets.classic_control import a2c, dqn, ppo
     from looprl.presets.continuous import sac
     from looprl.presets.multiagent import dqn as independent_dqn
@@ -1272,5 +1275,7 @@ def test_a_process_that_only_acts_builds_its_policy_without_an_optimizer() -> No
         assert spec.acting_args == {"optimizer": False}
         assert _optimizers(spec.make_policy(acting=True)) == []
         assert _optimizers(spec.make_policy()), type(spec.policy)
+    with_meta = replace(spec, meta=[MetaComponent()])  # (its step hooks may read hp/lr)
+    assert _optimizers(with_meta.make_policy(acting=True))
     user = ppo_spec()
     assert user.acting_args == {} and user.make_policy(acting=True) is not None

@@ -142,13 +142,15 @@ class AlgorithmSpec:
         return self.make_env, None
 
     def make_policy(self, acting: bool = False) -> Any:
-        """A fresh policy (for a process that only acts with ``acting``: ``acting_args``)."""
+        """A fresh policy; with ``acting``, for a process that only acts (given ``acting_args``
+        unless the spec has meta components: their step hooks may read the policy's ``hp/lr``)."""
         from looprl.core import Policy
         self.install()
         if isinstance(self.policy, Policy):
             return self._policy_copy()
         if callable(self.policy):
-            return self.policy(**self.policy_args, **(self.acting_args if acting else {}))
+            acting_args = self.acting_args if acting and not self.meta else {}
+            return self.policy(**self.policy_args, **acting_args)
         if not isinstance(self.policy, str):
             raise TypeError(f"AlgorithmSpec policy must be a registered name, a factory or a "
                             f"looprl.core.Policy, got a {type(self.policy).__name__}")

@@ -103,7 +103,7 @@ class _PolicyCopy:
     ``ParameterServer`` every ``interval`` seconds."""
 
     def __init__(self, spec: AlgorithmSpec, server: Any, interval: float):
-        self.policy = spec.make_policy(acting=not spec.meta)
+        self.policy = spec.make_policy(acting=True)
         self.components: list[Any] = []
         self.server, self.interval = server, interval
         self.serial = 0  # the last publication loaded
@@ -175,7 +175,7 @@ class ActorWorker(Worker):
         self.sync, self.timeout = runtime.sync, answer_timeout(runtime)
         self.local = None if policy_worker is not None else _PolicyCopy(
             spec, named(server), runtime.pull_interval)
-        policy = self.local.policy if self.local else spec.make_policy(acting=not spec.meta)
+        policy = self.local.policy if self.local else spec.make_policy(acting=True)
         explorations = spec.explorations or [None]
         with warnings.catch_warnings():  # Ray's property uses one of its deprecated APIs
             warnings.simplefilter("ignore", DeprecationWarning)
