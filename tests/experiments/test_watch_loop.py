@@ -86,6 +86,7 @@ def test_a_gif_has_one_frame_per_state_of_every_episode(tmp_path) -> None:
         assert image.n_frames == sum(returns) + 2
 
 
+@pytest.mark.filterwarnings("ignore:.*without specifying any render mode")  # (the point)
 def test_an_environment_that_gives_no_frames_is_one_line(tmp_path) -> None:
     with pytest.raises(ValueError, match="render_mode='rgb_array'"):
         watch.watch(_Left(), GymEnvironment("CartPole-v1"), gif=tmp_path / "none.gif")

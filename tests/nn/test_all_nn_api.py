@@ -38,7 +38,7 @@ def test_looprl_names_win_and_flatten_behaves_as_alls() -> None:
 
 
 def test_tanh_action_bound_squashes_into_the_box() -> None:
-    space = Box(low=np.array([-2.0, 0.0]), high=np.array([2.0, 1.0]), dtype=np.float32)
+    space = Box(low=np.array([-2.0, 0.0], np.float32), high=np.array([2.0, 1.0], np.float32))
     bound = nn.TanhActionBound(space)
     out = bound(torch.tensor([[0.0, 0.0], [50.0, -50.0], [0.5, 0.5]]))
     assert torch.allclose(out[0], torch.tensor([0.0, 0.5]))
@@ -47,7 +47,8 @@ def test_tanh_action_bound_squashes_into_the_box() -> None:
     assert torch.allclose(out[2], expected)
     with pytest.raises(TypeError, match="Box action space"):
         nn.TanhActionBound(3)
-    unbounded = Box(low=np.array([-np.inf, 0.0]), high=np.array([np.inf, 1.0]), dtype=np.float32)
+    unbounded = Box(low=np.array([-np.inf, 0.0], np.float32),
+                    high=np.array([np.inf, 1.0], np.float32))
     out = nn.TanhActionBound(unbounded)(torch.tensor([[0.5, 0.0]]))
     assert torch.allclose(out, torch.tensor([[math.tanh(0.5), 0.5]]))  # (not NaN)
 

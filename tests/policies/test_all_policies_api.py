@@ -13,7 +13,7 @@ from looprl import nn
 from looprl.core import State, StateArray
 from looprl.policies import DeterministicPolicy, GaussianPolicy, SoftDeterministicPolicy
 
-SPACE = Box(low=np.array([-2.0, 0.0]), high=np.array([2.0, 1.0]), dtype=np.float32)
+SPACE = Box(low=np.array([-2.0, 0.0], np.float32), high=np.array([2.0, 1.0], np.float32))
 CENTER, SCALE = torch.tensor([0.0, 0.5]), torch.tensor([2.0, 0.5])
 
 
