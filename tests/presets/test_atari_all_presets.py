@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -183,13 +184,16 @@ def test_non_image_environments_are_rejected(name: str) -> None:
 
 
 def _seed_example(agents: list, tmp_path: Path, frames: int, steps: int,
-                  games: tuple[str, ...] = ("Breakout", "Pong")) -> None:
+                  caplog: pytest.LogCaptureFixture, games: tuple[str, ...] = ("Breakout", "Pong")
+                  ) -> list[str]:
     """Seed 003's example: every agent on each of ``games``, ``frames`` each, one test
-    episode; episodes are cut after ``steps`` agent steps."""
+    episode; episodes are cut after ``steps`` agent steps. The runs that never trained, as
+    their warnings name them (``agent on game``)."""
     envs = [
         AtariEnvironment(env, device="cpu", max_episode_frames=4 * steps)
         for env in games
     ]
+    caplog.set_level(logging.WARNING)
     results = run_experiment(
         agents, envs, frames, logdir=str(tmp_path), quiet=True, test_episodes=1, seed=0
     )
@@ -197,25 +201,30 @@ def _seed_example(agents: list, tmp_path: Path, frames: int, steps: int,
     assert [(r.env, r.agent) for r in results] == expected
     for result in results:
         assert result.frames >= frames and len(result.test_returns) == 1
+    return [m.partition(":")[0] for m in caplog.messages if "the agent never trained" in m]
 
 
-def test_seed_example_with_small_settings(tmp_path: Path) -> None:
+def test_seed_example_with_small_settings(tmp_path: Path, caplog: pytest.LogCaptureFixture
+                                          ) -> None:
+    """Agents that train within the budget, on two games: the results in the example's order
+    (games outer). Two agents, a replay one and an on-policy one: each of the six presets runs
+    through ``run_experiment`` in ``test_seed_example_with_plain_builders`` and trains in
+    ``test_preset_trains_saves_loads_and_evaluates``."""
     replay = {"replay_start_size": 20, "replay_buffer_size": 500, "minibatch_size": 4}
     agents = [
-        atari.dqn.hyperparameters(**replay),
-        atari.ddqn.hyperparameters(**replay),
-        atari.c51.hyperparameters(**replay),
         atari.rainbow.hyperparameters(**replay, hidden=32),
-        atari.a2c.hyperparameters(n_envs=2),
         atari.ppo.hyperparameters(n_envs=2, n_steps=16, minibatch_size=16, epochs=1),
     ]
-    _seed_example(agents, tmp_path, frames=32, steps=32)
+    assert _seed_example(agents, tmp_path, frames=32, steps=32, caplog=caplog) == []  # each trained
 
 
-def test_seed_example_with_plain_builders(tmp_path: Path) -> None:
+def test_seed_example_with_plain_builders(tmp_path: Path, caplog: pytest.LogCaptureFixture
+                                          ) -> None:
     """The defaults (80,000 steps before the first update, 1M-transition replay) must not
     fail when training never starts. One game: the two-game order of the results is
     ``test_seed_example_with_small_settings``'s check (and a default A2C's 16 emulators cost
     seconds per game)."""
     agents = [atari.dqn, atari.ddqn, atari.c51, atari.rainbow, atari.a2c, atari.ppo]
-    _seed_example(agents, tmp_path, frames=32, steps=50, games=("Pong",))
+    untrained = _seed_example(agents, tmp_path, frames=32, steps=50, caplog=caplog,
+                              games=("Pong",))
+    assert untrained == [f"{a.default_name} on Pong" for a in agents]  # (and said so)
