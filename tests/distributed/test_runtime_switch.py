@@ -53,35 +53,44 @@ def _ray_parameters(run: Path) -> dict[str, torch.Tensor]:
     return torch.load(run / "policy.pt", weights_only=True)["state_dict"]
 
 
-#: a short budget: ``FRAMES``, and where less holds as much, less: SAC trains (and a sync Ray
-#: run waits for its trainer) at every frame from 100, and Pendulum's episodes are 200 frames
-#: (two: one before, one after training started); independent DQN's agents each train about
-#: 4 times in 300 (tic-tac-toe: each agent's learner starts at its 100th row)
-@pytest.mark.parametrize(("algorithm", "env", "copies", "frames", "seed"), [
+#: a short budget: ``FRAMES``, and where less holds as much, less: DQN trains 8 steps at
+#: every 64th frame from 256 (its target every 8th step), SAC (and a sync Ray run waits for its
+#: trainer) at every frame from 300, and Pendulum's episodes are 200 frames (two: one before,
+#: one after training started); independent DQN's agents each train about 4 times in 300
+#: (tic-tac-toe: each agent's learner starts at its 100th row). PPO on contexts with PLR
+#: covers the PPO family, PLR's seeded level draws and, with ``test_episodes=0``, the final
+#: evaluation's held-out set (played once per instance, as locally).
+@pytest.mark.parametrize(("algorithm", "env", "copies", "frames", "seed", "test_episodes"), [
     (["algorithm=dqn", "algorithm.replay_start_size=200", "algorithm.hidden=16",
-      "algorithm.test_exploration=0.5", "meta=[rnd]"], "CartPole-v1", 1, FRAMES,
-     2**32 - 1),  # (evaluation draws; the last seed, wrapped alike: see the docstring)
-    (["algorithm=continuous/sac", "algorithm.replay_start_size=100", "algorithm.hidden=16",
-      "algorithm.minibatch_size=32"], "Pendulum-v1", 1, 400, 0),
-    (["algorithm=ppo", "algorithm.n_envs=4", "algorithm.n_steps=32", "algorithm.hidden=16",
-      "algorithm.minibatch_size=32"], "CartPole-v1", 4, FRAMES, 0),
+      "algorithm.update_frequency=64", "algorithm.gradient_steps=8",
+      "algorithm.target_update_frequency=8", "algorithm.test_exploration=0.5", "meta=[rnd]"],
+     "CartPole-v1", 1, 400, 2**32 - 1,
+     3),  # (evaluation draws; the last seed, wrapped alike: see the docstring)
+    (["algorithm=continuous/sac", "algorithm.replay_start_size=300", "algorithm.hidden=16",
+      "algorithm.minibatch_size=32"], "Pendulum-v1", 1, 400, 0, 3),
     (["algorithm=multiagent/dqn", "algorithm.replay_start_size=100",
       "algorithm.test_exploration=0.5", "meta=[rnd]"], "tictactoe_v3", 1, 300,
-     0),  # (agents' draws)
+     0, 3),  # (agents' draws)
     (["algorithm=ppo", "algorithm.n_envs=4", "algorithm.n_steps=32", "algorithm.hidden=16",
-      "algorithm.minibatch_size=32", "meta=[plr]", "context.train=6",
+      "algorithm.minibatch_size=32", "meta=[plr]", "context.train=6", "context.test=2",
       "++context.ranges.length=[0.2,0.8]"], "CartPole-v1", 4, FRAMES,
-     0),  # (PLR's levels, seeded)
-], ids=["dqn", "sac", "ppo", "multiagent_dqn", "contextual_ppo_plr"])
+     0, 0),  # (PLR's levels, seeded; the held-out set)
+], ids=["dqn", "sac", "multiagent_dqn", "contextual_ppo_plr"])
 def test_one_synchronous_ray_actor_gives_the_local_run_bit_for_bit(local_ray, tmp_path,
                                                                     algorithm, env, copies,
-                                                                    frames, seed) -> None:
+                                                                    frames, seed,
+                                                                    test_episodes) -> None:
     """... with every accepted seed (``dqn``'s is the last): a Ray actor seeds its units, hooks
     and env copies with ``wrapped_seed`` of the run's seed, as a local run does. (Was: from
     2**31 - 2**16 up the local run seeded its actor, learner and RND with the seed as given,
-    the Ray actor with it wrapped: other episodes from the first, other parameters.)"""
-    local = _run("local", tmp_path / "local", algorithm, env, copies, frames, seed=seed)
-    ray = _run("ray", tmp_path / "ray", algorithm, env, copies, frames, seed=seed)
+    the Ray actor with it wrapped: other episodes from the first, other parameters.)
+
+    ``test_episodes=0`` still plays each held-out instance once, as locally, and writes the
+    same ``results.json`` evaluation and ``test_returns.csv``. (Was: a Ray run skipped its
+    final evaluation: no held-out returns, no ``test_returns.csv``, no ``step``.)"""
+    local = _run("local", tmp_path / "local", algorithm, env, copies, frames, test_episodes,
+                 seed)
+    ray = _run("ray", tmp_path / "ray", algorithm, env, copies, frames, test_episodes, seed)
     episodes = (local / "results.csv").read_text()
     assert len(episodes.splitlines()) > 2  # (episodes before and after training started)
     assert (ray / "results.csv").read_text() == episodes
@@ -105,23 +114,10 @@ def test_one_synchronous_ray_actor_gives_the_local_run_bit_for_bit(local_ray, tm
         key: value for key, value in local_train.items() if key != "wall_time"}
     # the final evaluation: the same episodes (its actor and env resets seeded alike)
     assert results["ray"]["eval"] == results["local"]["eval"]
+    if not test_episodes:  # (each of the 2 held-out instances once)
+        assert results["local"]["eval"]["test_set"]["episodes"] == 2
     assert (ray / "test_returns.csv").read_text() == (local / "test_returns.csv").read_text()
     mine, theirs = _local_parameters(local, frames), _ray_parameters(ray)
     assert mine.keys() == theirs.keys()
     assert all(torch.equal(mine[key], theirs[key]) for key in mine)
 
-
-def test_no_test_episodes_evaluate_the_held_out_set_as_a_local_run_does(local_ray,
-                                                                       tmp_path) -> None:
-    """``test_episodes=0`` still plays each held-out instance once, as locally, and writes
-    the same ``results.json`` evaluation and ``test_returns.csv``. (Was: a Ray run skipped
-    its final evaluation: no held-out returns, no ``test_returns.csv``, no ``step``.)"""
-    algorithm = ["algorithm=dqn", "algorithm.hidden=16", "context.train=2", "context.test=2",
-                 "++context.ranges.length=[0.2,0.8]"]
-    runs = {side: _run(side, tmp_path / side, algorithm, "CartPole-v1", 1, frames=50,
-                       test_episodes=0) for side in ("local", "ray")}
-    evaluations = [json.loads((tmp_path / side / "results.json").read_text())["eval"]
-                   for side in runs]
-    assert evaluations[0]["test_set"]["episodes"] == 2 and evaluations[1] == evaluations[0]
-    assert [(run / "test_returns.csv").read_text() for run in runs.values()] == [
-        (runs["local"] / "test_returns.csv").read_text()] * 2
