@@ -75,7 +75,7 @@ def _ray_parameters(run: Path) -> dict[str, torch.Tensor]:
       "algorithm.minibatch_size=32", "meta=[plr]", "context.train=6", "context.test=2",
       "++context.ranges.length=[0.2,0.8]"], "CartPole-v1", 4, FRAMES,
      0, 0),  # (PLR's levels, seeded; the held-out set)
-], ids=["dqn", "sac", "multiagent_dqn", "contextual_ppo_plr"])
+], ids=["dqn", "sac", "multiagent_dqn", "ppo_on_contexts_with_plr"])
 def test_one_synchronous_ray_actor_gives_the_local_run_bit_for_bit(local_ray, tmp_path,
                                                                     algorithm, env, copies,
                                                                     frames, seed,
