@@ -4,26 +4,37 @@ its path, ``tests.distributed.faulty_env:FaultyCartPole``.
 
 A copy's first ``reset(seed=s)`` arms it when ``faults`` names ``s`` (a Ray actor seeds copy
 ``c`` of actor ``i`` with ``wrapped_seed(run seed + 10_000 * i) + c``; a rebuilt copy, or a
-copy of an actor Ray restarted, gets another seed, so each fault happens once)."""
+copy of an actor Ray restarted, gets another seed, so each fault happens once). ``broken``
+makes its constructor warn, then raise, in a Ray actor (as a user's environment that warns
+why it cannot start)."""
 
 from __future__ import annotations
 
+import logging
+import os
 import time
+import warnings
 from typing import Any
 
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
 PATH = "tests.distributed.faulty_env:FaultyCartPole"
 
+logger = logging.getLogger(__name__)
+
 
 class FaultyCartPole(CartPoleEnv):
     """CartPole that, seeded with a key of ``faults``, does what its value says once: ``"step"``
     raises in step ``at`` of its first episode, ``"hang"`` sleeps for an hour there,
-    ``"reset"`` raises in the reset that starts episode ``at`` (a value ``(what, n)``: ``at``
-    is ``n``)."""
+    ``"reset"`` raises in the reset that starts episode ``at``, ``"exit"`` ends its process
+    there (a value ``(what, n)``: ``at`` is ``n``). ``broken``: its constructor warns, then
+    raises, in every Ray actor (``"actor"``) or in an actor Ray restarted (``"restarted"``)."""
 
     def __init__(self, faults: dict[int, str | tuple[str, int]] | None = None, at: int = 3,
-                 render_mode: str | None = None):
+                 render_mode: str | None = None, broken: str | None = None):
+        if broken is not None and _in_actor(restarted=broken == "restarted"):
+            logger.warning("FaultyCartPole: no licence server found (%s)", broken)
+            raise RuntimeError("constructor fault injected")
         super().__init__(render_mode=render_mode)
         self.faults, self.at = dict(faults or {}), at
         self.fault: str | None = None
@@ -45,4 +56,16 @@ class FaultyCartPole(CartPoleEnv):
                 raise RuntimeError("step fault injected")
             if self.fault == "hang":
                 time.sleep(3600)
+            if self.fault == "exit":
+                os._exit(1)
         return super().step(action)
+
+
+def _in_actor(restarted: bool) -> bool:
+    """Whether this process is a Ray actor (``restarted``: one that Ray restarted)."""
+    import ray
+    if not ray.is_initialized() or ray.get_runtime_context().get_actor_id() is None:
+        return False
+    with warnings.catch_warnings():  # Ray's property uses one of its deprecated APIs
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return not restarted or ray.get_runtime_context().was_current_actor_reconstructed

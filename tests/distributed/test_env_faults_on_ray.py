@@ -144,18 +144,19 @@ def test_env_timeout_must_be_positive_or_null() -> None:
 
 # -- whole runs on Ray ------------------------------------------------------------------------
 
-def ppo_spec(faults: dict[int, str]) -> AlgorithmSpec:
+def ppo_spec(faults: dict[int, str], broken: str | None = None) -> AlgorithmSpec:
     return AlgorithmSpec(
-        env=PATH, env_args={"faults": faults}, policy="actor-critic-separate",
+        env=PATH, env_args={"faults": faults, "broken": broken}, policy="actor-critic-separate",
         policy_args={"obs_dim": {"obs": 4}, "action_dim": 2, "lr": 1e-3},
         trainer="ppo", trainer_args={"epochs": 2, "minibatch_size": 64},
         buffer_args={"batch_streams": 4})
 
 
-def run(faults: dict[int, str], frames: int, seed: int = 0, **options) -> DistributedResult:
-    """A PPO run of ``frames`` on two actors of two copies each; ``AssertionError`` if it has
-    not finished within 600 s (an actor that hangs would hold it forever; a loaded machine
-    takes a minute or more)."""
+def run(faults: dict[int, str], frames: int, seed: int = 0, broken: str | None = None,
+        **options) -> DistributedResult:
+    """A PPO run of ``frames`` on two actors of two copies each (``broken``: ``FaultyCartPole``'s
+    constructor fault); ``AssertionError`` if it has not finished within 600 s (an actor that
+    hangs would hold it forever; a loaded machine takes a minute or more)."""
     runtime = RuntimeConfig(**{"actors": 2, "envs_per_actor": 2, "segment_length": 16,
                                "checkpoint_every": None, **options})
     deadline = time.monotonic() + 600
@@ -163,7 +164,7 @@ def run(faults: dict[int, str], frames: int, seed: int = 0, **options) -> Distri
     def in_time(_: DistributedRun) -> None:
         assert time.monotonic() < deadline, "the run did not finish within 600 s"
 
-    return DistributedRun(ppo_spec(faults), runtime, frames=frames, logdir=None, seed=seed,
+    return DistributedRun(ppo_spec(faults, broken), runtime, frames=frames, logdir=None, seed=seed,
                           quiet=True).run(callback=in_time)
 
 
@@ -202,3 +203,26 @@ def test_env_faults_past_max_restarts_stop_the_run_in_one_line(local_ray):
             r"times, the limit \(runtime.max_restarts=0\)$")):
         run({wrapped_seed(seed + 10_000) + 1: "step"}, frames=10**6, seed=seed, trainers=2,
             max_restarts=0)
+
+
+def test_an_actor_that_cannot_start_stops_the_run_and_its_warnings_reach_the_driver(
+        local_ray, caplog):
+    """A user's environment whose constructor warns why it cannot start, then raises, in the
+    actors: the run stops in its one line, and the warning is logged on the driver (was: in
+    Ray's session logs only; Ray keeps the constructor's error as text). Likewise where it
+    fails in an actor that Ray restarts after its process ended: not restarted again."""
+    caplog.set_level(logging.WARNING)
+
+    def warned(how: str) -> bool:
+        line = f"FaultyCartPole: no licence server found ({how})"
+        return any(record.name == "tests.distributed.faulty_env" and record.getMessage() == line
+                   for record in caplog.records)
+
+    with pytest.raises(RuntimeError, match=r"^actor\d worker failed to start: RuntimeError: "
+                                           r"constructor fault injected$"):
+        run({}, frames=10**6, broken="actor")
+    assert warned("actor"), caplog.text
+    with pytest.raises(RuntimeError, match=r"^actor0 worker could not be restarted: "
+                                           r"RuntimeError: constructor fault injected$"):
+        run({0: "exit"}, frames=10**6, broken="restarted")
+    assert warned("restarted"), caplog.text

@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from looprl.core.suggest import log_worker_warnings
 from looprl.distributed.cluster import answer_timeout, error_line, no_answer
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.run_state import TRAINER_CHECKPOINT, DistributedResult, SampleCounts
@@ -249,11 +250,23 @@ class WorkerPool:
         try:
             return ray.get(ref, timeout=timeout)
         except ray.exceptions.RayError as error:
+            self.log_failed_start(name, error)
             reason = error_line(error)
             hint = (" (code your workers import must reach them: install it on every node or "
                     "pass runtime.runtime_env={'py_modules': [...]} / {'working_dir': ...})"
                     if "No module named" in reason else _raise_placement_timeout(error, timeout))
             raise RuntimeError(f"{name} worker failed to start: {reason}{hint}") from None
+
+    def log_failed_start(self, name: str, error: Exception) -> None:
+        """If ``error`` (Ray's) says worker ``name``'s constructor raised: log the warnings it
+        logged first, which it handed to the server (``workers.hands_over_warnings``)."""
+        import ray
+        if getattr(error, "actor_init_failed", False):
+            try:
+                log_worker_warnings(ray.get(self.workers["server"].take_warnings.remote(
+                    f"{self._prefix}{name}"), timeout=answer_timeout(self.runtime)))
+            except ray.exceptions.RayError:
+                pass  # (the server is gone: the error is the run's news)
 
     def kill(self) -> None:
         """Kill every worker (no restarts) and remove the rendezvous files."""

@@ -143,8 +143,10 @@ class Supervisor:
                 if former is None or answer["id"] != former:
                     return answer
             except ray.exceptions.RayError as error:
+                self.pool.log_failed_start(name, error)  # (a constructor that raised)
                 restarting = isinstance(error, ray.exceptions.RayActorError) and (
-                    former is not None or isinstance(error, ray.exceptions.ActorUnavailableError))
+                    former is not None or isinstance(error, ray.exceptions.ActorUnavailableError)
+                ) and not error.actor_init_failed  # (Ray does not restart it)
                 if not restarting:
                     raise RuntimeError(f"{name} worker could not be restarted: "
                                        f"{error_line(error)}") from None

@@ -104,6 +104,7 @@ class ParameterServer:
         self.serial = 0
         self.latest: tuple[int, int, bytes] | None = None
         self._spec, self._checkpoint = spec, checkpoint
+        self._warnings: dict[str, list[tuple[str, str]]] = {}  # (``keep_warnings``)
 
     def spec(self) -> bytes | None:
         """The run's ``AlgorithmSpec`` pickled (``workers.run_spec``): workers created without
@@ -122,6 +123,15 @@ class ParameterServer:
         restarted trainer loads it."""
         held = self._checkpoint
         return held if held is not None and held[0] >= steps else None
+
+    def keep_warnings(self, worker: str, lines: list[tuple[str, str]]) -> None:
+        """Keep the warnings (``WorkerWarnings``) of the worker of Ray name ``worker``, whose
+        constructor raised (``workers.hands_over_warnings``), for the driver to take."""
+        self._warnings.setdefault(worker, []).extend(lines)
+
+    def take_warnings(self, worker: str) -> list[tuple[str, str]]:
+        """The warnings kept of worker ``worker`` (``keep_warnings``), once."""
+        return self._warnings.pop(worker, [])
 
     def put(self, version: int, payload: bytes) -> None:
         """Publish ``payload`` (a ``publication``) of policy ``version``."""

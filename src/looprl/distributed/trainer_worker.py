@@ -25,7 +25,7 @@ from looprl.distributed.config import RuntimeConfig
 from looprl.distributed.pipeline import policy_parameters, trainer_core
 from looprl.distributed.sender import transitions
 from looprl.distributed.server import Publisher, publication
-from looprl.distributed.workers import Worker, cuda_device, named, run_spec
+from looprl.distributed.workers import Worker, cuda_device, hands_over_warnings, named, run_spec
 from looprl.meta.hyperparameters import agent_hyperparameters
 
 __all__ = ["TrainerWorker"]
@@ -42,9 +42,10 @@ class TrainerWorker(Worker):
     ``checkpoint``: the path of the run's trainer checkpoint on the driver, which a damaged
     one's error names."""
 
+    @hands_over_warnings
     def __init__(self, runtime: RuntimeConfig, server: str, seed: int, rank: int,
                  checkpoint: str):
-        super().__init__(runtime.trainer_threads or runtime.torch_threads)
+        super().__init__(runtime.trainer_threads or runtime.torch_threads, server)
         spec = run_spec(server)
         sys.setswitchinterval(0.0005)  # ``put`` gets the GIL quickly beside the training loop
         torch.manual_seed(seed + rank)

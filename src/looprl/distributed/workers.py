@@ -11,7 +11,7 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ray
@@ -35,8 +35,8 @@ from looprl.environments.base import wrapped_seed
 from looprl.environments.wrappers import load_normalization, normalizers_of, read_normalization
 from looprl.meta.hyperparameters import acting_schedules, acting_values
 
-__all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "Worker", "cuda_device", "named",
-           "run_spec"]
+__all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "Worker", "cuda_device",
+           "hands_over_warnings", "named", "run_spec"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,10 +49,12 @@ MAX_WAIT = 0.002
 
 class Worker:
     """What every worker has: ``ready``, ``stop`` (ends the loop, ``run``), its exploration
-    ``schedules`` (``acting_schedules``) and ``warned`` (``WorkerWarnings``: in ``stats()``)."""
+    ``schedules`` (``acting_schedules``) and ``warned`` (``WorkerWarnings``: in ``stats()``;
+    those of a constructor that raised: handed to the ``ParameterServer`` named ``server``,
+    ``hands_over_warnings``)."""
 
-    def __init__(self, torch_threads: int) -> None:
-        self.warned = WorkerWarnings().start()
+    def __init__(self, torch_threads: int, server: str) -> None:
+        self.warned, self.server = WorkerWarnings().start(), server
         torch.set_num_threads(torch_threads)
         self._stop = threading.Event()
         self.schedules: list[Any] = []
@@ -74,6 +76,29 @@ class Worker:
     def stop(self) -> None:
         """End ``run`` after the current step."""
         self._stop.set()
+
+
+def hands_over_warnings(init: Callable[..., None]) -> Callable[..., None]:
+    """A worker's ``__init__`` that, if it raises, first hands the warnings it logged (often
+    why) to the run's ``ParameterServer`` (``keep_warnings``), whence the driver logs them with
+    its error (``WorkerPool.log_failed_start``): Ray's error keeps the error's text only. The
+    error is raised as before: Ray does not restart a worker whose constructor failed."""
+
+    @functools.wraps(init)
+    def start(self: Worker, *args: Any, **kwargs: Any) -> None:
+        try:
+            init(self, *args, **kwargs)
+        except Exception:
+            lines = self.warned.take() if hasattr(self, "warned") else []
+            if lines:
+                try:
+                    ray.get(named(self.server).keep_warnings.remote(
+                        ray.get_runtime_context().get_actor_name(), lines), timeout=10)
+                except (ray.exceptions.RayError, ValueError):  # (the server is gone)
+                    pass
+            raise
+
+    return start
 
 
 def run_spec(server: str) -> AlgorithmSpec:
@@ -162,11 +187,12 @@ class ActorWorker(Worker):
     run's); ``normalizers``: the training actors (Ray names) whose statistics an evaluation
     worker's normalizers load, frozen, as it loads new parameters (``normalize_as_training``)."""
 
+    @hands_over_warnings
     def __init__(self, index: int, runtime: RuntimeConfig, server: str, trainer: str | None,
                  policy_worker: str | None, seed: int, evaluation: bool = False,
                  frames: int | None = None, meta_state: list[tuple[str, Any]] | None = None,
                  normalizers: Sequence[str] = ()):
-        super().__init__(runtime.torch_threads)
+        super().__init__(runtime.torch_threads, server)
         spec = run_spec(server)
         self.index, self.budget, self.evaluation = index, frames, evaluation
         self.normalizers = [named(name) for name in normalizers]
@@ -393,8 +419,9 @@ class PolicyWorker(Worker):
     """Batches the rollout requests of actor workers: answered together once
     ``batch_requests`` of them wait, or after ``MAX_WAIT`` seconds."""
 
+    @hands_over_warnings
     def __init__(self, runtime: RuntimeConfig, server: str, batch_requests: int):
-        super().__init__(runtime.torch_threads)
+        super().__init__(runtime.torch_threads, server)
         spec = run_spec(server)
         if runtime.gpus_per_policy:
             spec = spec.on_device(cuda_device("policy", runtime.gpus_per_policy))
