@@ -54,7 +54,7 @@ class Worker:
     ``hands_over_warnings``)."""
 
     def __init__(self, torch_threads: int, server: str) -> None:
-        self.warned, self.server = WorkerWarnings().start(), server
+        self.warned, self.server_name = WorkerWarnings().start(), server
         torch.set_num_threads(torch_threads)
         self._stop = threading.Event()
         self.schedules: list[Any] = []
@@ -92,7 +92,7 @@ def hands_over_warnings(init: Callable[..., None]) -> Callable[..., None]:
             lines = self.warned.take() if hasattr(self, "warned") else []
             if lines:
                 try:
-                    ray.get(named(self.server).keep_warnings.remote(
+                    ray.get(named(self.server_name).keep_warnings.remote(
                         ray.get_runtime_context().get_actor_name(), lines), timeout=10)
                 except (ray.exceptions.RayError, ValueError):  # (the server is gone)
                     pass
