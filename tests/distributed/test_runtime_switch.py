@@ -25,7 +25,7 @@ from looprl.experiments.checkpoint import load_checkpoint
 
 pytest.importorskip("ray")
 
-FRAMES = 600  # (DQN trains at frames 256 and 512, SAC at every frame from 100)
+FRAMES = 600  # (PPO on contexts: 4 updates of 4 x 32 frames)
 
 
 def _run(runtime: str, run_dir: Path, algorithm: list[str], env: str, copies: int,
