@@ -15,6 +15,7 @@ ray = pytest.importorskip("ray")
 from looprl.distributed import placement, trainer_worker, workers  # noqa: E402
 from looprl.distributed.cluster import answer_timeout  # noqa: E402
 from looprl.distributed.config import RuntimeConfig  # noqa: E402
+from looprl.distributed.policy_copy import PolicyCopy  # noqa: E402
 from looprl.distributed.run_state import DistributedResult, SampleCounts  # noqa: E402
 
 TINY = 0.05
@@ -63,7 +64,7 @@ def test_the_driver_waits_answer_timeout_in_all_for_silent_workers(monkeypatch, 
 def test_a_sync_actor_waits_answer_timeout_for_its_trained_parameters(monkeypatch,
                                                                       caplog) -> None:
     """(Was: 30 s, then acting on with the old parameters without a word.)"""
-    copy = object.__new__(workers._PolicyCopy)
+    copy = object.__new__(PolicyCopy)
     copy.__dict__.update(policy=SimpleNamespace(version=2), maybe_pull=lambda wait=False: None)
     with caplog.at_level("WARNING", "looprl.distributed"):
         copy.pull_until(3, TINY)

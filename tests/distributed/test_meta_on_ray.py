@@ -26,8 +26,9 @@ from looprl.presets.classic_control import a2c  # noqa: E402
 
 def test_an_actor_loads_the_rnd_networks_published_with_the_parameters(local_ray):
     from looprl.distributed.config import AlgorithmSpec
+    from looprl.distributed.policy_copy import PolicyCopy
     from looprl.distributed.server import publication
-    from looprl.distributed.workers import ParameterServer, _PolicyCopy
+    from looprl.distributed.workers import ParameterServer
 
     spec = AlgorithmSpec(env="CartPole-v1", policy="q-network", trainer="dqn",
                          policy_args={"obs_dim": {"obs": 4}, "action_dim": 2, "hidden_dim": 8})
@@ -39,7 +40,7 @@ def test_an_actor_loads_the_rnd_networks_published_with_the_parameters(local_ray
     server = ParameterServer.remote()
     policy = spec.make_policy()
     server.put.remote(7, publication(policy.module.state_dict(), [trainer_rnd.shared_state()]))
-    copy = _PolicyCopy(spec, server, 0.0)
+    copy = PolicyCopy(spec, server, 0.0)
     copy.components = [actor_rnd]  # (an actor gives it its runner's)
     copy.maybe_pull(wait=True)
     assert copy.policy.version == 7

@@ -15,7 +15,7 @@ from looprl.core.suggest import check_count, did_you_mean, is_number
 from looprl.memory.samples import check_sample_buffer
 from looprl.policies.greedy import check_explorations
 
-__all__ = ["AlgorithmSpec", "RuntimeConfig", "check_meta", "starts_local"]
+__all__ = ["AlgorithmSpec", "RuntimeConfig", "starts_local"]
 
 
 @dataclass
@@ -448,14 +448,3 @@ def _whole(value: Any, least: int) -> bool:
     """Whether ``value`` is a whole number (not a bool or text) of at least ``least``."""
     return (isinstance(value, int | float) and not isinstance(value, bool)
             and float(value).is_integer() and value >= least)
-
-
-def check_meta(components: list[Any], runtime: RuntimeConfig) -> None:
-    """``TypeError`` for a component that is not a ``MetaComponent``; ``ValueError`` with
-    policy workers (actors would have no policy copy of their own)."""
-    from looprl.meta.component import MetaStack
-    MetaStack(components)
-    if components and runtime.policy_workers:
-        raise ValueError("meta components on Ray need each actor's own policy copy, which "
-                         "loads their shared state with the parameters: set "
-                         "runtime.policy_workers=0")

@@ -27,7 +27,7 @@ from looprl.distributed.cluster import (
     local_instance_settings,
     start_ray,
 )
-from looprl.distributed.config import AlgorithmSpec, RuntimeConfig, check_meta
+from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.monitor import RunMonitor, open_run_log
 from looprl.distributed.placement import WorkerPool
 from looprl.distributed.restarts import Supervisor
@@ -431,3 +431,14 @@ def _check_same_config(resumed: Any, run_dir: Path, hyperparameters: dict[str, A
         f"{key}: {saved.get(key)!r} -> {new.get(key)!r}"
         for key in sorted(set(saved) | set(new)) if saved.get(key) != new.get(key)
         and not _ADDRESS.search(f"{saved.get(key)}{new.get(key)}")])
+
+
+def check_meta(components: list[Any], runtime: RuntimeConfig) -> None:
+    """``TypeError`` for a component that is not a ``MetaComponent``; ``ValueError`` with
+    policy workers (actors would have no policy copy of their own)."""
+    from looprl.meta.component import MetaStack
+    MetaStack(components)
+    if components and runtime.policy_workers:
+        raise ValueError("meta components on Ray need each actor's own policy copy, which "
+                         "loads their shared state with the parameters: set "
+                         "runtime.policy_workers=0")

@@ -25,12 +25,13 @@ from looprl.collector.recovery import EnvRestarts, env_call
 from looprl.collector.runner import check_result, restart_episodes
 from looprl.core.namedarray import concat
 from looprl.core.suggest import WorkerWarnings
-from looprl.distributed.cluster import answer_timeout, no_answer
+from looprl.distributed.cluster import answer_timeout
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.normalization import normalize_as_training
-from looprl.distributed.pipeline import load_parameters, load_shared_state, meta_states
+from looprl.distributed.pipeline import meta_states
+from looprl.distributed.policy_copy import PolicyCopy
 from looprl.distributed.sender import SegmentSender
-from looprl.distributed.server import ParameterServer, unpack
+from looprl.distributed.server import ParameterServer
 from looprl.environments.base import wrapped_seed
 from looprl.environments.wrappers import load_normalization, normalizers_of, read_normalization
 from looprl.meta.hyperparameters import acting_schedules, acting_values
@@ -123,61 +124,6 @@ def cuda_device(role: str, gpus: float) -> str:
     return "cuda"
 
 
-class _PolicyCopy:
-    """A policy that pulls parameters (and its meta ``components``' shared states) from the
-    ``ParameterServer`` every ``interval`` seconds."""
-
-    def __init__(self, spec: AlgorithmSpec, server: Any, interval: float):
-        self.policy = spec.make_policy(acting=True)
-        self.components: list[Any] = []
-        self.server, self.interval = server, interval
-        self.serial = 0  # the last publication loaded
-        self._next = 0.0
-        self._pending: Any = None
-
-    def _due(self) -> bool:
-        now = time.monotonic()
-        if self._pending is None and now >= self._next:
-            self._next = now + self.interval
-            return True
-        return False
-
-    def maybe_pull(self, wait: bool = False) -> None:
-        if self._due() or (wait and self._pending is None):
-            self._pending = self.server.get.remote(self.serial)
-        if self._pending is None:
-            return
-        ready, _ = ray.wait([self._pending], timeout=None if wait else 0)
-        if ready:
-            self._load(ray.get(self._pending))
-
-    def pull_until(self, version: int, timeout: float) -> None:
-        """Block until the loaded parameters are of ``version`` or newer, or warn at ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while self.policy.version < version and time.monotonic() < deadline:
-            self.maybe_pull(wait=True)
-            if self.policy.version < version:
-                time.sleep(0.001)  # published, but not yet arrived at the server
-        if self.policy.version < version:
-            logger.warning("runtime.sync: parameters of version %d did not arrive (%s); acting "
-                           "on with version %d", version, no_answer(timeout), self.policy.version)
-
-    async def maybe_pull_async(self) -> None:
-        if self._due():
-            self._pending = asyncio.ensure_future(self.server.get.remote(self.serial))
-        if self._pending is not None and self._pending.done():
-            self._load(self._pending.result())
-
-    def _load(self, found: tuple[int, int, bytes] | None) -> None:
-        self._pending = None
-        if found is not None:
-            parameters, shared = unpack(found[2])
-            load_parameters(self.policy, parameters)
-            self.serial, self.policy.version = found[0], found[1]
-            if self.components:
-                load_shared_state(self.components, shared)
-
-
 @ray.remote(max_concurrency=2)
 class ActorWorker(Worker):
     """Steps ``runtime.envs_per_actor`` env copies and sends ``[T + 1, B]`` segments to the
@@ -199,7 +145,7 @@ class ActorWorker(Worker):
         self.trainer = named(trainer)
         self.policy_worker = named(policy_worker)
         self.sync, self.timeout = runtime.sync, answer_timeout(runtime)
-        self.local = None if policy_worker is not None else _PolicyCopy(
+        self.local = None if policy_worker is not None else PolicyCopy(
             spec, named(server), runtime.pull_interval)
         policy = self.local.policy if self.local else spec.make_policy(acting=True)
         explorations = spec.explorations or [None]
@@ -425,7 +371,7 @@ class PolicyWorker(Worker):
         spec = run_spec(server)
         if runtime.gpus_per_policy:
             spec = spec.on_device(cuda_device("policy", runtime.gpus_per_policy))
-        self.copy = _PolicyCopy(spec, named(server), runtime.pull_interval)
+        self.copy = PolicyCopy(spec, named(server), runtime.pull_interval)
         self.schedules = acting_schedules(self.copy.policy)
         self.batch_requests = max(1, batch_requests)
         self._waiting: list[tuple[Any, asyncio.Future]] = []
