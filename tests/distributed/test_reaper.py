@@ -183,3 +183,20 @@ def test_ctrl_c_while_a_run_starts_ray_is_the_one_line_of_a_later_one(monkeypatc
     assert any("raylet" in command for command in commands), commands
     _assert_ended(ray_processes, 15)
     assert not ray.is_initialized() and not list(tmp_path.iterdir())
+
+
+def test_the_reaper_outlives_its_process_without_a_resource_warning() -> None:
+    """The reaper runs on after its process ends, and ends then; Python in development mode
+    says nothing of it (was: ``ResourceWarning: subprocess ... is still running`` at exit)."""
+    script = ("from looprl.core import reaper; assert reaper.start_reaper(); "
+              "assert reaper.start_reaper(); print(reaper._reaper[0])")
+    done = subprocess.run([sys.executable, "-X", "dev", "-c", script], capture_output=True,
+                          text=True, timeout=60, check=True)
+    assert "ResourceWarning" not in done.stderr, done.stderr
+    pid = int(done.stdout)
+    started = reaper._stat(pid)
+    assert started is not None  # (it was running when its process ended)
+    deadline = time.monotonic() + 30
+    while _alive({pid: started[2]}) and time.monotonic() < deadline:
+        time.sleep(0.1)  # (it polls its process every POLL_SECONDS)
+    assert not _alive({pid: started[2]})

@@ -10,7 +10,6 @@ import contextlib
 import logging
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -23,20 +22,30 @@ __all__ = ["LOOPBACK", "local_instance_settings", "signals_kept", "start_local_r
 LOOPBACK = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": a local instance on 127.0.0.1 only
 
 POLL_SECONDS = 0.5
-_reaper: list[subprocess.Popen] = []  # (this process's one reaper)
+_reaper: list[int] = []  # (this process's one reaper's pid)
 
 
 def start_reaper() -> bool:
-    """Start this process's reaper (once, where there is ``/proc``); whether one runs."""
-    if _reaper and _reaper[0].poll() is None:
+    """Start this process's reaper (once, where there is ``/proc``); whether one runs. It is
+    spawned, not a ``subprocess.Popen``: it outlives this process on purpose, which a ``Popen``
+    object would warn of (``ResourceWarning: subprocess ... is still running``) at exit."""
+    if _reaper and _running(_reaper[0]):
         return True
     if not os.path.isdir("/proc/self"):
         return False
-    _reaper[:] = [subprocess.Popen(
-        [sys.executable, os.path.abspath(__file__), str(os.getpid())],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True)]  # (a Ctrl-C in the terminal does not stop it)
+    quiet = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+    _reaper[:] = [os.posix_spawn(  # (setsid: a Ctrl-C in the terminal does not stop it)
+        sys.executable, [sys.executable, os.path.abspath(__file__), str(os.getpid())],
+        os.environ, file_actions=quiet, setsid=True)]
     return True
+
+
+def _running(child: int) -> bool:
+    """Whether this process's ``child`` still runs (reaping it if it ended)."""
+    try:
+        return os.waitpid(child, os.WNOHANG) == (0, 0)
+    except ChildProcessError:  # (reaped elsewhere)
+        return False
 
 
 def start_local_ray(num_cpus: int | None, **init: Any) -> None:
