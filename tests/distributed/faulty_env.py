@@ -6,10 +6,12 @@ A copy's first ``reset(seed=s)`` arms it when ``faults`` names ``s`` (a Ray acto
 ``c`` of actor ``i`` with ``wrapped_seed(run seed + 10_000 * i) + c``; a rebuilt copy, or a
 copy of an actor Ray restarted, gets another seed, so each fault happens once). ``broken``
 makes its constructor warn, then raise, in a Ray actor (as a user's environment that warns
-why it cannot start)."""
+why it cannot start). ``faulty_policy``: a policy whose policy worker fails likewise once Ray
+restarted it."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import time
@@ -59,6 +61,34 @@ class FaultyCartPole(CartPoleEnv):
             if self.fault == "exit":
                 os._exit(1)
         return super().step(action)
+
+
+def faulty_policy(**args: Any) -> Any:
+    """PPO's separate actor-critic policy (``args``), which in policy worker ``policy0`` ends
+    its process in its 20th rollout, and there, once Ray started it again, warns why it cannot
+    start and raises (as a policy whose GPU is gone)."""
+    from looprl.core import Policy
+    in_worker = _in_actor(restarted=False) and ray_name().endswith("-policy0")
+    if in_worker and _in_actor(restarted=True):
+        logger.warning("faulty_policy: no GPU left (restarted)")
+        raise RuntimeError("policy constructor fault injected")
+    policy = Policy(type_="actor-critic-separate", args=args)
+    if in_worker:
+        rollout, calls = policy.rollout, itertools.count(1)
+
+        def rollout_until_exit(request: Any, **kwargs: Any) -> Any:
+            if next(calls) == 20:
+                os._exit(1)
+            return rollout(request, **kwargs)
+
+        policy.rollout = rollout_until_exit
+    return policy
+
+
+def ray_name() -> str:
+    """This Ray actor's name."""
+    import ray
+    return ray.get_runtime_context().get_actor_name() or ""
 
 
 def _in_actor(restarted: bool) -> bool:

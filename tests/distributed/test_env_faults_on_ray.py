@@ -10,10 +10,11 @@ from __future__ import annotations
 import logging
 import re
 import time
+from typing import Any
 
 import numpy as np
 import pytest
-from tests.distributed.faulty_env import PATH
+from tests.distributed.faulty_env import PATH, faulty_policy
 
 from looprl.collector import EnvRunner
 from looprl.collector.recovery import EnvRestarts
@@ -144,19 +145,21 @@ def test_env_timeout_must_be_positive_or_null() -> None:
 
 # -- whole runs on Ray ------------------------------------------------------------------------
 
-def ppo_spec(faults: dict[int, str], broken: str | None = None) -> AlgorithmSpec:
+def ppo_spec(faults: dict[int, str], broken: str | None = None,
+             policy: Any = "actor-critic-separate") -> AlgorithmSpec:
     return AlgorithmSpec(
-        env=PATH, env_args={"faults": faults, "broken": broken}, policy="actor-critic-separate",
+        env=PATH, env_args={"faults": faults, "broken": broken}, policy=policy,
         policy_args={"obs_dim": {"obs": 4}, "action_dim": 2, "lr": 1e-3},
         trainer="ppo", trainer_args={"epochs": 2, "minibatch_size": 64},
         buffer_args={"batch_streams": 4})
 
 
 def run(faults: dict[int, str], frames: int, seed: int = 0, broken: str | None = None,
-        **options) -> DistributedResult:
+        policy: Any = "actor-critic-separate", **options) -> DistributedResult:
     """A PPO run of ``frames`` on two actors of two copies each (``broken``: ``FaultyCartPole``'s
-    constructor fault); ``AssertionError`` if it has not finished within 600 s (an actor that
-    hangs would hold it forever; a loaded machine takes a minute or more)."""
+    constructor fault; ``policy``: the spec's); ``AssertionError`` if it has not finished
+    within 600 s (an actor that hangs would hold it forever; a loaded machine takes a minute or
+    more)."""
     runtime = RuntimeConfig(**{"actors": 2, "envs_per_actor": 2, "segment_length": 16,
                                "checkpoint_every": None, **options})
     deadline = time.monotonic() + 600
@@ -164,8 +167,8 @@ def run(faults: dict[int, str], frames: int, seed: int = 0, broken: str | None =
     def in_time(_: DistributedRun) -> None:
         assert time.monotonic() < deadline, "the run did not finish within 600 s"
 
-    return DistributedRun(ppo_spec(faults, broken), runtime, frames=frames, logdir=None, seed=seed,
-                          quiet=True).run(callback=in_time)
+    return DistributedRun(ppo_spec(faults, broken, policy), runtime, frames=frames, logdir=None,
+                          seed=seed, quiet=True).run(callback=in_time)
 
 
 def test_faults_in_step_reset_and_a_hang_on_chosen_actors(local_ray, caplog):
@@ -205,18 +208,19 @@ def test_env_faults_past_max_restarts_stop_the_run_in_one_line(local_ray):
             max_restarts=0)
 
 
-def test_an_actor_that_cannot_start_stops_the_run_and_its_warnings_reach_the_driver(
+def test_a_worker_that_cannot_start_stops_the_run_and_its_warnings_reach_the_driver(
         local_ray, caplog):
     """A user's environment whose constructor warns why it cannot start, then raises, in the
     actors: the run stops in its one line, and the warning is logged on the driver (was: in
     Ray's session logs only; Ray keeps the constructor's error as text). Likewise where it
-    fails in an actor that Ray restarts after its process ended: not restarted again."""
+    fails in an actor that Ray restarts after its process ended: not restarted again; and in a
+    policy worker that Ray restarts (was: its actors asked it again forever, the run hung), as
+    where a policy worker died with no ``runtime.max_restarts`` left."""
     caplog.set_level(logging.WARNING)
 
-    def warned(how: str) -> bool:
-        line = f"FaultyCartPole: no licence server found ({how})"
-        return any(record.name == "tests.distributed.faulty_env" and record.getMessage() == line
-                   for record in caplog.records)
+    def warned(how: str, line: str = "FaultyCartPole: no licence server found") -> bool:
+        return any(record.name == "tests.distributed.faulty_env"
+                   and record.getMessage() == f"{line} ({how})" for record in caplog.records)
 
     with pytest.raises(RuntimeError, match=r"^actor\d worker failed to start: RuntimeError: "
                                            r"constructor fault injected$"):
@@ -226,3 +230,14 @@ def test_an_actor_that_cannot_start_stops_the_run_and_its_warnings_reach_the_dri
                                            r"RuntimeError: constructor fault injected$"):
         run({0: "exit"}, frames=10**6, broken="restarted")
     assert warned("restarted"), caplog.text
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"^policy0 worker could not be restarted: "
+                                           r"RuntimeError: policy constructor fault injected$"):
+        run({}, frames=10**6, policy=faulty_policy, policy_workers=1)
+    # (its actors stop at once: they asked the dead policy worker on, and the driver waited
+    # runtime.placement_timeout for them, 600 s in the tests)
+    assert time.monotonic() - started < 300
+    assert warned("restarted", "faulty_policy: no GPU left"), caplog.text
+    with pytest.raises(RuntimeError, match=r"^policy0 worker died and Ray did not restart it: "
+                                           r"its runtime.max_restarts=0 restarts are spent$"):
+        run({}, frames=10**6, policy=faulty_policy, policy_workers=1, max_restarts=0)

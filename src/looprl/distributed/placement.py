@@ -34,6 +34,7 @@ class WorkerPool:
         self.runs: dict[str, Any] = {}
         self.failed: set[str] = set()  # the workers whose loop raised
         self.pids: dict[str, int] = {}
+        self.died: set[str] = set()  # the workers whose last ``stats`` call found them dead
         self.meta_state: dict[int, Any] = {}  # each actor's latest (``actors_meta_state``)
         #: each actor's and policy worker's exploration schedules' steps, the furthest polled
         self.schedules: dict[str, list[int]] = {}
@@ -160,10 +161,11 @@ class WorkerPool:
         self.runs[name] = self.workers[name].run.remote()
 
     def stats(self) -> dict[str, dict[str, Any]]:
-        """Each worker's ``stats()`` answer, but for dead or restarting ones (recording the
-        exploration schedules' steps)."""
+        """Each worker's ``stats()`` answer, but for dead or restarting ones (``died``: those
+        whose call found them dead), recording the exploration schedules' steps."""
+        self.died = set()
         stats = _answers({n: worker.stats.remote() for n, worker in self.workers.items()
-                          if n != "server"}, answer_timeout(self.runtime))
+                          if n != "server"}, answer_timeout(self.runtime), self.died)
         for name, s in stats.items():
             steps, known = s.get("schedules"), self.schedules.get(name)
             if steps:  # (a worker Ray restarted answers its first steps until ``explore_on``)
@@ -348,14 +350,18 @@ def _check_node_fits(ray: Any, rt: RuntimeConfig, missing: list[str]) -> None:
                 f"{largest.get('GPU', 0):g} GPUs; lower them, or add a larger node")
 
 
-def _answers(refs: dict[Any, Any], timeout: float) -> dict[Any, Any]:
+def _answers(refs: dict[Any, Any], timeout: float, died: set[Any] | None = None
+             ) -> dict[Any, Any]:
     """The answers of ``refs`` within ``timeout`` seconds in all, but for dead, restarting or
-    silent workers."""
+    silent workers (the keys of those whose call died with them added to ``died``)."""
     import ray
     deadline, answers = time.monotonic() + timeout, {}
     for key, ref in refs.items():
         try:
             answers[key] = ray.get(ref, timeout=max(0.0, deadline - time.monotonic()))
+        except ray.exceptions.ActorDiedError:
+            if died is not None:
+                died.add(key)
         except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
             continue
     return answers

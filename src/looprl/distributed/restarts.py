@@ -24,7 +24,14 @@ class Supervisor:
         self.pool, self.runtime, self.result = pool, pool.runtime, pool.result
 
     def check_workers(self, stats: dict[str, dict[str, Any]]) -> None:
-        """Record one poll's policy worker restarts and env faults; kill hung actors."""
+        """Record one poll's policy worker restarts and env faults; kill hung actors; wait for
+        a policy worker the poll found dead to come back (``RuntimeError`` if Ray does not
+        restart it: its restarts are spent, or its constructor raised in the new process;
+        was: actors asked it forever)."""
+        import ray
+        for name in sorted(self.pool.died):
+            if name.startswith("policy"):  # (actors and trainers: ``check_loops``)
+                self._wait_restarted(ray, name)  # (the pid it answers: recorded below)
         pids = self.pool.pids
         for name, s in stats.items():
             if name.startswith("policy") and s["id"] != pids.setdefault(name, s["id"]):
@@ -148,6 +155,12 @@ class Supervisor:
                     former is not None or isinstance(error, ray.exceptions.ActorUnavailableError)
                 ) and not error.actor_init_failed  # (Ray does not restart it)
                 if not restarting:
+                    if isinstance(error, ray.exceptions.ActorDiedError) and (
+                            not error.actor_init_failed):  # (dead for good; Ray's own text
+                        raise RuntimeError(  # is paragraphs on the exit's possible causes)
+                            f"{name} worker died and Ray did not restart it: its "
+                            f"runtime.max_restarts={self.runtime.max_restarts} restarts "
+                            "are spent") from None
                     raise RuntimeError(f"{name} worker could not be restarted: "
                                        f"{error_line(error)}") from None
             if time.monotonic() > deadline:

@@ -48,6 +48,10 @@ _STREAMS_PER_ACTOR = 1 << 20
 MAX_WAIT = 0.002
 
 
+class _Stopped(Exception):
+    """An actor's loop was stopped while it waited for its policy worker."""
+
+
 class Worker:
     """What every worker has: ``ready``, ``stop`` (ends the loop, ``run``), its exploration
     ``schedules`` (``acting_schedules``) and ``warned`` (``WorkerWarnings``: in ``stats()``;
@@ -251,6 +255,8 @@ class ActorWorker(Worker):
                         self._after_step()
             if not self._stop.is_set():
                 self._record_last(pending)
+        except _Stopped:
+            return
         except BaseException:
             with self._lock:  # (``components_state`` answers at once: no step will end)
                 self._failed = True
@@ -319,8 +325,9 @@ class ActorWorker(Worker):
                 result, version = ray.get(ref)
                 break
             except RayActorError:  # the policy worker died: Ray restarts it, ask again
+                if self._stop.wait(0.5):  # (the run ends: the driver found it dead for good)
+                    raise _Stopped from None
                 logger.warning("actor %d: policy worker unreachable, asking again", self.index)
-                time.sleep(0.5)
                 ref = self.policy_worker.rollout.remote(request)
             except RayTaskError as error:  # the policy itself failed: stop with its message
                 raise error.as_instanceof_cause() from None
