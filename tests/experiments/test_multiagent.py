@@ -76,6 +76,8 @@ def test_play_returns_each_agents_returns_per_episode():
     wins = sum(r > 0 for r in returns["player_1"])
     losses = sum(r > 0 for r in returns["player_2"])
     assert wins + losses <= 30 and wins > losses  # the first player's edge
+    with pytest.raises(TypeError, match=r"play plays an agent.*got dict"):
+        play(env, agents)  # (was: AttributeError: 'dict' object has no attribute 'act')
 
 
 def test_evaluation_plays_the_policy_as_a_ray_runs_does(tmp_path):

@@ -28,6 +28,21 @@ def test_watch_is_callable_as_alls() -> None:
         watch(_Left(), GymEnvironment("CartPole-v1"), 3, n_episodes=2)  # (2 silently won)
 
 
+def test_watch_of_a_preset_or_a_builder_says_to_give_its_test_agent() -> None:
+    """``watch(preset, env)`` (was: ``AttributeError: ... has no attribute 'act'`` mid-play)."""
+    env = GymEnvironment("CartPole-v1")
+    preset = classic_control.dqn.env(env).device("cpu").hyperparameters(hidden=8).build()
+    with pytest.raises(TypeError, match=r"watch plays an agent.*got DQNClassicControlPreset: "
+                       r"give its test agent, preset.test_agent\(\)"):
+        watch(preset, env, fps=1e6)
+    with pytest.raises(TypeError, match=r"got PresetBuilder: build the preset .*"
+                       r"dqn.env\(env\).build\(\).test_agent\(\)"):
+        watch(classic_control.dqn, env, fps=1e6)
+    with pytest.raises(TypeError, match="got NoneType"):
+        watch(None, env, fps=1e6)
+    assert watch(preset.test_agent(), env, fps=1e6)[0]  # (its test agent plays)
+
+
 def test_watch_without_a_window_or_gif_warns_once(caplog: Any, tmp_path: Any) -> None:
     """``watch(agent, GymEnvironment('CartPole-v1'))`` (no ``render_mode``) played unseen
     without a word."""

@@ -78,3 +78,19 @@ def check_built(preset: Any, owner: str, also: tuple[type, ...] = ()) -> None:
     name = getattr(preset, "default_name", "preset")
     built = f": build it first ({name}.env(env).build())" if hasattr(preset, "build") else ""
     raise TypeError(f"{owner} takes a built Preset, got a {type(preset).__name__}{built}")
+
+
+def check_agent(agent: Any, owner: str) -> None:
+    """A one-line ``TypeError`` unless ``agent`` acts (has ``act(state)``) where ``owner`` plays
+    one; a preset (built or not) is told to give its ``test_agent()``."""
+    if callable(getattr(agent, "act", None)):
+        return
+    if callable(getattr(agent, "test_agent", None)):
+        hint = ": give its test agent, preset.test_agent()"
+    elif hasattr(agent, "build"):
+        name = getattr(agent, "default_name", "preset")
+        hint = f": build the preset and give its test agent ({name}.env(env).build().test_agent())"
+    else:
+        hint = " (preset.test_agent(), or an object of your own with act(state))"
+    raise TypeError(f"{owner} plays an agent, an object with act(state), got "
+                    f"{type(agent).__name__}{hint}")

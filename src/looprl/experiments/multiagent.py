@@ -15,6 +15,7 @@ from looprl.agents.independent import row_actions
 from looprl.collector import EnvRunner, Episode
 from looprl.collector.copies import made
 from looprl.core import Multiagent, RolloutRequest, RolloutResult, StateArray
+from looprl.core.preset import check_agent
 from looprl.environments.multiagent import (
     MultiagentEnvironment,
     MultiagentPettingZooEnv,
@@ -33,6 +34,7 @@ def play(env: MultiagentPettingZooEnv, multiagent: Multiagent, episodes: int = 1
          seed: int | None = None) -> dict[str, list[float]]:
     """Run ``episodes`` episodes of ``multiagent`` in ``env`` (``seed``: of the first reset);
     return each agent's returns. An episode is cut after ``episode_cap(env)`` moves."""
+    check_agent(multiagent, "play")
     runner, act = game(env, multiagent, seed)
     return agent_returns(play_episodes(runner, act, episodes), env.possible_agents)
 

@@ -25,6 +25,7 @@ import numpy as np
 from looprl.collector import EnvRunner, Episode
 from looprl.core import RolloutRequest, RolloutResult
 from looprl.core.files import write_atomically
+from looprl.core.preset import check_agent
 from looprl.core.suggest import check_positive, either, warn_once
 from looprl.environments import AtariEnvironment, Environment
 from looprl.environments.ale import atari_game
@@ -190,6 +191,7 @@ def watch(agent: Any, env: Any, episodes: int | None = None, fps: float | None =
     """
     episodes = either("episodes", episodes, "n_episodes", n_episodes, 1)
     check_episodes(episodes, "watch", least=1)
+    check_agent(agent, "watch")
     refuse_gymnasium(env, "watch")
     if not isinstance(env, Environment | MultiagentPettingZooEnv):
         raise TypeError("watch plays in a looprl Environment (GymEnvironment, "
