@@ -202,7 +202,14 @@ def test_reinforce_of_a_loss_without_gradients_is_one_line():
     for loss in (f.no_grad(x).pow(2).mean(), f.target(x).sum(), 1.0):
         with pytest.raises(ValueError, match=r"reinforce\(loss\) takes a loss tensor with grad"):
             f.reinforce(loss)
+    # a loss left per sample (reduction='none'; was: torch's "grad can be implicitly created
+    # only for scalar outputs")
+    with pytest.raises(ValueError, match=r"takes one number, got a loss of shape \(3, 1\): "
+                       r"reduce it first \(loss.mean\(\)"):
+        f.reinforce(nn.functional.mse_loss(f(x), torch.zeros(3, 1), reduction="none"))
     assert f.updates == 0
+    f.reinforce(f(x)[:1, 0])  # (one element: torch takes it, and so does reinforce)
+    assert f.updates == 1
 
 
 def test_nan_loss_raises_helpful_error_and_leaves_parameters():

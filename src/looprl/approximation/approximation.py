@@ -145,6 +145,11 @@ class Approximation:
                 f"Approximation '{self.name}'.reinforce(loss) takes a loss tensor with gradients, "
                 f"got {loss!r:.60}: compute it from the forward pass f(x), not f.no_grad(x), "
                 "f.eval(x), f.target(x) or detached values")
+        if loss.numel() != 1:  # (torch's words: "grad can be implicitly created only for ...")
+            raise ValueError(
+                f"Approximation '{self.name}'.reinforce(loss) takes one number, got a loss of "
+                f"shape {tuple(loss.shape)}: reduce it first (loss.mean(), or the loss "
+                "function's default reduction='mean')")
         scaled = loss * self._loss_scaling if self._loss_scaling != 1 else loss
         scaled.backward()
         return self.step(loss)
