@@ -150,3 +150,25 @@ def test_train_names_a_budget_that_is_no_positive_number(tmp_path, budget) -> No
                                 f"got {value!r}")
     assert experiment.frame == 0
     experiment.close()
+
+
+@pytest.mark.parametrize("train_steps", ["1000", -5, 0, math.nan])
+def test_a_train_steps_that_is_no_positive_number_is_one_line(tmp_path, train_steps) -> None:
+    """Seed 003's ``preset.agent(logger, train_steps)`` and ALL's ``SingleEnvExperiment(...,
+    train_steps=...)``: text was torch's or Python's words (``'>=' not supported ...``,
+    ``unsupported operand type(s) for /``), PPO's 0 or -5 "total_updates must be positive",
+    and NaN or a negative budget a DQN agent took silently."""
+    from looprl.presets.classic_control import ppo
+
+    env = GymEnvironment("CartPole-v1")
+    error = TypeError if isinstance(train_steps, str) else ValueError
+    owners = {"SingleEnvExperiment": lambda: SingleEnvExperiment(
+        _preset(env), env, train_steps=train_steps, logdir=str(tmp_path / "run"), quiet=True),
+        "dqn": lambda: _preset(env).agent(train_steps=train_steps),
+        "ppo": lambda: ppo.hyperparameters(hidden=8).env(env).device("cpu").build().agent(
+            train_steps=train_steps)}
+    for owner, made in owners.items():
+        with pytest.raises(error, match=rf"^{owner}: train_steps.*\(math.inf: no budget\), got "
+                           f"{train_steps!r}"):
+            made()
+    assert not (tmp_path / "run").exists()  # (refused before the run's directory is made)

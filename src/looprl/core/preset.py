@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import numbers
 from abc import ABC, abstractmethod
 from typing import Any
 
+import numpy as np
 import torch
 
 from looprl.core.agent import Agent, ParallelAgent
 from looprl.core.files import save_atomically
+from looprl.core.suggest import text_hint
 
 
 class Preset(ABC):
@@ -94,3 +97,15 @@ def check_agent(agent: Any, owner: str) -> None:
         hint = " (preset.test_agent(), or an object of your own with act(state))"
     raise TypeError(f"{owner} plays an agent, an object with act(state), got "
                     f"{type(agent).__name__}{hint}")
+
+
+def check_train_steps(train_steps: Any, owner: str) -> None:
+    """A one-line ``TypeError`` unless ``train_steps`` (the budget in frames that ``owner``'s
+    schedules anneal over) is a number, and a ``ValueError`` unless it is > 0 (``math.inf``:
+    no budget, the default)."""
+    if not isinstance(train_steps, numbers.Real) or isinstance(train_steps, bool | np.bool_):
+        raise TypeError(f"{owner}: train_steps is a number of frames (math.inf: no budget), got "
+                        f"{train_steps!r:.40}{text_hint(train_steps, 'float')}")
+    if not train_steps > 0:  # (NaN too)
+        raise ValueError(f"{owner}: train_steps, the frames its schedules anneal over, must be "
+                         f"> 0 (math.inf: no budget), got {train_steps!r}")

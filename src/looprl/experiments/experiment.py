@@ -16,7 +16,7 @@ from looprl.collector import EnvRunner, Episode
 from looprl.collector.runner import report_cuts
 from looprl.core import Preset, RolloutResult, StateArray
 from looprl.core.observations import check_default_dtype
-from looprl.core.preset import check_built
+from looprl.core.preset import check_built, check_train_steps
 from looprl.core.suggest import check_count, check_seed, is_number
 from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.base import wrapped_seed
@@ -180,6 +180,7 @@ class Experiment:
         if (seed := check_seed(type(self).__name__, seed)) is not None:
             seed_everything(seed)
         self.preset, self.env, self.name = preset, env, name or preset.name
+        check_train_steps(train_steps, type(self).__name__)
         self.train_steps, self.quiet, self.render = train_steps, quiet, render
         check_count(optional=True, save_freq=None if save_freq == math.inf else save_freq)
         self.seed, self.verbose, self.save_freq = seed, verbose, save_freq

@@ -19,6 +19,7 @@ from looprl.agents.learner import ReplaySchedule
 from looprl.approximation import FixedTarget, QDist, QNetwork
 from looprl.approximation.q_dist import check_support
 from looprl.core import Agent, DummyLogger, Trainer
+from looprl.core.preset import check_train_steps
 from looprl.memory import ExperienceReplayBuffer, PrioritizedReplayBuffer
 from looprl.policies import apex_epsilons
 from looprl.presets.common import (
@@ -119,6 +120,7 @@ class ReplayPreset(FamilyPreset):
                 "segment_length": schedule.segment_length}  # (the local agent's)
 
     def agent(self, logger: Any = None, train_steps: float = math.inf) -> Agent:
+        check_train_steps(train_steps, self.name)
         hp = self.hyperparameters
         policy = self.policy(logger)
         schedule = {key: hp[key] for key in ("minibatch_size", "replay_start_size",

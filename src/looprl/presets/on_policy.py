@@ -16,6 +16,7 @@ from looprl.agents.actor_critic import ActorCriticPolicy
 from looprl.agents.on_policy import OnPolicyAgent
 from looprl.approximation import Approximation
 from looprl.core import ParallelPreset
+from looprl.core.preset import check_train_steps
 from looprl.core.ranges import check_ranges
 from looprl.presets.common import FamilyPreset, cap_minibatch, check_memory, policy_network
 
@@ -74,6 +75,7 @@ class OnPolicyAgentPreset(FamilyPreset, ParallelPreset):
     environments and ``n_steps`` segments (also VQN and VSarsa)."""
 
     def agent(self, logger: Any = None, train_steps: float = math.inf) -> Any:
+        check_train_steps(train_steps, self.name)
         policy = self.policy(logger)
         agent = OnPolicyAgent(policy, self.trainer(policy, train_steps),
                               n_envs=self.n_envs, n_steps=self.n_steps, logger=logger)

@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from looprl.agents.vpg import VPG
+from looprl.core.preset import check_train_steps
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.a2c import SeparateMLPs
 from looprl.presets.common import check_memory
@@ -40,6 +41,7 @@ class VPGClassicControlPreset(SeparateMLPs, ActorCriticPreset):
                 "segment_length": self.hyperparameters["min_batch_size"]}
 
     def agent(self, logger: Any = None, train_steps: float = math.inf) -> VPG:
+        check_train_steps(train_steps, self.name)
         policy = self.policy(logger)
         return self._wrap(VPG(policy, self.trainer(policy, train_steps),
                               min_batch_size=self.hyperparameters["min_batch_size"],

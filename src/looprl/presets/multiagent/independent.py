@@ -25,6 +25,7 @@ from looprl.agents.independent import (
 )
 from looprl.agents.independent_learner import IndependentLearners, shared_cut
 from looprl.core import Agent, ParallelAgent, Preset
+from looprl.core.preset import check_train_steps
 from looprl.environments.multiagent import MultiagentEnvironment
 from looprl.memory.samples import REPLAY_KINDS
 from looprl.presets.builder import PresetBuilder
@@ -106,6 +107,7 @@ class IndependentMultiagentPreset(Preset):
     def agent(self, logger: Any = None, train_steps: float = float("inf")) -> IndependentLearners:
         """Training agents sharing the presets' networks; ``logger``: one, or one per agent
         name."""
+        check_train_steps(train_steps, self.name)
         loggers = logger if isinstance(logger, dict) else dict.fromkeys(self.presets, logger)
         steps = self._agent_steps(train_steps)
         return IndependentLearners({
