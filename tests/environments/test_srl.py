@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 
 import gymnasium as gym
@@ -102,6 +103,26 @@ def test_register_and_make_with_arguments():
 
     register("named-test", Named)
     assert make("named-test", name="abc").length == 3
+
+
+def test_an_argument_of_the_wrong_type_is_one_line_when_the_env_is_made():
+    """As a Gymnasium id's (``looprl run +env_kwargs.X=...``): was made, to read as true
+    (``flip='no'``), to end its episodes at step 3 (``length=2.5``) or to fail at a step."""
+    class Flipped(Countdown):
+        def __init__(self, length: int = 4, flip: bool = False, scale: float = 1):
+            super().__init__(length)
+            self.flip, self.scale = flip, scale
+
+    register("flipped-test", Flipped)
+    for args, message in ((dict(flip="no"), "flip takes true or false (default False), got "
+                           "the text 'no'"),
+                          (dict(length="abc"), "length takes a number (default 4), got the "
+                           "text 'abc'"),
+                          (dict(length=2.5), "length takes a whole number (default 4), got 2.5")):
+        with pytest.raises(TypeError, match=rf"^flipped-test's argument {re.escape(message)} "):
+            make("flipped-test", **args)
+    env = make("flipped-test", length=3.0, scale=0.5)  # a whole float is that int
+    assert env.length == 3 and type(env.length) is int and env.scale == 0.5
 
 
 def test_duplicate_name_is_refused():

@@ -91,8 +91,19 @@ def check_text_arguments(env_id: str, kwargs: dict[str, Any]) -> None:
     entry_point = gym.registry[env_id].entry_point
     try:
         creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
-        parameters = inspect.signature(creator).parameters
     except Exception:  # noqa: BLE001 - gym.make says what is wrong with it
+        return
+    check_argument_types(env_id, creator, kwargs)
+
+
+def check_argument_types(env_id: str, creator: Any, kwargs: dict[str, Any]) -> None:
+    """``check_text_arguments`` against the signature of ``creator`` (the class or function
+    that makes the environment ``env_id``: a Gymnasium entry point, an SRL registration)."""
+    if not any(isinstance(value, str | float) for value in kwargs.values()):
+        return
+    try:
+        parameters = inspect.signature(creator).parameters
+    except (TypeError, ValueError):  # (no signature: the constructor says what is wrong)
         return
     for key, value in kwargs.items():
         default = parameters[key].default if key in parameters else None

@@ -22,7 +22,7 @@ import numpy as np
 from looprl.core.imports import import_module, is_import_path
 from looprl.core.namedarray import NamedArray, as_numpy
 from looprl.core.registry import Registry
-from looprl.environments.gym_helpers import makeable_ids
+from looprl.environments.gym_helpers import check_argument_types, makeable_ids
 
 
 @dataclasses.dataclass
@@ -204,7 +204,9 @@ def make(name: str, /, **env_args: Any) -> Environment:
         adapter = "atari" if env_args.pop("atari_wrappers", False) else "gym"
         env = environments.get(adapter)(name, **env_args)
     else:  # (``UnknownName`` if it is not registered)
-        env = environments.get(name, also=makeable_ids(), n=3)(**env_args)
+        creator = environments.get(name, also=makeable_ids(), n=3)
+        check_argument_types(name, creator, env_args)  # (text for a number, 2.5 for an int)
+        env = creator(**env_args)
     if not isinstance(env, Environment):
         raise TypeError(f"environment {name!r} built a {type(env).__name__}, not a looprl."
                         "environments.SRLEnvironment; wrap a Gymnasium env in GymnasiumEnvironment")
