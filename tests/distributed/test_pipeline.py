@@ -199,6 +199,33 @@ def test_a_rollout_whose_memory_or_outputs_miss_rows_is_one_line() -> None:
     runner.step(0, answer)  # the right answer still steps
 
 
+def test_an_action_outside_an_srl_environments_discrete_space_is_one_line() -> None:
+    """A policy of 7 actions (``action_dim=7``) on an SRL environment of ``Discrete(2)``, or a
+    rollout giving a fraction: was sent to the environment (which took it without a word)."""
+    from tests.distributed.seed004_user import MyGRUPolicy, SignPair
+
+    from looprl.environments.faults import PolicyActionError
+
+    policy = MyGRUPolicy()
+    runner = EnvRunner(SignPair, n_envs=2, default_policy_state=policy.default_policy_state)
+    answer = policy.rollout(runner.request(0))
+    for action, shown in ((np.array([0, 1, 6, 1]), "6"), (np.array([0.5, 1.0, 0.0, 1.0]), "0.5"),
+                          (np.array([0, -1, 1, 1]), "-1")):
+        bad = answer.clone()
+        bad.action = action
+        runner.request(0)
+        with pytest.raises(PolicyActionError, match=rf"^SignPair: the policy gave agent [01] the "
+                           rf"action {shown}, not one of its action space Discrete\(2\) \(the "
+                           r"whole numbers 0\.\.1\)"):
+            runner.step(0, bad)
+    runner.request(0)
+    runner.step(0, answer)  # the policy's own actions still step
+    pipeline = ppo_spec(env="tests.distributed.seed004_user:SignPair",
+                        policy_args={"obs_dim": {"obs": 1}, "action_dim": 7})
+    with pytest.raises(PolicyActionError, match="give the policy as many actions as the "):
+        test_pipeline(pipeline, episodes=1, segment_length=8)
+
+
 def test_a_trainer_instance_in_the_spec_is_one_line() -> None:
     """The seed builds ``Trainer(type_=..., policy=...)``; the spec needs its name or class
     (was: 'unknown trainer <looprl.agents.ppo.PPOTrainer object at 0x...>')."""
