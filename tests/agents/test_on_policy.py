@@ -335,6 +335,37 @@ def test_ppo_step_by_name_updates_the_policy():
     assert policy.approximation.updates == 2 * -(-int(mask.sum()) // 16)  # epochs x minibatches
 
 
+@pytest.mark.parametrize(("type_", "args", "message"), [
+    ("ppo", dict(clip=-1), "'clip' of PPOTrainer must be >= 0, got -1"),
+    ("ppo", dict(value_clip="abc"), "'value_clip' of PPOTrainer must be >= 0"),
+    ("ppo", dict(gae_lambda=1.5), r"'gae_lambda' of PPOTrainer must be in \[0, 1\]"),
+    ("a2c", dict(discount_factor=2), r"'discount_factor' of A2CTrainer must be in \[0, 1\]"),
+    ("vac", dict(entropy_coef=float("nan")), "'entropy_coef' of VACTrainer must be finite"),
+    ("ppo", dict(vtrace=True, clip_rho=0), "'clip_rho' of PPOTrainer must be positive"),
+    ("ppg", dict(beta_clone=-1), "'beta_clone' of PPGTrainer must be >= 0"),
+    ("ppg", dict(n_policy=0.5), "'n_policy' of PPGTrainer must be a whole number"),
+])
+def test_trainers_by_name_check_their_arguments_ranges(type_, args, message):
+    """``Trainer(type_=..., args=...)`` (seed 004) and the classes: one line naming the argument
+    (was: ``clip=-1`` and ``discount_factor=2`` trained silently); a schedule is no number."""
+    with pytest.raises(ValueError, match=message):
+        Trainer(type_=type_, policy=RecordingPolicy(), args=args)
+    assert Trainer(type_="ppo", policy=RecordingPolicy(), args=dict(clip=lambda p: 0.2 * (1 - p)))
+
+
+def test_policies_by_name_check_their_arguments_ranges():
+    """The ready-made policies' optimizer and exploration arguments."""
+    for name, args, message in [("actor-critic", dict(lr=-1), "'lr' of the actor-critic policy"),
+                                ("actor-critic", dict(eps=0), "'eps' of the actor-critic"),
+                                ("q-network", dict(epsilon=3), "'epsilon' of the q-network"),
+                                ("q-network", dict(clip_grad=-1), "'clip_grad' of the q-net")]:
+        with pytest.raises(ValueError, match=message):
+            Policy(type_=name, args=dict(obs_dim=4, action_dim=2, **args))
+    with pytest.raises(ValueError, match="'discount_factor' of DQNTrainer must be in"):
+        Trainer(type_="dqn", policy=Policy(type_="q-network", args=dict(obs_dim=4, action_dim=2)),
+                args=dict(discount_factor=-0.5))
+
+
 @pytest.mark.parametrize("minibatch_size", [None, 16, 20])
 def test_ppo_logs_the_entropy_it_leaves_out_of_the_analysis(minibatch_size):
     """At ``entropy_coef=0`` the minibatches are analyzed without the entropy; the logged

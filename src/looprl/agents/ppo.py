@@ -12,6 +12,7 @@ from looprl.agents.losses import ppo_clip_bounds, ppo_loss
 from looprl.agents.on_policy import OnPolicyTrainer
 from looprl.core import Hyperparameter, Policy
 from looprl.core.namedarray import NamedArray
+from looprl.core.ranges import check_ranges
 from looprl.policies.distributions import CategoricalHead
 
 __all__ = ["PPOTrainer"]
@@ -33,6 +34,7 @@ class PPOTrainer(OnPolicyTrainer):
         super().__init__(policy, epochs=epochs, minibatch_size=minibatch_size,
                          normalize_advantages=normalize_advantages, entropy_coef=entropy_coef,
                          **kwargs)
+        check_ranges(dict(clip=clip, value_clip=value_clip), type(self).__name__)
         self.clip = clip
         self.value_clip = value_clip
         self._clip_now = self._clip()

@@ -67,8 +67,10 @@ RANGES: dict[str, Range] = {
     # (``alpha``: prioritized replay's exponent, 0 sampling uniformly; SAC's: ``PRESET_RANGES``)
     **dict.fromkeys(("entropy_coef", "value_coef", "clip_grad", "beta_clone", "noise", "alpha",
                      "noise_clip", "target_noise", "value_clip"), NON_NEGATIVE),
-    **dict.fromkeys(("discount_factor", "lam", "beta", "epsilon", "initial_exploration",
-                     "final_exploration", "test_exploration"), UNIT),
+    **dict.fromkeys(("discount_factor", "lam", "gae_lambda", "beta", "epsilon",
+                     "initial_exploration", "final_exploration", "test_exploration"), UNIT),
+    # (V-trace's truncation levels: at 0 every importance weight would be 0)
+    **dict.fromkeys(("clip_rho", "clip_c"), POSITIVE),
     "polyak_rate": SHARE,
     **dict.fromkeys(("n_envs", "n_steps", "epochs", "minibatch_size", "hidden", "n_policy",
                      "aux_epochs", "aux_minibatch_size", "min_batch_size", "update_frequency",
