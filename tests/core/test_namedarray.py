@@ -317,6 +317,30 @@ def test_srl_module_level_from_dict():
     assert from_dict({}) is None and from_dict(None) is None
 
 
+def test_from_dict_and_aggregates_of_a_wrong_type_are_one_line():
+    # (were: AttributeError "'list' object has no attribute 'items'"; stack(x) stacked the
+    # field names of x into an array of text; "'int' object is not callable")
+    for wrong in ([1, 2], "obs", None, np.zeros(2)):
+        with pytest.raises(TypeError, match=r"^NamedArray.from_dict takes a dict of field name"):
+            NamedArray.from_dict(wrong)
+    with pytest.raises(TypeError, match=r"^MyPolicyState.from_dict takes a dict .*got a list"):
+        MyPolicyState.from_dict([np.ones(3)])
+    with pytest.raises(TypeError, match=r"^NamedArray.from_dict takes a dict .*got a list"):
+        from_dict([1, 2])
+    with pytest.raises(TypeError, match=r"^NamedArray.from_dict: field names are text, got 1"):
+        NamedArray.from_dict({1: np.zeros(2)})
+    x = NamedArray(a=np.zeros(2))
+    for aggregate in (stack, concat, NamedArray.stack, NamedArray.cat):
+        with pytest.raises(TypeError, match=r"takes a list of NamedArrays, got a NamedArray; wrap"):
+            aggregate(x)
+        with pytest.raises(TypeError, match=r"takes a list of NamedArrays, got an int$"):
+            aggregate(3)
+    with pytest.raises(TypeError, match=r"^recursive_aggregate's aggregate_fn is a function"):
+        recursive_aggregate([x, x], 3)
+    with pytest.raises(ValueError, match=r"\('a',\) and an int$"):
+        stack([x, 3])
+
+
 def test_shape_and_clone():
     x = Transition(obs=np.zeros((2, 3)), reward=torch.zeros(2), info=None)
     assert x.shape == {"obs": (2, 3), "reward": (2,), "info": None}

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 import torch
 
-from looprl.core.suggest import moved
+from looprl.core.suggest import a_type, moved
 
 T = TypeVar("T", bound="NamedArray")
 
@@ -217,7 +217,15 @@ class NamedArray:
 
     @classmethod
     def from_dict(cls: type[T], d: dict[str, Any]) -> T:
-        """Builds a ``cls`` from a dict; nested dicts become plain ``NamedArray`` s."""
+        """Builds a ``cls`` from a dict; nested dicts become plain ``NamedArray`` s. Anything
+        but a dict of text keys is a one-line ``TypeError``."""
+        if not isinstance(d, Mapping):
+            raise TypeError(f"{cls.__name__}.from_dict takes a dict of field name -> array, got "
+                            f"{a_type(d)} ({d!r:.40}); build one with {cls.__name__}(name=array)")
+        bad = next((key for key in d if not isinstance(key, str)), None)
+        if bad is not None:
+            raise TypeError(f"{cls.__name__}.from_dict: field names are text, got {bad!r:.40} "
+                            f"({a_type(bad)})")
         nest = NamedArray.from_dict
         return cls(**{k: nest(v) if isinstance(v, dict) else v for k, v in d.items()})
 
@@ -356,7 +364,9 @@ def _field_init(qualname: str, names: tuple[str, ...], defaults: dict[str, Any])
 
 def from_dict(values: dict[str, Any] | None) -> NamedArray | None:
     """SRL's ``from_dict``: ``NamedArray.from_dict(values)``, ``None`` for ``None`` or ``{}``."""
-    return NamedArray.from_dict(values) if values else None
+    if values is None or (isinstance(values, Mapping) and not values):
+        return None
+    return NamedArray.from_dict(values)
 
 
 def recursive_apply(x: T, fn: Callable[[Any], Any]) -> T:
@@ -375,8 +385,21 @@ def recursive_aggregate(xs: Sequence[T], aggregate_fn: Callable[[list[Any]], Any
     """Applies ``aggregate_fn`` to the list of each leaf across ``xs`` (NamedArrays with the same
     fields, in any order, as SRL's; or leaves: ``aggregate_fn(xs)``). As SRL's, a leaf that is
     ``None`` in some items only is zeros like another item's. ``ValueError`` if ``xs`` is
-    empty, fields differ or ``aggregate_fn`` fails (naming the field)."""
-    return _aggregate(list(xs), aggregate_fn, fill=True)
+    empty, fields differ or ``aggregate_fn`` fails (naming the field); ``TypeError`` if ``xs``
+    is no sequence (one ``NamedArray``) or ``aggregate_fn`` is not callable."""
+    if not callable(aggregate_fn):
+        raise TypeError(f"recursive_aggregate's aggregate_fn is a function of a list of leaves "
+                        f"(np.stack, torch.cat), got {a_type(aggregate_fn)}")
+    return _aggregate(_items(xs, "recursive_aggregate"), aggregate_fn, fill=True)
+
+
+def _items(xs: Any, what: str) -> list[Any]:
+    """``xs`` (a sequence of NamedArrays or leaves) as a list; a one-line ``TypeError`` for one
+    ``NamedArray`` (iterating it would give its field names), text or no sequence at all."""
+    if isinstance(xs, NamedArray | str | bytes | Mapping) or not isinstance(xs, Iterable):
+        raise TypeError(f"{what} takes a list of NamedArrays, got {a_type(xs)}"
+                        f"{'; wrap it: [x]' if isinstance(xs, NamedArray) else ''}")
+    return list(xs)
 
 
 def _aggregate(xs: list[Any], fn: Callable[[list[Any]], Any], fill: bool, path: str = "") -> Any:
@@ -402,7 +425,7 @@ def _aggregate(xs: list[Any], fn: Callable[[list[Any]], Any], fill: bool, path: 
     fields = first._fields
     for x in xs:
         if not isinstance(x, NamedArray) or (x._fields != fields and set(x._fields) != set(fields)):
-            what = x._fields if isinstance(x, NamedArray) else f"a {type(x).__name__}"
+            what = x._fields if isinstance(x, NamedArray) else a_type(x)
             raise ValueError(f"cannot aggregate NamedArrays with different fields ({field}): "
                              f"{fields} and {what}")
     values = [_aggregate([x.__dict__[name] for x in xs], fn, fill,
@@ -422,9 +445,10 @@ def _per_library(np_fn: Callable, torch_fn: Callable, dim: int) -> Callable[[lis
 
 def stack(xs: Sequence[T], dim: int = 0) -> T:
     """Stacks ``xs`` along a new dimension ``dim``."""
-    return _aggregate(list(xs), _per_library(np.stack, torch.stack, dim), fill=False)
+    return _aggregate(_items(xs, "stack"), _per_library(np.stack, torch.stack, dim), fill=False)
 
 
 def concat(xs: Sequence[T], dim: int = 0) -> T:
     """Concatenates ``xs`` along ``dim``."""
-    return _aggregate(list(xs), _per_library(np.concatenate, torch.cat, dim), fill=False)
+    return _aggregate(_items(xs, "concat"), _per_library(np.concatenate, torch.cat, dim),
+                      fill=False)
