@@ -232,6 +232,23 @@ def test_stack_and_concat_numpy_and_torch():
     assert type(t) is Transition and t.info is None and t.reward.shape == (4,)
 
 
+def test_stack_and_concat_of_numpy_and_torch_items_are_one_line():
+    # (was: NumPy's stack took the tensor as an array: the result silently NumPy)
+    numpy_na = NamedArray(obs=np.zeros((2, 3)), reward=np.zeros(2))
+    torch_na = NamedArray(obs=torch.zeros((2, 3)), reward=np.ones(2))
+    for aggregate in (stack, concat, NamedArray.stack, NamedArray.cat):
+        for items, first, other in (([numpy_na, torch_na], "numpy.ndarray", "torch.Tensor"),
+                                    ([torch_na, numpy_na], "torch.Tensor", "numpy.ndarray")):
+            with pytest.raises(TypeError, match=rf"^cannot aggregate field 'obs': item 0 is a "
+                                                rf"{first} and item 1 a {other}; convert"):
+                aggregate(items)
+    nested = NamedArray(a=NamedArray(h=torch.zeros(2)))
+    with pytest.raises(TypeError, match=r"^cannot aggregate field 'a.h': item 0 is a torch"):
+        stack([nested, NamedArray(a=NamedArray(h=np.zeros(2)))])
+    assert isinstance(stack([torch_na, torch_na]).obs, torch.Tensor)  # one backend: as before
+    assert stack([numpy_na, torch_na.to_numpy()]).shape == {"obs": (2, 2, 3), "reward": (2, 2)}
+
+
 def test_aggregate_errors():
     with pytest.raises(ValueError, match="empty"):
         stack([])

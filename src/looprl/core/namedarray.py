@@ -420,6 +420,9 @@ def _aggregate(xs: list[Any], fn: Callable[[list[Any]], Any], fill: bool, path: 
     if not isinstance(first, NamedArray):
         try:
             return fn(xs)
+        except _MixedBackends as error:
+            raise TypeError(f"cannot aggregate {field}: {error}; convert the items to one "
+                            "backend first (x.to_numpy(), or x.to(device) for torch)") from None
         except (ValueError, TypeError, RuntimeError, IndexError) as error:
             raise ValueError(f"cannot aggregate {field}: {error}") from None
     fields = first._fields
@@ -439,8 +442,27 @@ def _zeros_like(x: Any) -> Any:
         x, lambda v: torch.zeros_like(v) if isinstance(v, torch.Tensor) else np.zeros_like(v))
 
 
+def _kind(value: Any) -> str:
+    """``value``'s type with its package: ``numpy.ndarray``, ``torch.Tensor``, ``float``."""
+    kind = type(value)
+    package = kind.__module__.split(".")[0]
+    return kind.__name__ if package == "builtins" else f"{package}.{kind.__name__}"
+
+
+class _MixedBackends(TypeError):
+    """Leaves of one field that mix torch tensors and NumPy arrays (``_aggregate`` names it)."""
+
+
 def _per_library(np_fn: Callable, torch_fn: Callable, dim: int) -> Callable[[list[Any]], Any]:
-    return lambda xs: torch_fn(xs, dim) if isinstance(xs[0], torch.Tensor) else np_fn(xs, dim)
+    """The aggregate of a list of leaves by torch's function or NumPy's, the leaves all torch
+    tensors or none (NumPy's would silently turn tensors into arrays: ``_MixedBackends``)."""
+    def aggregate(xs: list[Any]) -> Any:
+        tensor = isinstance(xs[0], torch.Tensor)
+        for i, x in enumerate(xs):
+            if isinstance(x, torch.Tensor) is not tensor:
+                raise _MixedBackends(f"item 0 is a {_kind(xs[0])} and item {i} a {_kind(x)}")
+        return torch_fn(xs, dim) if tensor else np_fn(xs, dim)
+    return aggregate
 
 
 def stack(xs: Sequence[T], dim: int = 0) -> T:
