@@ -148,9 +148,17 @@ def test_bad_inputs():
                                          "policy_entropy.*value_l1"):
         PLR(strategy="td")
     # were: NaN or exploding scores, and a repeated level that stayed unseen for ever
-    for kwargs in ({"gamma": float("nan")}, {"lam": 2.0}):
-        with pytest.raises(ValueError, match=r"gamma and lam must lie in \[0, 1\]"):
+    for kwargs, message in (({"gamma": float("nan")}, "gamma must be finite and in"),
+                            ({"lam": 2.0}, r"lam must be in \[0, 1\], got 2.0")):
+        with pytest.raises(ValueError, match=rf"^PLR's {message}"):
             PLR(**kwargs)
+    # (were: one line listing all five values; beta=inf drew levels uniformly)
+    for name, value, valid in (("replay_prob", -0.1, r"in \[0, 1\]"),
+                               ("rho", np.float32(1.5), r"in \[0, 1\]"),
+                               ("score_ema", 0, r"in \(0, 1\]"),
+                               ("beta", float("inf"), r"finite and positive \(> 0\)")):
+        with pytest.raises(ValueError, match=rf"^PLR's {name} must be {valid}, got "):
+            PLR(**{name: value})
     with pytest.raises(ValueError, match=r"PLR levels must be distinct, got \[1, 1, 2\]"):
         PLR(levels=[1, 1, 2])
     # were: level 1.5 played as level 1, and int()'s, NumPy's or a comparison's messages
@@ -160,7 +168,7 @@ def test_bad_inputs():
     for min_seen in (-1, 1.5, "a"):
         with pytest.raises(ValueError, match="^PLR's min_seen must be a whole number >= 0"):
             PLR(min_seen=min_seen)
-    with pytest.raises(ValueError, match=r"replay_prob, rho.*got 'half', 0.1"):
+    with pytest.raises(ValueError, match=r"^PLR's replay_prob must be in \[0, 1\], got 'half'"):
         PLR(replay_prob="half")
     # (was NumPy's "truth value of an array ... is ambiguous", torch's the same of a tensor)
     for beta in (np.array([0.1, 0.2]), torch.tensor([0.1, 0.2])):

@@ -148,6 +148,11 @@ def test_bad_layer_names_and_options_raise_clearly():
         NetworkReset(every=1, layers=[])
     with pytest.raises(ValueError, match="shrink must be a finite number, got nan"):
         NetworkReset(every=1, mode="shrink_perturb", shrink=float("nan"))
+    # were taken: weights flipped in sign, or the fresh ones subtracted
+    with pytest.raises(ValueError, match=r"^NetworkReset's shrink must be in \[0, 1\], got -1$"):
+        NetworkReset(every=1, mode="shrink_perturb", shrink=-1)
+    with pytest.raises(ValueError, match=r"^NetworkReset's perturb must be >= 0, got -0.1$"):
+        NetworkReset(every=1, mode="shrink_perturb", perturb=-0.1)
 
 
 def test_the_trainer_workers_learner_resets_the_trained_policys_network():

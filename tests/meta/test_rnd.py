@@ -206,6 +206,11 @@ def test_bad_networks_raise_clear_errors():
     ({"hidden": 64}, r"hidden must be a sequence of layer sizes like \(256, 256\), got 64"),
     ({"hidden": (64, 0)}, r"hidden\[1\] must be positive"),
     ({"device": "gpu"}, "Unknown device 'gpu'"),
+    # were taken: a bonus of N(s') + N(s), a novelty penalty, an infinite learning rate
+    ({"alpha": -1}, r"^NovelD's alpha must be >= 0, got -1$"),
+    ({"internal_reward_weight": -0.1}, r"^NovelD's internal_reward_weight must be >= 0, got -0.1$"),
+    ({"lr": float("inf")}, r"^NovelD's lr must be finite and positive \(> 0\), got inf$"),
+    ({"resolution": float("inf")}, r"^NovelD's resolution must be finite and positive"),
 ])
 def test_bad_arguments_are_one_line(kwargs, message):
     with pytest.raises(ValueError, match=message):

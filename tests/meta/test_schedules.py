@@ -148,6 +148,17 @@ def test_hp_schedule_state_dict_resumes():
         (("hp/lr", "step", 1.0), dict(every=3, factor="abc"), "factor must be a finite number"),
         (("hp/lr", "linear", 1.0), dict(end=float("nan"), duration=5),
          "end must be a finite number"),
+        # (were taken: a schedule that never moved, infinite values, values the agent refused
+        # only at the first step)
+        (("hp/lr", "linear", 1.0), dict(end=0.0, duration=float("inf")),
+         r"^HPSchedule's duration must be finite and positive \(> 0\), got inf$"),
+        (("hp/lr", "exponential", 1.0), dict(decay=float("inf")), "decay must be finite"),
+        (("hp/epsilon", "linear", 2.0), dict(end=0.1, duration=5),
+         r"^HPSchedule's start \(a value of hp/epsilon\) must be in \[0, 1\], got 2.0$"),
+        (("hp/lr/actor", "linear", 1e-3), dict(end=-1e-3, duration=5),
+         r"^HPSchedule's end \(a value of hp/lr/actor\) must be >= 0, got -0.001$"),
+        (("hp/batch_size", "linear", 64), dict(end=0.4, duration=5, integer=True),
+         r"end \(a value of hp/batch_size\) must be a whole number >= 1, got 0$"),
         (("hp/lr", "linear", 1.0), dict(end=0.0, duration=5, per="episode"),
          "Unknown per 'episode'.*step, update"),
         (("hp/lr", "linear", 1.0), dict(end=0.0, duration=5, clock="own"),
@@ -177,6 +188,10 @@ def test_cosine_lr_bad_inputs_raise():
         CosineLRSchedule(period_mult="abc")  # (was a TypeError about '<' on a str)
     with pytest.raises(ValueError, match="min_lr must be >= 0, got 'abc'"):
         CosineLRSchedule(min_lr="abc")
+    for name, value in (("initial_lr", float("inf")), ("min_lr", float("inf")),
+                        ("period_mult", float("inf"))):  # (were taken)
+        with pytest.raises(ValueError, match=rf"^CosineLRSchedule's {name} must be finite and"):
+            CosineLRSchedule(**{name: value})
     with pytest.raises(ValueError, match="min_lr=0.01 must not exceed initial_lr=0.001"):
         CosineLRSchedule(initial_lr=1e-3, min_lr=1e-2)
     with pytest.raises(ValueError, match="'hp/<name>'"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,26 @@ class Range:
             return False
         above = value > self.low if self.open_low else value >= self.low
         return above and value <= self.high and (not self.whole or float(value).is_integer())
+
+    def check(self, name: str, value: Any, owner: str = "") -> Any:
+        """``value`` if it is one real number in the range (not a bool, text or ``None``), else
+        a one-line ``ValueError`` naming ``owner``'s argument ``name``, the range and the value
+        (``NovelD's alpha must be >= 0, got -1``)."""
+        number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        if not (number and self.holds(value if isinstance(value, int | float) else float(value))):
+            whose = f"{owner}'s {name}" if owner else name
+            raise ValueError(f"{whose} must be {self.requirement(value)}, got {value!r:.40}")
+        return value
+
+    def requirement(self, value: Any) -> str:
+        """What a value must be, in words, said to one that is not (``value``: an infinite or
+        overly large number is told to be finite)."""
+        infinite = isinstance(value, int | float) and not is_finite(value)
+        bounded = math.isfinite(self.low) or math.isfinite(self.high)
+        finite = "finite and " if infinite and bounded else ""
+        huge = infinite and (isinstance(value, int) or math.isfinite(value))
+        size = " (at most 3.4e38 in size, float32's largest)" if huge else ""
+        return f"{finite}{self.text}{size}"
 
 
 #: the largest size a hyperparameter may have: float32's (torch's default dtype; 1e300 is a
@@ -115,11 +136,6 @@ def check_ranges(hyperparameters: dict[str, Any], owner: str = "") -> None:
     for key, value in hyperparameters.items():
         valid = range_of(key, owner)
         if valid is not None and not valid.holds(value):
-            infinite = isinstance(value, int | float) and not is_finite(value)
-            bounded = math.isfinite(valid.low) or math.isfinite(valid.high)
-            finite = "finite and " if infinite and bounded else ""
-            huge = infinite and (isinstance(value, int) or math.isfinite(value))
-            size = " (at most 3.4e38 in size, float32's largest)" if huge else ""
             none = " (Python's None is null in a config)" if value in ("None", "none") else ""
-            raise ValueError(f"Hyperparameter {key!r}{of} must be {finite}{valid.text}{size}, "
+            raise ValueError(f"Hyperparameter {key!r}{of} must be {valid.requirement(value)}, "
                              f"got {value!r:.40}{none}")

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from looprl.core.ranges import POSITIVE, SHARE, UNIT
 from looprl.core.suggest import check_choice, check_positive, check_seed, is_number, is_whole
 from looprl.environments.contextual import contextual_envs
 from looprl.memory.returns import generalized_advantage_estimate
@@ -119,13 +120,12 @@ class PLR(MetaComponent):
         self.strategy = check_choice("PLR scoring strategy", strategy, STRATEGIES)
         if not is_whole(min_seen) or min_seen < 0:
             raise ValueError(f"PLR's min_seen must be a whole number >= 0, got {min_seen!r}")
-        rates = (replay_prob, rho, gamma, lam)
-        if not all(is_number(p) for p in (*rates, score_ema)) or not all(
-                0.0 <= p <= 1.0 for p in rates) or not 0.0 < score_ema <= 1.0:
-            raise ValueError(f"replay_prob, rho, gamma and lam must lie in [0, 1] and score_ema "
-                             f"in (0, 1], got {replay_prob!r}, {rho!r}, {gamma!r}, {lam!r}, "
-                             f"{score_ema!r}")
+        for name, rate in (("replay_prob", replay_prob), ("rho", rho), ("gamma", gamma),
+                           ("lam", lam)):
+            UNIT.check(name, rate, "PLR")
+        SHARE.check("score_ema", score_ema, "PLR")
         check_positive(beta=beta)
+        POSITIVE.check("beta", beta, "PLR")
         self.replay_prob, self.beta, self.rho = float(replay_prob), float(beta), float(rho)
         self.gamma, self.lam, self.score_ema = float(gamma), float(lam), float(score_ema)
         self.min_seen = int(min_seen)

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from looprl.core.ranges import NON_NEGATIVE, UNIT
 from looprl.core.suggest import check_choice, check_count, check_finite
 from looprl.meta.component import MetaComponent
 
@@ -55,6 +56,8 @@ class NetworkReset(MetaComponent):
             raise ValueError("layers=[] names no layer to reset: give layer names, or last=k")
         check_count(optional=True, last=last)
         check_finite(shrink=shrink, perturb=perturb)
+        UNIT.check("shrink", shrink, "NetworkReset")
+        NON_NEGATIVE.check("perturb", perturb, "NetworkReset")
         self.every, self.mode = int(every), check_choice("mode", mode, ("reset", "shrink_perturb"))
         self.layers = None if layers is None else tuple(layers)
         self.last = 1 if layers is None and last is None else last

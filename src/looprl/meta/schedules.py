@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from looprl.core.suggest import check_choice, check_count, check_finite, check_positive, is_number
+from looprl.core.ranges import NON_NEGATIVE, POSITIVE, Range, range_of
+from looprl.core.suggest import check_choice, check_count, check_finite, check_positive
 from looprl.meta.component import MetaComponent
 
 __all__ = ["CosineLRSchedule", "HPSchedule", "cosine_restarts"]
@@ -69,10 +70,8 @@ class CosineLRSchedule(MetaComponent):
                  period: int = 1000, period_mult: float = 1.0, key: str = "hp/lr"):
         super().__init__()
         check_count(period=period)
-        if not (is_number(period_mult) and period_mult >= 1.0):
-            raise ValueError(f"period_mult must be at least 1, got {period_mult!r}")
-        if not (is_number(min_lr) and min_lr >= 0):
-            raise ValueError(f"min_lr must be >= 0, got {min_lr!r}")
+        Range(1.0, text="at least 1").check("period_mult", period_mult, "CosineLRSchedule")
+        NON_NEGATIVE.check("min_lr", min_lr, "CosineLRSchedule")
         self.initial_lr = None if initial_lr is None else self._checked(initial_lr, min_lr)
         self.min_lr = float(min_lr)
         self.period, self.period_mult = period, float(period_mult)
@@ -83,6 +82,7 @@ class CosineLRSchedule(MetaComponent):
     @staticmethod
     def _checked(initial_lr: float, min_lr: float) -> float:
         check_positive(initial_lr=initial_lr)
+        POSITIVE.check("initial_lr", initial_lr, "CosineLRSchedule")
         if min_lr > initial_lr:
             raise ValueError(f"min_lr={min_lr} must not exceed initial_lr={initial_lr}")
         return float(initial_lr)
@@ -147,7 +147,16 @@ class HPSchedule(MetaComponent):
             raise ValueError(f"A {kind!r} schedule needs {', '.join(missing)} "
                              f"(it takes start, {', '.join(KIND_ARGUMENTS[kind])})")
         check_positive(optional=True, duration=duration, every=every, decay=decay)
+        for name in ("duration", "every", "decay"):
+            if getattr(self, name) is not None:
+                POSITIVE.check(name, getattr(self, name), "HPSchedule")
         self.integer = integer
+        valid = range_of(key)  # (the values the agent takes: linear and cosine stay between)
+        for name in ("start", "end"):
+            value = getattr(self, name)
+            if valid is not None and value is not None:
+                valid.check(f"{name} (a value of {key})", round(value) if integer else value,
+                            "HPSchedule")
         self.calls = 0
         self.methods(f"pre_{per}").append(self.write)
 
