@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -720,12 +721,14 @@ def test_a_runtime_env_key_ray_does_not_know_is_one_line_before_ray_starts(monke
                            logdir=None).run()
 
 
-@pytest.mark.parametrize("frames", [0, -100, "1000", None])
+@pytest.mark.parametrize("frames", [0, -100, "1000", None, math.inf])
 def test_a_distributed_runs_frames_are_checked_as_a_local_runs(frames) -> None:
     """(0 or -100 were accepted: Ray started, the workers were placed and the run ended at
-    once with an untrained policy; text was "unsupported operand type(s)")."""
-    with pytest.raises(ValueError, match="frames must be a positive number of environment "
-                                         f"steps, got {frames!r}"):
+    once with an untrained policy; text was "unsupported operand type(s)"; inf: int()'s
+    "cannot convert float infinity to integer")."""
+    with pytest.raises(ValueError, match=r"^DistributedRun's frames must be a positive number "
+                                         r"of environment steps(, a finite one \(math.inf is "
+                                         rf"no budget\))?, got {frames!r}"):
         DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=frames, logdir=None)
 
 

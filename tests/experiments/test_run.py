@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import math
 import re
 from functools import partial
 from pathlib import Path
@@ -477,8 +478,13 @@ def test_seeded_run_experiment_is_reproducible(tmp_path: Path) -> None:
 
 
 def test_run_experiment_needs_a_positive_budget(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="frames must be a positive number"):
+    with pytest.raises(ValueError, match="^run_experiment's frames must be a positive number"):
         run_experiment(SMALL_DQN, GymEnvironment("CartPole-v1"), 0, logdir=str(tmp_path))
+    # (was: "train() needs a budget: frames=... or episodes=...", a function not called)
+    with pytest.raises(ValueError, match=r"^run_experiment's frames must be a positive number "
+                                         r"of environment steps, a finite one \(math.inf is no "
+                                         r"budget\), got inf$"):
+        run_experiment(SMALL_DQN, GymEnvironment("CartPole-v1"), math.inf, logdir=str(tmp_path))
 
 
 def test_a_meta_name_is_one_line_before_anything_is_built(tmp_path: Path, monkeypatch) -> None:

@@ -96,7 +96,7 @@ class DistributedRun:
                  frames: int = 100_000, logdir: str | None = "runs", seed: int = 0,
                  name: str | None = None, quiet: bool = False, resume_from: str | None = None,
                  meta: Sequence[MetaComponent] = (), verbose: bool = True):
-        check_frames(frames)
+        check_frames(frames, "DistributedRun")
         check_built(spec, "DistributedRun", also=(AlgorithmSpec,))
         _check_types(runtime, logdir)
         self.runtime = runtime or RuntimeConfig()

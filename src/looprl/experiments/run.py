@@ -85,11 +85,14 @@ def as_list(x: Any) -> list:
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
-def check_frames(frames: Any) -> None:
-    """``ValueError`` unless ``frames`` is a positive number."""
-    if not is_number(frames) or not frames > 0:
-        raise ValueError(f"frames must be a positive number of environment steps, got "
-                         f"{frames!r}")
+def check_frames(frames: Any, owner: str) -> None:
+    """A one-line ``ValueError`` naming ``owner``'s ``frames`` unless it is a finite positive
+    number (``math.inf`` is no budget: it would train for ever)."""
+    if not is_number(frames) or not 0 < frames < math.inf:
+        infinite = is_number(frames) and frames == math.inf
+        finite = ", a finite one (math.inf is no budget)" if infinite else ""
+        raise ValueError(f"{owner}'s frames must be a positive number of environment "
+                         f"steps{finite}, got {frames!r}")
 
 
 def build_preset(agent: Any, env: Any) -> Preset:
@@ -134,7 +137,7 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
         TrainingInterrupted: Ctrl-C (its logs until then are kept; ``results``: the runs
             completed before it).
     """
-    check_frames(frames)
+    check_frames(frames, "run_experiment")
     if not isinstance(logger, str):  # (each run makes its own logger: one cannot be shared)
         raise TypeError(f"run_experiment's logger is ALL's name 'tensorboard', got "
                         f"{type(logger).__name__}; pass a logger object to an Experiment "

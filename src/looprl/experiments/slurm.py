@@ -47,7 +47,7 @@ class SlurmExperiment:
         self.agents, self.envs = as_list(agents), as_list(envs)
         if not self.agents or not self.envs:
             raise ValueError("SlurmExperiment needs at least one agent and one environment")
-        check_frames(frames)
+        check_frames(frames, "SlurmExperiment")
         self.frames, self.job_name, self.script_name = frames, job_name, script_name
         self.outdir, self.logdir = outdir, os.path.abspath(logdir)
         self.options = {"test_episodes": test_episodes, "verbose": verbose,
