@@ -139,3 +139,13 @@ def test_q_of_actions_stored_as_one_element_tensors_and_a_wrong_count() -> None:
                        dist.no_grad(states, torch.tensor([0, 1, 1])))
     with pytest.raises(ValueError, match="give one action per state"):
         dist.no_grad(states, torch.tensor([0, 1]))
+
+    # an action outside the range (was torch's "index 5 is out of bounds for dimension 1 with
+    # size 2"): checked where gather fails, or before a list reaches the device
+    for approximation in (q, dist):
+        for actions in (torch.tensor([0, 5, 1]), [0, 5, 1], torch.tensor([[0], [5], [1]])):
+            with pytest.raises(ValueError, match=r"^action 5 is outside the action range 0 \.\. "
+                                                 r"1 \(the approximation has 2 actions\)"):
+                approximation(states, actions)
+        with pytest.raises(ValueError, match=r"^action -1 is outside the action range 0 \.\. 1"):
+            approximation.no_grad(states, torch.tensor([0, -1, 1]))

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from looprl.approximation.approximation import Approximation
-from looprl.approximation.q_network import action_index
+from looprl.approximation.q_network import action_index, check_actions
 from looprl.core.state import State
 from looprl.core.suggest import either
 
@@ -61,9 +61,13 @@ class QDistModule(nn.Module):
             probs = self.probabilities(state)
         if actions is None:
             return probs
-        actions = action_index(actions, probs.shape[:-2], probs.device)
+        actions = action_index(actions, probs.shape[:-2], probs.device, probs.shape[-2])
         index = actions.view(*actions.shape, 1, 1).expand(*actions.shape, 1, probs.shape[-1])
-        return probs.gather(-2, index).squeeze(-2)
+        try:
+            return probs.gather(-2, index).squeeze(-2)
+        except (RuntimeError, IndexError):  # (the check only here: no sync per call)
+            check_actions(actions, probs.shape[-2])
+            raise
 
 
 class QDist(Approximation):

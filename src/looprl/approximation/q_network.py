@@ -26,18 +26,39 @@ class QModule(RLNetwork):
 
 
 def gather_actions(values: torch.Tensor, actions: Any) -> torch.Tensor:
-    """``values[..., actions]`` row by row: ``(*batch, num_actions)`` to ``batch``."""
-    actions = action_index(actions, values.shape[:-1], values.device)
-    return values.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+    """``values[..., actions]`` row by row: ``(*batch, num_actions)`` to ``batch``; an action
+    outside ``0 .. num_actions - 1`` is a one-line ``ValueError`` (``check_actions``)."""
+    actions = action_index(actions, values.shape[:-1], values.device, values.shape[-1])
+    try:
+        return values.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+    except (RuntimeError, IndexError):
+        check_actions(actions, values.shape[-1])
+        raise
 
 
-def action_index(actions: Any, batch: tuple[int, ...], device: torch.device) -> torch.Tensor:
+def check_actions(actions: torch.Tensor, num_actions: int) -> None:
+    """A one-line ``ValueError`` naming the first of ``actions`` outside ``0 .. num_actions -
+    1``. It reads the actions (a device sync): callers run it where it is cheap (actions not
+    yet on the device) or where ``gather`` failed, not on every step's path."""
+    bad = actions[(actions < 0) | (actions >= num_actions)]
+    if bad.numel():
+        raise ValueError(f"action {bad.flatten()[0].item()} is outside the action range 0 .. "
+                         f"{num_actions - 1} (the approximation has {num_actions} actions): "
+                         f"give each state an action index in that range")
+
+
+def action_index(actions: Any, batch: tuple[int, ...], device: torch.device,
+                 num_actions: int | None = None) -> torch.Tensor:
     """``actions`` as one ``long`` index per row of ``batch``: ``(B, 1)`` actions (a stored
     ``torch.multinomial(probs, 1)``) are one per row too, as ALL's ``actions.view(-1, 1)``
     takes them; another count is a one-line ``ValueError``, not ``gather``'s error or a
-    silently shorter result."""
+    silently shorter result. Actions that are no tensor (a list, NumPy) are checked against
+    ``num_actions`` before they reach the device, where it costs no sync."""
     if not isinstance(actions, torch.Tensor):
-        actions = torch.as_tensor(actions, device=device)
+        actions = torch.as_tensor(actions)
+        if num_actions is not None:
+            check_actions(actions, num_actions)
+        actions = actions.to(device)
     if actions.shape != batch:
         if actions.numel() != math.prod(batch):
             raise ValueError(f"{actions.numel()} actions (shape {tuple(actions.shape)}) for "
