@@ -336,32 +336,35 @@ def test_ppo_step_by_name_updates_the_policy():
 
 
 @pytest.mark.parametrize(("type_", "args", "message"), [
-    ("ppo", dict(clip=-1), "'clip' of PPOTrainer must be >= 0, got -1"),
-    ("ppo", dict(value_clip="abc"), "'value_clip' of PPOTrainer must be >= 0"),
-    ("ppo", dict(gae_lambda=1.5), r"'gae_lambda' of PPOTrainer must be in \[0, 1\]"),
-    ("a2c", dict(discount_factor=2), r"'discount_factor' of A2CTrainer must be in \[0, 1\]"),
-    ("vac", dict(entropy_coef=float("nan")), "'entropy_coef' of VACTrainer must be finite"),
-    ("ppo", dict(vtrace=True, clip_rho=0), "'clip_rho' of PPOTrainer must be positive"),
-    ("ppg", dict(beta_clone=-1), "'beta_clone' of PPGTrainer must be >= 0"),
-    ("ppg", dict(n_policy=0.5), "'n_policy' of PPGTrainer must be a whole number"),
+    ("ppo", dict(clip=-1), "PPOTrainer's clip must be >= 0, got -1"),
+    ("ppo", dict(value_clip="abc"), "PPOTrainer's value_clip must be >= 0"),
+    ("ppo", dict(gae_lambda=1.5), r"PPOTrainer's gae_lambda must be in \[0, 1\]"),
+    ("a2c", dict(discount_factor=2), r"A2CTrainer's discount_factor must be in \[0, 1\]"),
+    ("vac", dict(entropy_coef=float("nan")), "VACTrainer's entropy_coef must be finite"),
+    ("ppo", dict(vtrace=True, clip_rho=0), "PPOTrainer's clip_rho must be positive"),
+    ("ppg", dict(beta_clone=-1), "PPGTrainer's beta_clone must be >= 0"),
+    ("ppg", dict(n_policy=0.5), "PPGTrainer's n_policy must be a whole number"),
 ])
 def test_trainers_by_name_check_their_arguments_ranges(type_, args, message):
     """``Trainer(type_=..., args=...)`` (seed 004) and the classes: one line naming the argument
-    (was: ``clip=-1`` and ``discount_factor=2`` trained silently); a schedule is no number."""
+    (was: ``clip=-1`` and ``discount_factor=2`` trained silently); a schedule and an infinite clip
+    (PPO without clipping) are taken."""
     with pytest.raises(ValueError, match=message):
         Trainer(type_=type_, policy=RecordingPolicy(), args=args)
-    assert Trainer(type_="ppo", policy=RecordingPolicy(), args=dict(clip=lambda p: 0.2 * (1 - p)))
+    for clip in (lambda p: 0.2 * (1 - p), float("inf")):  # (infinity: not clipped)
+        assert Trainer(type_="ppo", policy=RecordingPolicy(), args=dict(clip=clip))
 
 
 def test_policies_by_name_check_their_arguments_ranges():
     """The ready-made policies' optimizer and exploration arguments."""
-    for name, args, message in [("actor-critic", dict(lr=-1), "'lr' of the actor-critic policy"),
-                                ("actor-critic", dict(eps=0), "'eps' of the actor-critic"),
-                                ("q-network", dict(epsilon=3), "'epsilon' of the q-network"),
-                                ("q-network", dict(clip_grad=-1), "'clip_grad' of the q-net")]:
+    for name, args, message in [
+            ("actor-critic", dict(lr=-1), "the actor-critic policy's lr must be >= 0"),
+            ("actor-critic", dict(eps=0), "the actor-critic policy's eps must be at least"),
+            ("q-network", dict(epsilon=3), r"the q-network policy's epsilon must be in \[0, 1\]"),
+            ("q-network", dict(clip_grad=-1), "the q-network policy's clip_grad must be >= 0")]:
         with pytest.raises(ValueError, match=message):
             Policy(type_=name, args=dict(obs_dim=4, action_dim=2, **args))
-    with pytest.raises(ValueError, match="'discount_factor' of DQNTrainer must be in"):
+    with pytest.raises(ValueError, match="DQNTrainer's discount_factor must be in"):
         Trainer(type_="dqn", policy=Policy(type_="q-network", args=dict(obs_dim=4, action_dim=2)),
                 args=dict(discount_factor=-0.5))
 

@@ -16,7 +16,7 @@ from looprl.agents.segments import ApproximationPolicy
 from looprl.approximation import Approximation
 from looprl.core import RolloutRequest, RolloutResult, deterministic_rows
 from looprl.core.namedarray import NamedArray, as_tensor, namedarray
-from looprl.core.ranges import check_ranges
+from looprl.core.ranges import check_arguments
 from looprl.core.suggest import check_device, check_seed
 from looprl.nn import ActorCritic, ActorCriticModel, SharedActorCritic, orthogonal_init
 from looprl.nn.fields import Backbone, field_shapes, observation_fields, observation_tensor
@@ -290,7 +290,7 @@ def actor_critic_policy(obs_dim: Any, action_dim: int, state_dim: Any = None, hi
                          f"got {hidden_dim}, {num_rnn_layers}, {num_layers}")
     if rnn_type not in (None, "gru"):
         raise ValueError(f"rnn_type must be None or 'gru', got {rnn_type!r}")
-    check_ranges(dict(lr=lr, eps=eps, clip_grad=clip_grad), "the actor-critic policy")
+    check_arguments("the actor-critic policy", lr=lr, eps=eps, clip_grad=clip_grad)
     seed = check_seed("actor-critic policy", seed)
     if shared_backbone and state_dim is not None:
         logger.warning("state_dim has no effect on a shared backbone: the critic reads obs")

@@ -31,7 +31,7 @@ from looprl.core import (
     merge_hyperparameters,
 )
 from looprl.core.namedarray import NamedArray, recursive_apply
-from looprl.core.ranges import check_ranges
+from looprl.core.ranges import check_arguments
 from looprl.core.suggest import check_choice, check_count, check_device, check_seed
 from looprl.nn import Dueling, orthogonal_init, single_field
 from looprl.nn.fields import Backbone, field_shapes, observation_fields, observation_tensor
@@ -179,7 +179,7 @@ class DQNTrainer(PolicyTrainer):
                  update: str = "q_learning", double_q: bool = False, huber: bool = True,
                  seed: int | None = None):
         check_count(n_step=n_step)
-        check_ranges(dict(discount_factor=discount_factor), type(self).__name__)
+        check_arguments(type(self).__name__, discount_factor=discount_factor)
         self._policy = policy
         self.discount_factor = discount_factor
         self.n_step = n_step
@@ -278,7 +278,7 @@ def q_network_policy(obs_dim: Any, action_dim: int, hidden_dim: int = 64, num_la
     between target copies), ``seed`` (initial weights)."""
     if not isinstance(action_dim, int) or action_dim <= 0:
         raise ValueError(f"action_dim must be a positive int, got {action_dim!r}")
-    check_ranges(dict(epsilon=epsilon, lr=lr, clip_grad=clip_grad), "the q-network policy")
+    check_arguments("the q-network policy", epsilon=epsilon, lr=lr, clip_grad=clip_grad)
     seed = check_seed("q-network policy", seed)
     with torch.random.fork_rng(devices=[], enabled=seed is not None):
         if seed is not None:

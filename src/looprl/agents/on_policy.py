@@ -34,7 +34,7 @@ from looprl.core import (
     TrainerStepResult,
 )
 from looprl.core.namedarray import NamedArray
-from looprl.core.ranges import check_ranges
+from looprl.core.ranges import POSITIVE, UNIT, check_arguments
 from looprl.core.suggest import check_count, check_seed
 from looprl.memory.segments import SegmentBuffer
 
@@ -67,9 +67,12 @@ class OnPolicyTrainer(PolicyTrainer):
                  lr: Callable[[float], float] | None = None, seed: int | None = None):
         check_count(epochs=epochs)
         check_count(optional=True, minibatch_size=minibatch_size)
-        check_ranges(dict(value_coef=value_coef, entropy_coef=entropy_coef,
-                          discount_factor=discount_factor, gae_lambda=gae_lambda,
-                          clip_rho=clip_rho, clip_c=clip_c), type(self).__name__)
+        owner = type(self).__name__
+        check_arguments(owner, value_coef=value_coef, entropy_coef=entropy_coef,
+                        discount_factor=discount_factor)
+        UNIT.check("gae_lambda", gae_lambda, owner)
+        for name, level in (("clip_rho", clip_rho), ("clip_c", clip_c)):  # (V-trace's; at 0
+            POSITIVE.check(name, level, owner)  # every importance weight would be 0)
         self._policy = policy
         self.epochs, self.minibatch_size = epochs, minibatch_size
         self.value_coef, self.entropy_coef = value_coef, entropy_coef

@@ -14,7 +14,7 @@ from looprl.agents.on_policy import mean_parts
 from looprl.agents.ppo import PPOTrainer
 from looprl.core import Policy
 from looprl.core.namedarray import NamedArray
-from looprl.core.ranges import check_ranges
+from looprl.core.ranges import check_arguments
 
 __all__ = ["PPGTrainer"]
 
@@ -30,8 +30,8 @@ class PPGTrainer(PPOTrainer):
                  beta_clone: float = 1.0, aux_minibatch_size: int | None = None,
                  **ppo_kwargs: Any):
         super().__init__(policy, **ppo_kwargs)
-        check_ranges(dict(n_policy=n_policy, aux_epochs=aux_epochs, beta_clone=beta_clone,
-                          aux_minibatch_size=aux_minibatch_size), type(self).__name__)
+        check_arguments(type(self).__name__, n_policy=n_policy, aux_epochs=aux_epochs,
+                        beta_clone=beta_clone, aux_minibatch_size=aux_minibatch_size)
         self.n_policy = n_policy
         self.aux_epochs = aux_epochs
         self.beta_clone = beta_clone

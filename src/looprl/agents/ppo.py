@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -12,7 +13,7 @@ from looprl.agents.losses import ppo_clip_bounds, ppo_loss
 from looprl.agents.on_policy import OnPolicyTrainer
 from looprl.core import Hyperparameter, Policy
 from looprl.core.namedarray import NamedArray
-from looprl.core.ranges import check_ranges
+from looprl.core.ranges import check_arguments
 from looprl.policies.distributions import CategoricalHead
 
 __all__ = ["PPOTrainer"]
@@ -34,7 +35,9 @@ class PPOTrainer(OnPolicyTrainer):
         super().__init__(policy, epochs=epochs, minibatch_size=minibatch_size,
                          normalize_advantages=normalize_advantages, entropy_coef=entropy_coef,
                          **kwargs)
-        check_ranges(dict(clip=clip, value_clip=value_clip), type(self).__name__)
+        clips = {"clip": clip, "value_clip": value_clip}  # (math.inf: not clipped)
+        check_arguments(type(self).__name__,
+                        **{key: value for key, value in clips.items() if value != math.inf})
         self.clip = clip
         self.value_clip = value_clip
         self._clip_now = self._clip()

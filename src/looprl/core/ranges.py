@@ -7,7 +7,8 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["HP_RANGES", "PRESET_RANGES", "RANGES", "Range", "check_ranges", "is_finite", "range_of"]
+__all__ = ["HP_RANGES", "PRESET_RANGES", "RANGES", "Range", "check_arguments", "check_ranges",
+           "is_finite", "range_of"]
 
 
 @dataclass(frozen=True)
@@ -88,10 +89,8 @@ RANGES: dict[str, Range] = {
     # (``alpha``: prioritized replay's exponent, 0 sampling uniformly; SAC's: ``PRESET_RANGES``)
     **dict.fromkeys(("entropy_coef", "value_coef", "clip_grad", "beta_clone", "noise", "alpha",
                      "noise_clip", "target_noise", "value_clip"), NON_NEGATIVE),
-    **dict.fromkeys(("discount_factor", "lam", "gae_lambda", "beta", "epsilon",
-                     "initial_exploration", "final_exploration", "test_exploration"), UNIT),
-    # (V-trace's truncation levels: at 0 every importance weight would be 0)
-    **dict.fromkeys(("clip_rho", "clip_c"), POSITIVE),
+    **dict.fromkeys(("discount_factor", "lam", "beta", "epsilon", "initial_exploration",
+                     "final_exploration", "test_exploration"), UNIT),
     "polyak_rate": SHARE,
     **dict.fromkeys(("n_envs", "n_steps", "epochs", "minibatch_size", "hidden", "n_policy",
                      "aux_epochs", "aux_minibatch_size", "min_batch_size", "update_frequency",
@@ -127,6 +126,15 @@ def range_of(name: str, preset: str = "") -> Range | None:
     if name.startswith("hp/"):
         return HP_RANGES.get("hp/lr" if name.startswith("hp/lr/") else name)
     return PRESET_RANGES.get(preset, {}).get(name, RANGES.get(name))
+
+
+def check_arguments(owner: str, **values: Any) -> None:
+    """``Range.check`` of each of ``owner``'s arguments that ``RANGES`` knows (``PPOTrainer's
+    clip must be >= 0, got -1``); ``None`` and functions (schedules) pass."""
+    for name, value in values.items():
+        valid = RANGES.get(name)
+        if valid is not None and value is not None and not callable(value):
+            valid.check(name, value, owner)
 
 
 def check_ranges(hyperparameters: dict[str, Any], owner: str = "") -> None:
