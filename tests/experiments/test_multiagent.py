@@ -285,3 +285,40 @@ def test_agents_of_different_shapes_are_one_line_before_training(differ, tmp_pat
                        quiet=True)
     with pytest.raises(ValueError, match=f"one {kind} shape"):
         play(env, IndependentMultiagent({}))
+
+
+class _Swapped(_Uneven):
+    """``_Uneven``'s agents in the other order."""
+
+    possible_agents = ["agent", "adversary"]  # noqa: RUF012
+
+
+def test_a_preset_of_other_agents_or_spaces_is_one_line(tmp_path):
+    """A multi-agent preset's policies answer the agents by index: one built for other agents
+    trained silently on them (here each agent with the other's networks), or failed in its
+    policy (``KeyError: "NamedArray has no field 'action_mask'"``); also its test in another
+    environment, and in a single-agent one at its first step ("the request does not say whose
+    rows it holds")."""
+    from looprl.environments import GymEnvironment
+    from looprl.experiments import run_experiment
+    from looprl.presets import continuous, multiagent
+
+    env = MultiagentPettingZooEnv(_Uneven("same"))
+    preset = multiagent.independent(continuous.ppo).env(env).hyperparameters(hidden=8).build()
+    trained = r"^The preset was built for uneven \(agents, observations, actions: adversary " \
+              r"Box\(4,\) Box\(2,\); agent Box\(4,\) Box\(2,\)\), "
+    with pytest.raises(ValueError, match=trained + r"uneven has agent Box\(4,\) Box\(2,\); "
+                       r"adversary .*same agents, in the same order, and spaces"):
+        MultiagentEnvExperiment(preset, MultiagentPettingZooEnv(_Swapped("same")),
+                                logdir=str(tmp_path), quiet=True)
+    experiment = MultiagentEnvExperiment(preset, env, logdir=str(tmp_path), quiet=True)
+    with pytest.raises(ValueError, match=trained + r"tictactoe_v3 has player_1 Box\(18,\) "
+                                                   r"Discrete\(9\) masked; player_2"):
+        experiment.test(episodes=1, env=MultiagentPettingZooEnv("tictactoe_v3"))
+    assert set(experiment.test(episodes=1, env=MultiagentPettingZooEnv(_Uneven("same")))) == {
+        "adversary", "agent"}
+    experiment.close()
+    with pytest.raises(ValueError, match=r"^The preset was built for the multi-agent uneven; "
+                                         r"CartPole-v1 is a single-agent environment"):
+        run_experiment(preset, GymEnvironment("CartPole-v1"), 100, logdir=str(tmp_path),
+                       quiet=True)

@@ -17,11 +17,14 @@ from looprl.core.suggest import text_hint
 class Preset(ABC):
     """A configured algorithm on a configured environment; builds agents that share weights.
     ``env_remote``: what Ray actors make for the environment (text: why they cannot);
-    ``env_spaces``: its observation and action spaces (``None``: unknown); ``meta``: the meta
-    components attached to its experiments."""
+    ``env_spaces``: its observation and action spaces (``None``: unknown); ``agent_spaces``:
+    those of each agent of a multi-agent environment, in its agents' order, with whether the
+    agent's states carry an action mask (``None``: unknown); ``meta``: the meta components
+    attached to its experiments."""
 
     env_name: str | None = None
     env_spaces: tuple[Any, Any] | None = None
+    agent_spaces: dict[str, tuple[Any, Any, bool]] | None = None
     env_remote: tuple[str, dict[str, Any]] | str | None = None
     meta: tuple[Any, ...] | list[Any] = ()
 

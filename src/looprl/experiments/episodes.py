@@ -179,10 +179,12 @@ def check_spaces(preset: Any, env: Any, where: str = "looprl") -> Any:
     shape of those ``preset`` was built for (``preset.env_spaces``; unknown: no check), a
     ``TypeError`` if it is a Gymnasium environment that ``where`` takes wrapped in looprl's."""
     refuse_gymnasium(env, where)
+    name = getattr(env, "name", type(env).__name__)
+    if (agents := getattr(preset, "agent_spaces", None)) is not None:
+        return _check_agent_spaces(preset, agents, env, name)
     spaces = getattr(preset, "env_spaces", None)
     if spaces is None or not hasattr(env, "observation_space"):
         return env
-    name = getattr(env, "name", type(env).__name__)
     if isinstance(env, MultiagentEnvironment):  # (its spaces: one per agent)
         raise ValueError(f"The preset was built for the single-agent {preset.env_name}; {name} "
                          f"is a multi-agent environment: {multiagent_advice()}")
@@ -193,6 +195,32 @@ def check_spaces(preset: Any, env: Any, where: str = "looprl") -> Any:
                          "in an environment of the same spaces (for looprl watch: its own, "
                          "without --env)")
     return env
+
+
+def _check_agent_spaces(preset: Any, agents: dict[str, tuple[Any, Any, bool]], env: Any,
+                        name: str) -> Any:
+    """``env``; a one-line ``ValueError`` unless it is a multi-agent environment of the agents
+    (in their order: the policies answer the agents by index) and spaces a multi-agent
+    ``preset`` was built for (``preset.agent_spaces``)."""
+    if not isinstance(env, MultiagentEnvironment):
+        raise ValueError(f"The preset was built for the multi-agent {preset.env_name}; {name} "
+                         "is a single-agent environment: train it with a single-agent preset "
+                         "(dqn, not multiagent.dqn)")
+    given = {agent: (env.observation_space(agent), env.action_space(agent),
+                     env.has_action_mask(agent)) for agent in env.possible_agents}
+    trained, playing = map(_agent_shapes, (agents, given))
+    if trained != playing:
+        raise ValueError(f"The preset was built for {preset.env_name} (agents, observations, "
+                         f"actions: {'; '.join(trained)}), {name} has {'; '.join(playing)}: use "
+                         "it in an environment of the same agents, in the same order, and "
+                         "spaces (for looprl watch: its own, without --env)")
+    return env
+
+
+def _agent_shapes(agents: dict[str, tuple[Any, Any, bool]]) -> list[str]:
+    """``['player_1 Box(27,) Discrete(9) masked', ...]``: each agent's name and spaces."""
+    return [" ".join([agent, *_shapes((observations, actions))] + ["masked"] * bool(masked))
+            for agent, (observations, actions, masked) in agents.items()]
 
 
 def _shapes(spaces: tuple[Any, Any]) -> list[str]:

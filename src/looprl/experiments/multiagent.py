@@ -23,7 +23,7 @@ from looprl.environments.multiagent import (
 )
 from looprl.environments.srl import Environment
 from looprl.experiments.agent_loggers import AgentLoggers
-from looprl.experiments.episodes import check_test, play_episodes
+from looprl.experiments.episodes import check_spaces, check_test, play_episodes
 from looprl.experiments.experiment import Experiment, evaluation_seed, flush_logger, log_scalars
 from looprl.experiments.progress import evaluation_progress
 from looprl.meta.component import MetaComponent
@@ -154,7 +154,7 @@ class MultiagentEnvExperiment(Experiment):
         ``Actor`` over a copy of the preset's policy, its random numbers and the resets seeded
         with ``seed + TEST_SEED_OFFSET`` (a preset without ``policy()``: its ``test_agent()``)."""
         check_test(episodes, env, f"{type(self).__name__}.test", (MultiagentEnvironment,))
-        played = env or self.env
+        played = self.env if env is None else check_spaces(self.preset, env)
         seed = None if self.seed is None else evaluation_seed(self.seed)
         make_policy = getattr(self.preset, "policy", None)  # (what Ray's evaluation acts with)
         policy = make_policy(copy_model=True) if callable(make_policy) else None

@@ -236,6 +236,11 @@ class PresetBuilder:
                   getattr(self._env, "action_space", None))
         if all(isinstance(space, gym.spaces.Space) for space in spaces):  # (not per agent)
             preset.env_spaces = spaces  # (checked where a saved preset plays)
+        if isinstance(self._env, MultiagentEnvironment):  # (checked alike, agent by agent)
+            preset.agent_spaces = {agent: (self._env.observation_space(agent),
+                                           self._env.action_space(agent),
+                                           self._env.has_action_mask(agent))
+                                   for agent in self._env.possible_agents}
         if isinstance(self._env, Environment | MultiagentPettingZooEnv):
             preset.env_remote = self._env.remote_env()  # what Ray actors make for it
         preset.meta = self._meta
