@@ -121,8 +121,20 @@ def test_builder_errors_name_the_problem():
         ppo.hyperparameters(hidden=1.5)
     with pytest.raises(ValueError, match="Call .env"):
         dqn.build()
-    with pytest.raises(ValueError, match="No preset builder for agent 'player_2'"):
+    with pytest.raises(ValueError, match=r"No preset builder for agent 'player_2' \(got "
+                       r"\['player_1'\]\)$"):  # (was: "rename 'player_1' to 'player_2'")
         independent({"player_1": cc.dqn}).env(env).device("cpu").build()
+    # a builder for no agent of the game was left out silently; a value that is no builder
+    # was an AttributeError ('hyperparameter_defaults')
+    with pytest.raises(ValueError, match=r"^independent has preset builders for \['player_3'\], "
+                       r"but tictactoe_v3 has no such agent \(its agents: player_1, player_2\)"):
+        independent(dict.fromkeys(["player_1", "player_2", "player_3"], cc.dqn)).env(env).build()
+    preset = cc.dqn.env("CartPole-v1").device("cpu").build()
+    for builders, got in ((5, "int 5"), ({"player_1": cc.dqn, "player_2": preset},
+                                         r"\(for agent 'player_2'\) DQNClassicControlPreset")):
+        with pytest.raises(TypeError, match=r"^independent\(\) takes a preset builder .* or a "
+                           rf"dict agent name -> builder, got {got}"):
+            independent(builders)
     with pytest.raises(ValueError, match=r"\(got \['player2', 'player_1'\]\): rename 'player2' "
                        "to 'player_2'$"):
         independent({"player_1": cc.dqn, "player2": cc.dqn}).env(env).device("cpu").build()

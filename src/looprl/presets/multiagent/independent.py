@@ -159,6 +159,7 @@ class IndependentPresetBuilder(PresetBuilder):
 
     def __init__(self, builders: PresetBuilder | dict[str, PresetBuilder],
                  name: str = "independent"):
+        _check_builders(builders)
         self.builders = builders
         self._builders = list(builders.values()) if isinstance(builders, dict) else [builders]
         defaults: dict[str, Any] = {}
@@ -194,6 +195,7 @@ class IndependentPresetBuilder(PresetBuilder):
 
     def _construct(self, device: str | torch.device) -> IndependentMultiagentPreset:
         """One preset per agent of the environment, each on that agent's view of it."""
+        self._check_agents()
         presets, masked = {}, set()
         for agent in self._env.possible_agents:
             view = self._env.subenv(agent)
@@ -206,17 +208,43 @@ class IndependentPresetBuilder(PresetBuilder):
         return IndependentMultiagentPreset(self._name, device, presets, masked,
                                            dict(self._hyperparameters))
 
+    def _check_agents(self) -> None:
+        """A one-line ``ValueError`` unless a dict of builders names every agent of the
+        environment and no other (whose builder would go unused)."""
+        if not isinstance(self.builders, dict):
+            return
+        agents = self._env.possible_agents
+        others = [name for name in self.builders if name not in agents]
+        for agent in agents:
+            if agent not in self.builders:
+                close = difflib.get_close_matches(agent, others, n=1)
+                hint = f": rename {close[0]!r} to {agent!r}" if close else ""
+                raise ValueError(f"No preset builder for agent {agent!r} (got "
+                                 f"{sorted(self.builders)})" + hint)
+        if others:
+            raise ValueError(f"{self.default_name} has preset builders for {others}, but "
+                             f"{self._env.name} has no such agent (its agents: "
+                             f"{', '.join(agents)}): remove them, or fix their names")
+
     def _build_one(self, agent: str, view: Any, device: str | torch.device) -> Preset:
         builder = self.builders
         if isinstance(builder, dict):
-            if agent not in builder:
-                close = difflib.get_close_matches(agent, list(builder), n=1)
-                hint = f": rename {close[0]!r} to {agent!r}" if close else ""
-                raise ValueError(f"No preset builder for agent {agent!r} (got {sorted(builder)})"
-                                 + hint)
             builder = builder[agent]
         builder = _configured(builder, self._hyperparameters).name(f"{self._name}.{agent}")
         return builder.device(device).env(view).build()
+
+
+def _check_builders(builders: Any) -> None:
+    """A one-line ``TypeError`` unless ``builders`` is a ``PresetBuilder`` or a dict agent name
+    -> ``PresetBuilder``."""
+    given = builders.items() if isinstance(builders, dict) else [(None, builders)]
+    for agent, builder in given:
+        if not isinstance(builder, PresetBuilder):
+            which = "" if agent is None else f" (for agent {agent!r})"
+            built = ": give its builder" if isinstance(builder, Preset) else ""
+            raise TypeError(f"independent() takes a preset builder (classic_control.dqn) or a "
+                            f"dict agent name -> builder, got{which} {type(builder).__name__} "
+                            f"{builder!r:.40}{built}")
 
 
 def _configured(builder: PresetBuilder, hyperparameters: dict[str, Any]) -> PresetBuilder:
