@@ -65,6 +65,17 @@ def test_routes_each_state_to_its_agent():
         multiagent.act(ma_state("c"))
 
 
+def test_agents_that_are_no_dict_of_agents_are_one_line():
+    """A list was dict()'s "cannot convert dictionary update sequence element #0 to a
+    sequence"; a value without ``act`` an ``AttributeError`` at its agent's first turn."""
+    with pytest.raises(TypeError, match=r"^IndependentMultiagent takes a dict agent name -> "
+                                        r"agent, got list \[1, 2\]$"):
+        IndependentMultiagent([1, 2])
+    with pytest.raises(TypeError, match=r"^IndependentMultiagent \(agent 'b'\) plays an agent, "
+                                        r"an object with act\(state\), got int"):
+        IndependentMultiagent({"a": Recorder(1), "b": 3})
+
+
 def test_acts_on_each_row_of_a_state_array_with_its_agent():
     """A ``StateArray`` of several rows (``test_agent().act``) was 'unhashable type: list'."""
     a, b = Recorder(1), Recorder(2)

@@ -3,7 +3,7 @@ as a seed 003 ``Multiagent`` and as one policy and trainer for the collector."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ from looprl.core import (
     TrainerStepResult,
 )
 from looprl.core.namedarray import NamedArray, as_numpy, concat, recursive_apply
+from looprl.core.preset import check_agent
 from looprl.nn import ActorCriticModel, single_field
 from looprl.nn.fields import ACTION_MASK, legal_mask
 from looprl.policies import MASKED_Q, legal_actions
@@ -36,6 +37,13 @@ class IndependentMultiagent(Multiagent):
     ``StateArray`` to its agent's, one action per row."""
 
     def __init__(self, agents: dict[str, Agent]):
+        """``agents``: a dict agent name -> agent (an object with ``act(state)``), else one
+        ``TypeError`` line."""
+        if not isinstance(agents, Mapping):
+            raise TypeError(f"IndependentMultiagent takes a dict agent name -> agent, got "
+                            f"{type(agents).__name__} {agents!r:.40}")
+        for name, agent in agents.items():
+            check_agent(agent, f"IndependentMultiagent (agent {name!r})")
         self.agents = dict(agents)
 
     def act(self, multiagent_state: State) -> Any:
