@@ -142,18 +142,24 @@ def test_train_scripts_pass_alls_arguments(monkeypatch: pytest.MonkeyPatch, modu
     (train_multiagent_atari, ["tictactoe_v3", "dqn", "ppo"], "one multiagent preset"),
     (watch_classic, ["CartPole-v1", "missing/preset.pt"], "No saved preset"),
     (plot, ["--timesteps", "0"], "--timesteps: must be a whole number >= 1"),
+    (plot, ["--logdir", "missing"], "no directory missing"),
 ])
 def test_bad_input_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                monkeypatch: pytest.MonkeyPatch, module: object,
                                argv: list[str], expected: str) -> None:
+    """One line, named after the script as its argparse errors are (``looprl-classic: error:
+    Unknown agent``, was ``looprl: error:`` for the errors after parsing)."""
     monkeypatch.chdir(tmp_path)
     try:
         code = module.main(argv)  # type: ignore[attr-defined]
     except SystemExit as stop:  # (argparse's errors)
         code = stop.code
     out, err = capsys.readouterr()
+    prog = "looprl-" + module.__name__.rpartition(".")[2].removeprefix(  # type: ignore[attr-defined]
+        "train_").replace("_", "-")
     assert code == 2
     assert len(err.strip().splitlines()) == 1 and expected in err, err
+    assert err.startswith(f"{prog}: error: "), err
     assert not list(tmp_path.iterdir())
 
 

@@ -453,11 +453,12 @@ def test_ctrl_c_while_looprl_imports_is_one_line(module: str) -> None:
 @pytest.mark.parametrize("module", ["torch", "looprl.scripts.train"])
 def test_ctrl_c_while_a_console_script_imports_is_one_line(module: str) -> None:
     """``looprl-classic`` and the other console scripts of pyproject.toml (was: a traceback,
-    as only the program named ``looprl`` was covered)."""
+    as only the program named ``looprl`` was covered); the line names the script, as its
+    errors do."""
     done = subprocess.run([sys.executable, "-c", INTERRUPTED_IMPORT, module, "looprl-classic",
                            "looprl.scripts.train_classic"],
                           capture_output=True, text=True, timeout=120)
-    assert (done.returncode, done.stdout + done.stderr) == (130, "looprl: interrupted\n")
+    assert (done.returncode, done.stdout + done.stderr) == (130, "looprl-classic: interrupted\n")
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])  # (Ctrl-C, a scheduler's)

@@ -42,5 +42,5 @@ except KeyboardInterrupt:
     if not _PROGRAM:
         raise
     # the looprl program: Ctrl-C while it starts is one line (logging's last resort prints it)
-    logging.getLogger(__name__).error("looprl: interrupted")
+    logging.getLogger(__name__).error("%s: interrupted", os.path.basename(sys.argv[0]))
     raise SystemExit(130) from None

@@ -7,8 +7,9 @@
     looprl watch RUN_DIR [--episodes N]
 
 Console scripts (``looprl.scripts``) parse their own arguments and run the same commands:
-``main(argv, command)`` runs ``command(argv)`` as the ``looprl`` command runs (Ctrl-C: one line),
-``guarded(command)`` runs ``command()`` with errors of bad input as one line and exit code 2, and
+``main(argv, command, prog)`` runs ``command(argv)`` as the ``looprl`` command runs (Ctrl-C: one
+line), ``guarded(command, prog)`` runs ``command()`` with errors of bad input as one line and exit
+code 2 (both lines begin with ``prog``, the script's name, as its argparse errors do), and
 ``watch_saved(args)`` plays what ``looprl watch`` plays and returns the GIF it wrote.
 """
 
@@ -335,11 +336,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None, command: Callable[[list[str]], int] | None = None
-         ) -> int:
+def main(argv: list[str] | None = None, command: Callable[[list[str]], int] | None = None,
+         prog: str = "looprl") -> int:
     """Entry point of the ``looprl`` command (or of ``command``, which parses the arguments:
-    ALL's scripts, ``looprl.scripts``); errors print one line and exit with 2, Ctrl-C one line
-    and 130."""
+    ALL's scripts, ``looprl.scripts``, named ``prog``); errors print one line and exit with 2,
+    Ctrl-C one line (``PROG: interrupted``) and 130."""
     if argv is None and hasattr(sys.stdout, "reconfigure"):  # lines reach the log if killed
         sys.stdout.reconfigure(line_buffering=True)
     if os.getcwd() not in sys.path:  # import paths (--env mymodule:MyEnv) find modules here,
@@ -354,7 +355,7 @@ def main(argv: list[str] | None = None, command: Callable[[list[str]], int] | No
     except KeyboardInterrupt as stop:
         where = (f" at frame {stop.frame:,}; its logs are in {stop.log_dir}"
                  if getattr(stop, "log_dir", None) else f"; {stop}" if str(stop) else "")
-        print(f"looprl: interrupted{where}", file=sys.stderr)
+        print(f"{prog}: interrupted{where}", file=sys.stderr)
         return 130
 
 
@@ -408,8 +409,9 @@ def cmd_run(argv: list[str]) -> int:
             os.environ["HYDRA_FULL_ERROR"] = full_error
 
 
-def guarded(command: Callable[[], int]) -> int:
-    """Run ``command``; errors print one line and return 2 (``LOOPRL_DEBUG=1`` re-raises)."""
+def guarded(command: Callable[[], int], prog: str = "looprl") -> int:
+    """Run ``command``; errors print one line, ``PROG: error: ...`` (``prog``: the command's
+    name, as its argparse errors begin), and return 2 (``LOOPRL_DEBUG=1`` re-raises)."""
     try:
         return command()
     except Exception as error:
@@ -422,7 +424,7 @@ def guarded(command: Callable[[], int]) -> int:
         if getattr(error, "errno", None) == errno.ENOSPC and "disk is full" not in message:
             message += (" (the disk is full: free some space, or write the run elsewhere: "
                         "--logdir, logdir=, hydra.run.dir=; what was written so far is kept)")
-        print(f"looprl: error: {message}", file=sys.stderr)
+        print(f"{prog}: error: {message}", file=sys.stderr)
         return 2
 
 

@@ -12,9 +12,9 @@ def main(argv: list[str] | None = None) -> int:
     def run(argv: list[str]) -> int:
         args = parser.parse_args(argv)
         args.runs_dir = args.logdir
-        return cli.guarded(lambda: cli.cmd_plot(args))
+        return cli.guarded(lambda: cli.cmd_plot(args), parser.prog)
 
-    return cli.main(argv, run)
+    return cli.main(argv, run, parser.prog)
 
 
 if __name__ == "__main__":

@@ -54,6 +54,6 @@ def script(prog: str, family: str, default_frames: float, example: str) -> Main:
     def run(argv: list[str]) -> int:
         args = parse.parse_args(argv)
         return cli.guarded(lambda: run_train(args, family_agent(family, args.agent),
-                                             args.hyperparameters))
+                                             args.hyperparameters), prog)
 
-    return lambda argv=None: cli.main(argv, run)
+    return lambda argv=None: cli.main(argv, run, prog)

@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     parse.add_argument("env", help="the PettingZoo game, e.g. pong_v3")
     parse.add_argument("agents", nargs="*", help="the preset of each agent, e.g. dqn dqn")
     parse.add_argument("--replay_buffer_size", type=cli.number(1), default=100000)
-    return cli.main(argv, lambda argv: cli.guarded(lambda: train(parse.parse_args(argv))))
+    return cli.main(argv, lambda argv: cli.guarded(lambda: train(parse.parse_args(argv)),
+                                                   parse.prog), parse.prog)
 
 
 if __name__ == "__main__":

@@ -35,13 +35,13 @@ def script(prog: str, fps: float, example: str, reload: bool = False) -> Main:
             return 0
 
         if not getattr(args, "reload", False):
-            return cli.guarded(play)
+            return cli.guarded(play, prog)
         rounds, args.episodes = args.episodes or sys.maxsize, 1  # (each loads the file anew)
         for _ in range(rounds):  # (forever in a window; one round into a GIF)
-            if code := cli.guarded(play):
+            if code := cli.guarded(play, prog):
                 return code
             if gif_written and not given.episodes:
                 break
         return 0
 
-    return lambda argv=None: cli.main(argv, run)
+    return lambda argv=None: cli.main(argv, run, prog)
