@@ -222,6 +222,32 @@ def test_timesteps_cap_applies_to_episode_curves(
     assert ax.get_xlim() == (0.0, 1000.0)
 
 
+def test_a_run_of_one_episode_is_a_dot(tmp_path: Path, saved_figures: list[Figure]) -> None:
+    """Was: a line through one point, which matplotlib draws as nothing (an empty panel)."""
+    _episode_run(tmp_path, "dqn", "CartPole-v1", [7.0])
+    _episode_run(tmp_path, "ppo", "CartPole-v1", [1.0, 2.0])
+    plot_returns_100(str(tmp_path))
+    ax = saved_figures[0].axes[0]
+    markers = {line.get_label(): line.get_marker() for line in ax.get_lines()}
+    assert markers["dqn"] == "o" and markers["ppo"] in ("None", "", None)
+
+
+def test_timesteps_before_every_episode_is_one_line(
+    tmp_path: Path, saved_figures: list[Figure], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Was: an empty panel, written without a word."""
+    _episode_run(tmp_path, "dqn", "CartPole-v1", [1.0, 2.0, 3.0])  # (frames 10, 20, 30)
+    _fake_run(tmp_path, "ppo", "Pendulum-v1", rows=2)  # (frames 1000, 2000)
+    with pytest.raises(ValueError, match=r"no run .* by frame 5 \(the first is at frame 10\)"):
+        plot_returns_100(str(tmp_path), timesteps=5)
+    assert not (tmp_path / "returns100.png").exists() and not caplog.records
+    plot_returns_100(str(tmp_path), timesteps=10)
+    (ax,) = [ax for ax in saved_figures[0].axes if ax.get_visible()]
+    assert ax.get_title() == "CartPole-v1"  # (the run with a point by frame 10)
+    assert [line.get_marker() for line in ax.get_lines()][-1] == "o"
+    assert "Pendulum-v1 has no point by frame 10 (its first is at frame 1000)" in caplog.text
+
+
 def test_fallback_to_returns100_without_returns_csv(
     tmp_path: Path, saved_figures: list[Figure]
 ) -> None:

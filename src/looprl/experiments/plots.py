@@ -140,6 +140,26 @@ def _load_runs(runs_dir: Path) -> list[_Run]:
     return runs
 
 
+def _up_to(runs: list[_Run], timesteps: int, runs_dir: Path) -> list[_Run]:
+    """``runs`` cut at frame ``timesteps`` (if positive); a run with no point left is left out
+    with a warning, and if none has one, a one-line ``ValueError`` says where they begin."""
+    if timesteps <= 0:
+        return runs
+    kept = [_Run(run.agent, run.env, run.path, run.frame[keep], run.mean[keep],
+                 run.std[keep], None if run.raw is None else run.raw[keep])
+            for run, keep in ((run, run.frame <= timesteps) for run in runs) if keep.any()]
+    if not kept:
+        first = min(run.frame.min() for run in runs)
+        raise ValueError(f"no run under {runs_dir!s} has a point by frame {timesteps:g} (the "
+                         f"first is at frame {first:g}): give timesteps (--timesteps) above "
+                         "it, or none")
+    for run in runs:
+        if not (run.frame <= timesteps).any():
+            logger.warning("%s has no point by frame %g (its first is at frame %g): not "
+                           "plotted", run.path.parent, timesteps, run.frame.min())
+    return kept
+
+
 def _run_label(run: _Run, runs: list[_Run]) -> str:
     """The end of ``run``'s directory path that tells it from the other ``runs``'
     (``CartPole-v1_2``; a multirun's ``0/dqn/CartPole-v1``)."""
@@ -157,15 +177,15 @@ def _draw_env(ax: Axes, env: str, runs: list[_Run], colors: dict[str, str], time
         repeat = seen[run.agent] = seen.get(run.agent, -1) + 1
         same = [r for r in runs if r.agent == run.agent and r.env == run.env]
         label = run.agent if len(same) == 1 else f"{run.agent} ({_run_label(run, same)})"
-        color = colors[run.agent]
-        keep = run.frame <= timesteps if timesteps > 0 else slice(None)
-        frame, mean, std = run.frame[keep], run.mean[keep], run.std[keep]
+        color, frame, mean, std = colors[run.agent], run.frame, run.mean, run.std
+        # every point at one frame (one episode; episodes ending together): no line to draw
+        dot = {"marker": "o", "markersize": 5} if np.ptp(frame) == 0 else {}
         if run.raw is not None:
-            ax.plot(frame, run.raw[keep], color=color, alpha=0.25, linewidth=0.6, zorder=1)
+            ax.plot(frame, run.raw, color=color, alpha=0.25, linewidth=0.6, zorder=1)
         ax.fill_between(frame, mean - std, mean + std, color=color, alpha=0.15, linewidth=0,
                         zorder=2)
         ax.plot(frame, mean, label=label, color=color, linewidth=1.8, zorder=3,
-                linestyle=_LINESTYLES[repeat % len(_LINESTYLES)])
+                linestyle=_LINESTYLES[repeat % len(_LINESTYLES)], **dot)
     if timesteps > 0:
         ax.set_xlim(0, timesteps)
     ax.set_title(env)
@@ -204,14 +224,18 @@ def plot_returns_100(runs_dir: str = "runs", timesteps: int = -1,
     positive, into ``filename`` (default: ``{runs_dir}/returns100.png``; in the format its
     suffix names, ``.pdf``, ``.svg``..., else PNG); return its path.
 
+    A run whose points all lie at one frame (a single episode) is drawn as a dot; a run with
+    no point by frame ``timesteps`` is left out with a warning.
+
     Raises:
         FileNotFoundError: no ``returns100.csv`` under ``runs_dir``.
         NotADirectoryError: ``runs_dir`` is a file.
-        ValueError: no run has data, or ``timesteps`` is not a finite number.
+        ValueError: no run has data (by frame ``timesteps``), or ``timesteps`` is not a
+            finite number.
     """
     check_finite("plot_returns_100's ", timesteps=timesteps)
     runs_dir = Path(runs_dir).expanduser()  # (``~/runs``, as the loggers take it)
-    runs = _load_runs(runs_dir)
+    runs = _up_to(_load_runs(runs_dir), timesteps, runs_dir)
     out = Path(filename).expanduser() if filename is not None else runs_dir / "returns100.png"
     out.parent.mkdir(parents=True, exist_ok=True)
     fig, kind = _figure(runs, timesteps), out.suffix[1:].lower()
