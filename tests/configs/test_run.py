@@ -473,6 +473,18 @@ def test_resume_continues_a_run_and_refuses_another_config(tmp_path: Path, capsy
     run([*SMALL, "checkpoint_every=192", f"hydra.run.dir={tmp_path}"])  # runs past it to 256
     config = tmp_path / ".hydra" / "config.yaml"
     before = (config.read_text(), config.stat().st_mtime_ns)
+    # a new run in an unfinished run's directory (killed: its checkpoint, no results.json) is
+    # refused (was: it replaced .hydra/config.yaml, logged to ppo/CartPole-v1_2, and a later
+    # --resume went on from the old checkpoint with the new run's algorithm.lr, unchecked)
+    finished = (tmp_path / "results.json").rename(tmp_path / "finished.json")
+    capsys.readouterr()
+    assert cli(["run", *SMALL, "algorithm.lr=0.1", f"hydra.run.dir={tmp_path}"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert error == [f"looprl: error: hydra.run.dir={tmp_path} holds an unfinished run (its "
+                     "ppo/CartPole-v1/checkpoint.pt), whose config this one would replace: go on "
+                     f"with it (looprl run --resume {tmp_path}), or give a new directory"], error
+    assert sorted(p.name for p in (tmp_path / "ppo").iterdir()) == ["CartPole-v1"]
+    finished.rename(tmp_path / "results.json")
     assert cli(["run", "--resume", str(tmp_path), "algorithm.lr=0.1"]) == 2
     assert "was run with another config (algorithm.lr: 0.001 -> 0.1)" in capsys.readouterr().err
     # a group chosen anew (as runtime=local for a Ray run): the differences, not Hydra's advice

@@ -282,8 +282,9 @@ _NO_RUN = ("--help", "-h", "--hydra-help", "--info", "-i", "--cfg", "-c", "--she
 def check_run_dir(argv: list[str]) -> None:
     """A one-line ``ValueError`` if the run directory (``hydra.run.dir``, ``hydra.sweep.dir``
     with ``-m``) cannot be written, or if a new run's ``hydra.run.dir`` holds a finished run
-    (whose config, results and presets it would replace), or ``hydra.sweep.dir`` a finished
-    job's (``0/results.json``)."""
+    (whose config, results and presets it would replace) or an unfinished one with a checkpoint
+    (whose config it would replace, so that ``--resume`` went on from that checkpoint with the
+    new config), or ``hydra.sweep.dir`` a finished job's (``0/results.json``)."""
     from looprl.core.files import check_writable
     if _prints_only(argv):
         return
@@ -298,6 +299,16 @@ def check_run_dir(argv: list[str]) -> None:
             directory / "results.json").is_file():
         raise ValueError(f"hydra.run.dir={given[-1]} holds a finished run (results.json), "
                          "which this one would replace: give a new directory, or delete it")
+    if key == "hydra.run.dir" and "resume=true" not in argv and (
+            directory / ".hydra" / "config.yaml").is_file():
+        from looprl.distributed.run_state import CONTROLLER_CHECKPOINT
+        saved = sorted(directory.rglob("checkpoint.pt")) + sorted(
+            directory.rglob(CONTROLLER_CHECKPOINT))
+        if saved:  # (its config, replaced, would be the one a resume checks and resumes with)
+            raise ValueError(f"hydra.run.dir={given[-1]} holds an unfinished run (its "
+                             f"{saved[0].relative_to(directory)}), whose config this one would "
+                             f"replace: go on with it (looprl run --resume {given[-1]}), or give "
+                             "a new directory")
     finished = sorted(directory.glob("*/results.json")) if key == "hydra.sweep.dir" else []
     if finished:  # (its jobs' directories 0/, 1/, ...: this sweep's jobs would replace them)
         raise ValueError(f"hydra.sweep.dir={given[-1]} holds a finished sweep "
