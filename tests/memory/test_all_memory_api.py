@@ -51,18 +51,27 @@ def test_n_step_replay_buffer_over_an_experience_replay_buffer() -> None:
 @pytest.mark.parametrize("make", [
     lambda: ExperienceReplayBuffer(100), lambda: PrioritizedReplayBuffer(100),
     lambda: NStepReplayBuffer(2, 0.5, ExperienceReplayBuffer(100))])
-def test_sampled_states_keep_every_entry_stored(make) -> None:
-    """A stored state's further entries (an action mask) come back with its samples, as ALL's
-    buffers, which keep the ``State``, give them (was: ``KeyError: 'action_mask'``)."""
+@pytest.mark.parametrize("masked", [True, False])
+def test_sampled_states_keep_every_entry_stored(make, masked) -> None:
+    """A stored state's further entries (an action mask) and its reward come back with its
+    samples, as ALL's buffers, which keep the ``State``, give them (was: ``KeyError:
+    'action_mask'``; the sampled states' reward 0), also when a single state's transition is
+    written at once (``masked=False``: after the first ``len``, into NumPy views)."""
     torch.manual_seed(0)
     replay = make()
-    states = [_s(i, reward=1.0, action_mask=torch.tensor([True, i % 2 == 0])) for i in range(6)]
+    states = [_s(i, reward=10.0 + i, **({"action_mask": torch.tensor([True, i % 2 == 0])}
+                                         if masked else {})) for i in range(6)]
     for t in range(5):
         replay.store(states[t], t, states[t + 1])
+        assert len(replay) <= t + 1  # (n-step windows wait for their steps)
     obs, actions, _, next_states, _ = replay.sample(32)
     at, after = obs.observation[:, 0].long(), next_states.observation[:, 0].long()
-    assert torch.equal(obs["action_mask"][:, 1], at % 2 == 0) and torch.equal(actions, at)
-    assert torch.equal(next_states["action_mask"][:, 1], after % 2 == 0)
+    assert torch.equal(obs.reward, 10.0 + at) and torch.equal(actions, at)
+    assert torch.equal(obs.done, torch.zeros(32, dtype=torch.bool))
+    assert torch.equal(obs.mask, torch.ones(32))
+    if masked:
+        assert torch.equal(obs["action_mask"][:, 1], at % 2 == 0)
+        assert torch.equal(next_states["action_mask"][:, 1], after % 2 == 0)
 
 
 def test_n_step_replay_buffer_refuses_what_it_cannot_wrap() -> None:

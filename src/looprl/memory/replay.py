@@ -166,7 +166,8 @@ def transitions(batch: SampleBatch, discount_factor: float | None = None) -> tup
         rewards, boot = rewards[0], boot[0]
         at = (boot, torch.arange(n, device=device))
     terminal = batch.done[at].bool()
-    states = StateArray(_entries(batch.obs, 0), (n,), device=device)
+    states = StateArray({**_entries(batch.obs, 0), "reward": batch.reward[0]}, (n,),
+                        device=device)
     after = {**_entries(batch.obs, at), "reward": rewards, "mask": (~terminal).float(),
              "done": terminal | batch.truncated[at].bool()}
     if discount_factor is not None:
@@ -254,6 +255,7 @@ class ExperienceReplayBuffer(ReplayBuffer):
         action = as_numpy(action)
         s["action"][pos, 0] = (action if getattr(action, "dtype", None) == s["action"].dtype
                                else self._as_stored(action, s["action"].dtype))
+        s["reward"][pos, 0] = as_numpy(state.reward)  # (the states' own: ALL's sample has it)
         s["reward"][pos, 1] = as_numpy(next_state.reward)
         s["done"][pos, 1] = terminal
         s["truncated"][pos, 1] = bool(next_state.done) and not terminal
