@@ -74,6 +74,42 @@ def test_sampled_states_keep_every_entry_stored(make, masked) -> None:
         assert torch.equal(next_states["action_mask"][:, 1], after % 2 == 0)
 
 
+@pytest.mark.parametrize("make", [
+    lambda: ExperienceReplayBuffer(500),
+    lambda: NStepReplayBuffer(3, 0.5, ExperienceReplayBuffer(500))])
+def test_info_entries_of_some_steps_or_no_numbers_are_left_out_of_the_samples(make) -> None:
+    """``GymEnvironment`` states carry the info's entries: those every state of the first
+    transitions stored had as numbers are kept, others (one the reset state lacks, such as
+    MuJoCo's reward terms; a string, a dict, None) are left out, as ALL's ``State.array``
+    leaves them out (was, past 32 steps: ``ValueError: zip() argument 2 is longer``, ``fields
+    ('obs', 'lives', 'ctrl') do not match ('obs', 'lives')``, or ``TypeError: can't convert
+    np.ndarray of type numpy.str_``); a kept entry that a later
+    state lacks, or whose shape changes, is one line."""
+    def episode(n: int, **entries) -> list[State]:
+        info = {"lives": 1.0, "ctrl": -0.1, "tag": "a", "episode": {"r": 1.0}, "none": None}
+        return [_s(0, lives=0.0), *[_s(i, reward=1.0, done=i == n - 1, **info, **entries)
+                                for i in range(1, n)]]
+
+    replay = make()
+    for states in (episode(50), episode(50)):
+        for t in range(len(states) - 1):
+            replay.store(states[t], t, states[t + 1])
+    obs, _, _, next_states, _ = replay.sample(8)
+    assert set(obs) == set(next_states) - {"discount"} == {
+        "observation", "lives", "reward", "done", "mask"}
+    without = [_s(0), *[_s(i, reward=1.0) for i in range(1, 40)]]
+    with pytest.raises(ValueError, match="a State without the entry 'lives', which the States"):
+        for t in range(39):
+            replay.store(without[t], t, without[t + 1])
+        replay.sample(8)
+    replay = make()
+    ragged = [_s(i, lives=torch.zeros(1 + (i >= 40))) for i in range(80)]
+    with pytest.raises(ValueError, match=r"entry 'lives' has shapes \[\(1,\), \(2,\)\]"):
+        for t in range(79):
+            replay.store(ragged[t], t, ragged[t + 1])
+        replay.sample(8)
+
+
 def test_n_step_replay_buffer_refuses_what_it_cannot_wrap() -> None:
     with pytest.raises(TypeError, match="wraps a looprl replay buffer"):
         NStepReplayBuffer(3, 0.9, [])

@@ -293,14 +293,36 @@ class ExperienceReplayBuffer(ReplayBuffer):
         ended, terminal = stacked([s.done for s in states]), stacked([s.mask for s in states]) == 0
         reward = stacked([s.reward for s in states]).astype(np.float32)
         obs = stacked([s.observation for s in states])
-        extra = [key for key in states[0] if key not in _KEPT and all(key in s for s in states)]
-        if extra:  # (further entries, an action mask: kept as the collectors keep them)
-            obs = NamedArray(obs=obs, **{key: stacked([s[key] for s in states]) for key in extra})
+        if extra := self._entries_kept(states):  # (an action mask: kept as the collectors do)
+            known = self._carry or self._storage
+            obs = NamedArray(obs=obs, **{key: _stacked_entry(
+                type(self).__name__, key, [s[key] for s in states], stacked,
+                None if known is None else tuple(known["obs"][key].shape[2:]))
+                for key in extra})
         self.put(SampleBatch(
             obs=obs, reward=reward,
             action=np.concatenate([action, np.zeros_like(action[:1])]),
             done=ended & terminal, truncated=ended & ~terminal,
             stream=np.tile(np.arange(reward.shape[1]), (len(reward), 1))))
+
+    def _entries_kept(self, states: tuple[State, ...]) -> list[str]:
+        """The further entries of ``states`` that ``store`` keeps: those its first stored
+        transitions' states all had as numbers or arrays of them (the storage's layout; others,
+        such as an info entry of some steps only, a string or a dict, are left out, as ALL's
+        ``State.array`` leaves them out); a state without one is a one-line ``ValueError``."""
+        if (known := self._carry or self._storage) is None:
+            first = states[0]
+            return [key for key in first if key not in _KEPT and _is_numeric(first[key])
+                    and all(key in s for s in states)]
+        obs = known["obs"]
+        kept = [key for key in obs.keys() if key != "obs"] if isinstance(obs, NamedArray) else []
+        for key in kept:
+            if not all(key in s for s in states):
+                raise ValueError(f"{type(self).__name__}.store: a State without the entry "
+                                 f"{key!r}, which the States stored first had (it is kept with "
+                                 "each transition); store States with the same entries (drop "
+                                 f"{key!r} from all of them, or give each one)")
+        return kept
 
     def write(self, items: dict[str, Any]) -> None:
         """Store windows ``{field: [k, rows, ...]}``, overwriting the oldest."""
@@ -416,6 +438,33 @@ class ExperienceReplayBuffer(ReplayBuffer):
         rows = torch.as_tensor(index, device=self.device)  # index_select: cheaper on small batches
         items = fields(self._storage, lambda leaf: leaf.index_select(0, rows).transpose(0, 1))
         return SampleBatch(**items, weight=self.weights(index))
+
+
+def _is_numeric(value: Any) -> bool:
+    """Whether a State's entry is a number, or a tensor or an array of numbers (storable)."""
+    if isinstance(value, torch.Tensor):
+        return not value.is_complex()
+    try:
+        return np.asarray(value).dtype.kind in "biuf"
+    except (TypeError, ValueError):  # (a ragged list)
+        return False
+
+
+def _stacked_entry(owner: str, key: str, values: list[Any], stacked: Any,
+                   shape: tuple[int, ...] | None) -> np.ndarray:
+    """``stacked(values)`` ``[L, B, ...]`` of the entry ``key``: values of different shapes, or
+    of another than the stored ``shape`` ``(...)``, are one line (``ValueError``) naming
+    ``owner``."""
+    try:
+        rows = stacked(values)
+    except ValueError:
+        rows = None
+    if rows is not None and (shape is None or rows.shape[2:] == shape):
+        return rows
+    shapes = sorted({tuple(np.shape(as_numpy(value))) for value in values})
+    stored = "" if shape is None else f" after States stored with {shape}"
+    raise ValueError(f"{owner}.store: the States' entry {key!r} has shapes {shapes}{stored}; "
+                     "give it one shape, or drop it from the States")
 
 
 def _is_float(dtype: Any) -> bool:
