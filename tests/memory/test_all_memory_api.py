@@ -104,7 +104,7 @@ def test_info_entries_of_some_steps_or_no_numbers_are_left_out_of_the_samples(ma
         replay.sample(8)
     replay = make()
     ragged = [_s(i, lives=torch.zeros(1 + (i >= 40))) for i in range(80)]
-    with pytest.raises(ValueError, match=r"entry 'lives' has shapes \[\(1,\), \(2,\)\]"):
+    with pytest.raises(ValueError, match=r"'lives' entries come in shapes \[\(1,\), \(2,\)\]"):
         for t in range(79):
             replay.store(ragged[t], t, ragged[t + 1])
         replay.sample(8)

@@ -286,3 +286,23 @@ def test_a_later_action_of_another_dtype_is_cast_or_one_line_if_it_would_be_cut(
         store(buffer, 6, torch.tensor(1.7))
     actions = buffer.gather(torch.arange(len(buffer))).action[0]
     assert actions.dtype == torch.int32 and {1, 3} <= set(actions.tolist()) <= {1, 2, 3}
+
+
+@pytest.mark.parametrize("n_step", [1, 3])
+def test_a_later_observation_or_action_of_another_shape_is_one_line(n_step: int) -> None:
+    """The storage keeps the first transitions' shapes: a later observation or action of
+    another shape is one line naming both (was: NumPy's "could not broadcast input array from
+    shape (3,) into shape (2,)" or "all input arrays must have the same shape")."""
+    for later, what, shapes in (
+            (lambda i: (State(torch.zeros(3)), 1), "observations", r"\[\(2,\), \(3,\)\]"),
+            (lambda i: (_state(i), torch.tensor([1, 2])), "actions", r"\[\(2,\)\]")):
+        buffer = ExperienceReplayBuffer(50, n_step=n_step)
+        for i in range(3):
+            buffer.store(_state(i), 1, _state(i + 1))
+        assert len(buffer) == (3 if n_step == 1 else 1)
+        state, action = later(3)
+        with pytest.raises(ValueError, match=rf"^ExperienceReplayBuffer.store: the {what} come "
+                                             rf"in shapes {shapes} after ones of shape \(2?,?\) "
+                                             r"were stored; .*give them one shape$"):
+            buffer.store(_state(3), action, state)
+            len(buffer)

@@ -250,11 +250,18 @@ class ExperienceReplayBuffer(ReplayBuffer):
         """Write one single state's one-step window into the NumPy views of the storage
         (ALL's ``store``, once per env step: a fifth of the cost of a ``put``)."""
         s, pos, terminal = self._views, self._pos, float(next_state.mask) == 0
-        s["obs"][pos, 0] = as_numpy(state.observation)
-        s["obs"][pos, 1] = as_numpy(next_state.observation)
         action = as_numpy(action)
-        s["action"][pos, 0] = (action if getattr(action, "dtype", None) == s["action"].dtype
-                               else self._as_stored(action, s["action"].dtype))
+        try:
+            s["obs"][pos, 0] = as_numpy(state.observation)
+            s["obs"][pos, 1] = as_numpy(next_state.observation)
+            s["action"][pos, 0] = (action if getattr(action, "dtype", None) == s["action"].dtype
+                                   else self._as_stored(action, s["action"].dtype))
+        except ValueError:  # (NumPy's "could not broadcast input array from shape ...")
+            name, observations = type(self).__name__, [state.observation, next_state.observation]
+            if {np.shape(as_numpy(x)) for x in observations} != {s["obs"].shape[2:]}:
+                raise _shape_error(name, "the observations", observations,
+                                   s["obs"].shape[2:]) from None
+            raise _shape_error(name, "the actions", [action], s["action"].shape[2:]) from None
         s["reward"][pos, 0] = as_numpy(state.reward)  # (the states' own: ALL's sample has it)
         s["reward"][pos, 1] = as_numpy(next_state.reward)
         s["done"][pos, 1] = terminal
@@ -289,16 +296,23 @@ class ExperienceReplayBuffer(ReplayBuffer):
             x = np.stack([as_numpy(value) for value in values])
             return x[:, None] if column else x
 
-        action = stacked(actions[1:])
+        owner, known = type(self).__name__, self._carry or self._storage
+
+        def checked(what: str, values: Any, *fields: str) -> np.ndarray:  # (of the stored shape)
+            leaf = None if known is None else known[fields[0]]
+            if isinstance(leaf, NamedArray):
+                leaf = leaf[fields[1]]
+            return _stacked_entry(owner, what, values, stacked,
+                                  None if leaf is None else tuple(leaf.shape[2:]))
+
+        action = checked("the actions", actions[1:], "action")
         ended, terminal = stacked([s.done for s in states]), stacked([s.mask for s in states]) == 0
         reward = stacked([s.reward for s in states]).astype(np.float32)
-        obs = stacked([s.observation for s in states])
+        obs = checked("the observations", [s.observation for s in states], "obs", "obs")
         if extra := self._entries_kept(states):  # (an action mask: kept as the collectors do)
-            known = self._carry or self._storage
-            obs = NamedArray(obs=obs, **{key: _stacked_entry(
-                type(self).__name__, key, [s[key] for s in states], stacked,
-                None if known is None else tuple(known["obs"][key].shape[2:]))
-                for key in extra})
+            obs = NamedArray(obs=obs, **{key: checked(f"the States' {key!r} entries",
+                                                      [s[key] for s in states], "obs", key)
+                                         for key in extra})
         self.put(SampleBatch(
             obs=obs, reward=reward,
             action=np.concatenate([action, np.zeros_like(action[:1])]),
@@ -450,21 +464,28 @@ def _is_numeric(value: Any) -> bool:
         return False
 
 
-def _stacked_entry(owner: str, key: str, values: list[Any], stacked: Any,
+def _stacked_entry(owner: str, what: str, values: list[Any], stacked: Any,
                    shape: tuple[int, ...] | None) -> np.ndarray:
-    """``stacked(values)`` ``[L, B, ...]`` of the entry ``key``: values of different shapes, or
-    of another than the stored ``shape`` ``(...)``, are one line (``ValueError``) naming
-    ``owner``."""
+    """``stacked(values)`` ``[L, B, ...]`` of ``what`` (``the observations``): values of
+    different shapes, or of another than the stored ``shape`` ``(...)``, are one line
+    (``ValueError``) naming ``owner``."""
     try:
         rows = stacked(values)
     except ValueError:
         rows = None
     if rows is not None and (shape is None or rows.shape[2:] == shape):
         return rows
-    shapes = sorted({tuple(np.shape(as_numpy(value))) for value in values})
-    stored = "" if shape is None else f" after States stored with {shape}"
-    raise ValueError(f"{owner}.store: the States' entry {key!r} has shapes {shapes}{stored}; "
-                     "give it one shape, or drop it from the States")
+    raise _shape_error(owner, what, values, shape)
+
+
+def _shape_error(owner: str, what: str, values: list[Any], shape: tuple[int, ...] | None
+                 ) -> ValueError:
+    """The ``ValueError`` line of ``what`` in the shapes of ``values``, not the stored
+    ``shape``."""
+    shapes = sorted({tuple(np.shape(as_numpy(value))) for value in values}, key=str)
+    stored = "" if shape is None else f" after ones of shape {shape} were stored"
+    return ValueError(f"{owner}.store: {what} come in shapes {shapes}{stored}; a buffer keeps "
+                      "one shape of each (a buffer per environment): give them one shape")
 
 
 def _is_float(dtype: Any) -> bool:
