@@ -358,10 +358,10 @@ def test_runs_started_in_the_same_second_get_a_directory_each(tmp_path: Path,
     (the second's config replaced the first's); the second now gets ``TIME-1``."""
     import datetime
 
-    from looprl.configs import app
+    from looprl.configs import run_dirs
 
     second = datetime.datetime(2026, 12, 1, 10, 0, 0)
-    monkeypatch.setattr(app.datetime, "datetime", type("Frozen", (), {"now": lambda: second}))
+    monkeypatch.setattr(run_dirs.datetime, "datetime", type("Frozen", (), {"now": lambda: second}))
     monkeypatch.chdir(tmp_path)
     run([*SMALL, "seed=0"])
     run([*SMALL, "seed=1"])
@@ -370,9 +370,9 @@ def test_runs_started_in_the_same_second_get_a_directory_each(tmp_path: Path,
     for name, seed in (("10-00-00", 0), ("10-00-00-1", 1)):
         assert (day / name / "results.json").is_file()
         assert f"seed: {seed}\n" in (day / name / ".hydra" / "config.yaml").read_text()
-    assert app.claim_run_dir(["-m", "seed=0,1"]) == Path("multirun/2026-12-01/10-00-00")
-    assert app.claim_run_dir(["--cfg", "job"]) is None  # (prints; writes no directory)
-    assert app.claim_run_dir([f"hydra.run.dir={tmp_path / 'mine'}"]) is None
+    assert run_dirs.claim_run_dir(["-m", "seed=0,1"]) == Path("multirun/2026-12-01/10-00-00")
+    assert run_dirs.claim_run_dir(["--cfg", "job"]) is None  # (prints; writes no directory)
+    assert run_dirs.claim_run_dir([f"hydra.run.dir={tmp_path / 'mine'}"]) is None
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc")
@@ -381,7 +381,7 @@ def test_a_run_directory_that_cannot_be_made_is_one_line(tmp_path: Path, monkeyp
     """``hydra.run.dir=/proc/x`` (whose parent ``os.access`` calls writable for root) was
     Hydra's "[Errno 2] No such file or directory: '/proc/x'", with no advice."""
     import looprl.core.files
-    from looprl.configs import app
+    from looprl.configs import run_dirs
 
     monkeypatch.setattr(looprl.core.files.os, "access", lambda *args: True)  # (as for root)
     for key in ("hydra.run.dir", "hydra.sweep.dir"):
@@ -390,7 +390,7 @@ def test_a_run_directory_that_cannot_be_made_is_one_line(tmp_path: Path, monkeyp
         err = capsys.readouterr().err
         assert err.startswith(f"looprl: error: {key}=/proc/x/y: cannot create the directory (")
         assert err.endswith(f"/proc/x); choose another {key}, one you can write in\n")
-    app.check_run_dir([f"hydra.run.dir={tmp_path / 'new' / 'run'}"])
+    run_dirs.check_run_dir([f"hydra.run.dir={tmp_path / 'new' / 'run'}"])
     assert not (tmp_path / "new").exists()  # (a check: Hydra makes it when the run starts)
 
 

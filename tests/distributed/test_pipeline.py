@@ -962,7 +962,7 @@ def test_a_ray_run_that_never_trained_warns_as_a_local_run_does(monkeypatch, cap
     from looprl.distributed import controller
 
     parts = SimpleNamespace(start=lambda *args: None, trainers=["trainer"],
-                            actors_meta_state=None, schedules={}, trainer_checkpoint=None,
+                            actors_meta_state=None, schedules={}, ask=lambda *args: None,
                             normalization=lambda: None,
                             cuts=(0, "", None))
     for name in ("WorkerPool", "Supervisor", "RunMonitor", "ControllerCheckpoint"):
@@ -1131,7 +1131,7 @@ def test_a_runs_end_saves_the_same_statistics_in_normalization_pt_and_its_checkp
     run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1, checkpoint_every=2),
                          logdir=str(tmp_path), quiet=True)
     counts = run._open_logs()
-    run._pool = SimpleNamespace(stop=lambda: None, ask_trainer=lambda method: {},
+    run._pool = SimpleNamespace(stop=lambda: None, ask=lambda name, method: {},
                                 normalization=normalization)
     run._checkpoint = ControllerCheckpoint(2, run._log, run.result, counts,
                                            normalization=normalization)

@@ -12,15 +12,15 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
+from looprl.collector.actions import action_spaces, env_action
 from looprl.core import NamedArray, StateArray
 from looprl.core.namedarray import as_numpy
 from looprl.core.suggest import check_count
 from looprl.environments.base import VectorEnvironment, wrapped_seed
-from looprl.environments.faults import EnvironmentFailure, PolicyActionError, failure
-from looprl.environments.gym_helpers import action_to_numpy, episode_cap
+from looprl.environments.faults import EnvironmentFailure, failure
+from looprl.environments.gym_helpers import episode_cap
 from looprl.environments.srl import checked_results, make, result_scalars
 
 __all__ = ["Copies", "Episode", "VectorCopies", "env_copies", "made"]
@@ -59,7 +59,7 @@ class Copies:
                             name if isinstance(name, str) else type(first).__name__, build)
         self.envs = envs
         self.episode = np.zeros(len(envs), dtype=np.int64)
-        self.spaces = _action_spaces(first)
+        self.spaces = action_spaces(first)
 
     def _start_streams(self, n_envs: int, agent_count: int, name: str,
                        build: Callable[[], Any] | None) -> None:
@@ -111,24 +111,6 @@ class Copies:
         finally:
             runner.env_call = None
 
-    def _check_discrete(self, action: Any, space: gym.spaces.Discrete, agent: int) -> None:
-        """A ``PolicyActionError`` unless ``action`` (as it goes to the environment) is one of
-        ``space``'s: an environment of your own (SRL's) took any number (a policy's
-        ``action_dim`` above its actions, a fraction) without a word."""
-        low = int(space.start)
-        if type(action) in _INTEGERS and low <= action < low + space.n:
-            return  # (a row of a policy's int array: every step)
-        array = np.asarray(as_numpy(action))
-        if array.size == 1 and array.dtype.kind in "biuf" and low <= array.reshape(()) < (
-                low + space.n) and float(array.reshape(())).is_integer():
-            return
-        shown = array.tolist() if array.size <= 8 else f"an array of shape {array.shape}"
-        raise PolicyActionError(
-            f"{self.name}: the policy gave agent {agent} the action {shown!r}, not one of its "
-            f"action space {space} (the whole numbers {low}..{low + space.n - 1}): give the "
-            "policy as many actions as the environment has (action_dim), or check the action "
-            "your policy's rollout returns")
-
     def report(self, runner: Any, moved: np.ndarray) -> None:
         """Add the episodes that the copies that ``moved`` (a bool each) just finished to
         ``runner.episodes``."""
@@ -179,10 +161,7 @@ class Copies:
                 space = None if spaces is None else spaces[s % agents]
                 if space is not None and not isinstance(
                         one, NamedArray):  # (SRL's named actions: as they are)
-                    if isinstance(space, gym.spaces.Discrete):
-                        self._check_discrete(one, space, s % agents)
-                    else:
-                        one = action_to_numpy(one, space)  # clipped, as GymEnvironment's
+                    one = env_action(one, space, self.name, s % agents)
                 actions[s // agents][s % agents] = one
         stepped = np.zeros(len(self.envs), dtype=bool)
         for i, copy_actions in actions.items():
@@ -292,24 +271,6 @@ class Copies:
 
 
 #: the types of a policy's integer action rows, checked without a conversion
-_INTEGERS = (int, np.int64, np.int32)
-
-
-def _action_spaces(env: Any) -> list[gym.spaces.Box | gym.spaces.Discrete | None] | None:
-    """Each agent's action space that the collector clips actions into (``Box``) or checks
-    them against (``Discrete``); ``None`` for another space; ``None`` for all: none of those,
-    no spaces given, or an environment that clips and checks them itself, ``clips_actions``."""
-    if getattr(env, "clips_actions", False):
-        return None
-    try:
-        spaces = list(env.action_spaces)
-    except (AttributeError, NotImplementedError):
-        return None
-    kept = [space if isinstance(space, gym.spaces.Box | gym.spaces.Discrete) else None
-            for space in spaces]
-    return kept if len(kept) == env.agent_count and any(k is not None for k in kept) else None
-
-
 def _seed(env: Any, seed: int) -> None:
     """Seed ``env``'s next reset, if it takes a seed."""
     with suppress(AttributeError, NotImplementedError):

@@ -12,7 +12,6 @@ number that is not finite, such as the mean of no test episodes).
 from __future__ import annotations
 
 import contextlib
-import datetime
 import json
 import logging
 import math
@@ -37,13 +36,11 @@ from looprl.configs import (
     register_imports,
 )
 from looprl.configs.checks import check_given_once, check_overrides
+from looprl.configs.run_dirs import check_run_dir, claim_run_dir, path_value, run_dir_key
 from looprl.configs.runtimes import runtime_help
 from looprl.configs.sources import (
-    PRIMARY,
     check_config_keys,
     compose,
-    config_dir,
-    config_name,
     saved_sources,
     user_groups,
 )
@@ -129,7 +126,7 @@ def resume_arguments(argv: list[str]) -> list[str]:
     run's own overrides, then these, in its directory with ``resume=true``; ``ValueError``
     if they change the run's config (but ``frames`` and ``logging``)."""
     from looprl.experiments.checkpoint import check_run_files, check_same_config, check_unfinished
-    run_dirs = [_path_value(a) for a in argv if a.startswith("hydra.run.dir=")]
+    run_dirs = [path_value(a) for a in argv if a.startswith("hydra.run.dir=")]
     if "--resume" in argv:
         at = argv.index("--resume")
         if at + 1 >= len(argv):
@@ -139,7 +136,7 @@ def resume_arguments(argv: list[str]) -> list[str]:
         return argv
     if not run_dirs:
         raise ValueError("resume=true needs the run directory: looprl run --resume RUN_DIR")
-    if _run_dir_key(argv) == "hydra.sweep.dir":  # (-m: its jobs' directories are new ones)
+    if run_dir_key(argv) == "hydra.sweep.dir":  # (-m: its jobs' directories are new ones)
         raise ValueError("--resume continues one run, not a multirun: drop -m (a sweep's job: "
                          "looprl run --resume SWEEP_DIR/N)")
     run_dir = Path(run_dirs[0])
@@ -163,18 +160,6 @@ def resume_arguments(argv: list[str]) -> list[str]:
     check_same_config(run_dir, _differences(old, new))
     check_unfinished(run_dir, new.runner.get("num_steps", new.frames))
     return [*kept, *extra, f"hydra.run.dir={_quoted(run_dir)}", "resume=true"]
-
-
-def _path_value(override: str) -> str:
-    """The path a ``key=value`` ``override`` names, Hydra's quotes taken off (``'my runs'``)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import OverrideParseException
-    text = override.partition("=")[2]
-    try:
-        value = OverridesParser.create().parse_override(f"key={text}").value()
-    except OverrideParseException:  # (Hydra says what is wrong when it parses them)
-        return text
-    return value if isinstance(value, str) else text
 
 
 def _quoted(path: Path) -> str:
@@ -259,7 +244,7 @@ def help_text(argv: list[str]) -> str:
     (composed once: Hydra's own composes once per group; with ``-m``, without the sweeps)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import OmegaConf
-    if _run_dir_key(argv) == "hydra.sweep.dir":  # (a sweep's values compose no one config)
+    if run_dir_key(argv) == "hydra.sweep.dir":  # (a sweep's values compose no one config)
         parser = OverridesParser.create()
         argv = [a for a in argv if "=" not in a or a.startswith("-")
                 or not parser.parse_override(a).is_sweep_override()]
@@ -275,63 +260,6 @@ def help_text(argv: list[str]) -> str:
             f"{runtime_help()}\n{HELP_FOOTER}\n\n")
 
 
-#: Hydra's flags that print something and write no run directory.
-_NO_RUN = ("--help", "-h", "--hydra-help", "--info", "-i", "--cfg", "-c", "--shell-completion")
-
-
-def check_run_dir(argv: list[str]) -> None:
-    """A one-line ``ValueError`` if the run directory (``hydra.run.dir``, ``hydra.sweep.dir``
-    with ``-m``) cannot be written, or if a new run's ``hydra.run.dir`` holds a finished run
-    (whose config, results and presets it would replace) or an unfinished one with a checkpoint
-    (whose config it would replace, so that ``--resume`` went on from that checkpoint with the
-    new config), or ``hydra.sweep.dir`` a finished job's (``0/results.json``)."""
-    from looprl.core.files import check_writable
-    if _prints_only(argv):
-        return
-    key = _run_dir_key(argv)
-    given = [_path_value(a) for a in argv if a.lstrip("+").partition("=")[0] == key]
-    check_writable(given[-1] if given else ".", f"{key}=..., or run it where you can write")
-    if not given:
-        return
-    directory = Path(given[-1])
-    _check_creatable(directory, f"{key}={given[-1]}", key)
-    if key == "hydra.run.dir" and "resume=true" not in argv and (
-            directory / "results.json").is_file():
-        raise ValueError(f"hydra.run.dir={given[-1]} holds a finished run (results.json), "
-                         "which this one would replace: give a new directory, or delete it")
-    if key == "hydra.run.dir" and "resume=true" not in argv and (
-            directory / ".hydra" / "config.yaml").is_file():
-        from looprl.distributed.run_state import CONTROLLER_CHECKPOINT
-        saved = sorted(directory.rglob("checkpoint.pt")) + sorted(
-            directory.rglob(CONTROLLER_CHECKPOINT))
-        if saved:  # (its config, replaced, would be the one a resume checks and resumes with)
-            raise ValueError(f"hydra.run.dir={given[-1]} holds an unfinished run (its "
-                             f"{saved[0].relative_to(directory)}), whose config this one would "
-                             f"replace: go on with it (looprl run --resume {given[-1]}), or give "
-                             "a new directory")
-    finished = sorted(directory.glob("*/results.json")) if key == "hydra.sweep.dir" else []
-    if finished:  # (its jobs' directories 0/, 1/, ...: this sweep's jobs would replace them)
-        raise ValueError(f"hydra.sweep.dir={given[-1]} holds a finished sweep "
-                         f"({finished[0].relative_to(directory)}), whose jobs this one would "
-                         "replace: give a new directory, or delete it")
-
-
-def _check_creatable(directory: Path, given: str, key: str) -> None:
-    """A one-line ``ValueError`` if ``directory`` cannot be made (``os.access`` can say yes
-    where ``mkdir`` fails: ``/proc`` for root); what this makes, it removes (Hydra makes it)."""
-    missing = [path for path in (directory, *directory.parents) if not os.path.exists(path)]
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise ValueError(f"{given}: cannot create the directory ({error.strerror or error}: "
-                         f"{error.filename or directory}); choose another {key}, one you can "
-                         "write in") from None
-    finally:
-        for path in missing:
-            if os.path.isdir(path):  # (made here: also where a deeper one failed)
-                path.rmdir()
-
-
 def _resumable(cfg: Any, output_dir: str) -> bool:
     """Whether ``looprl run --resume output_dir`` would find the run's checkpoint."""
     try:
@@ -339,43 +267,6 @@ def _resumable(cfg: Any, output_dir: str) -> bool:
     except (ValueError, FileNotFoundError):
         return False
     return True
-
-
-def _prints_only(argv: list[str]) -> bool:
-    """Whether ``argv`` has a Hydra flag that prints something and writes no run directory."""
-    return any(a.partition("=")[0] in _NO_RUN for a in argv)
-
-
-def _run_dir_key(argv: list[str]) -> str:
-    """The key of the directory a run writes (with ``-m``, the sweep's)."""
-    return "hydra.sweep.dir" if "-m" in argv or "--multirun" in argv else "hydra.run.dir"
-
-
-def claim_run_dir(argv: list[str], now: datetime.datetime | None = None) -> Path | None:
-    """Hydra's default run directory (``outputs/DATE/TIME``, with ``-m`` ``multirun/...``),
-    made here, or the first free ``TIME-1``, ``TIME-2``, ... if a run started in the same second
-    has it (Hydra's default would give both one directory: the second run's config and logs
-    would replace the first's); ``None`` where ``argv`` names the directory, prints without
-    running, or chooses a config of the user's own."""
-    key = _run_dir_key(argv)
-    directory = config_dir(argv)
-    if (_prints_only(argv)
-            or any(a.lstrip("+").partition("=")[0] == key for a in argv)
-            or config_name(argv) != PRIMARY
-            or (directory is not None and (directory / f"{PRIMARY}.yaml").exists())):
-        return None
-    now = now or datetime.datetime.now()
-    base = Path("outputs" if key == "hydra.run.dir" else "multirun", f"{now:%Y-%m-%d}",
-                f"{now:%H-%M-%S}")
-    base.parent.mkdir(parents=True, exist_ok=True)
-    suffix = 0
-    while True:
-        path = base.with_name(f"{base.name}-{suffix}") if suffix else base
-        try:
-            path.mkdir()  # (atomic: one process gets each name)
-            return path
-        except FileExistsError:
-            suffix += 1
 
 
 def main(argv: list[str]) -> int:
@@ -398,10 +289,10 @@ def main(argv: list[str]) -> int:
         raise SystemExit(0)
     check_run_dir(argv)
     resumed = [a for a in argv if a.startswith("hydra.run.dir=")] if "resume=true" in argv else []
-    restore = restorer(Path(_path_value(resumed[-1])), ".hydra") if resumed else None
+    restore = restorer(Path(path_value(resumed[-1])), ".hydra") if resumed else None
     claimed = claim_run_dir(argv)
     if claimed is not None:
-        argv = [*argv, f"{_run_dir_key(argv)}={claimed}"]
+        argv = [*argv, f"{run_dir_key(argv)}={claimed}"]
 
     failures: list[Exception] = []
     here = os.getpid()

@@ -5,7 +5,6 @@ and ``len(x)`` is the batch size."""
 
 from __future__ import annotations
 
-import copy
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -13,63 +12,10 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 
+from looprl.core.leaves import as_numpy, as_tensor, convert_index, copy_leaf, leaf_repr
 from looprl.core.suggest import a_type, moved
 
 T = TypeVar("T", bound="NamedArray")
-
-
-def _convert_index(idx: Any, leaf: Any) -> Any:
-    if isinstance(leaf, torch.Tensor):
-        if isinstance(idx, np.ndarray):
-            return torch.from_numpy(idx)
-    elif isinstance(idx, torch.Tensor):
-        return idx.detach().cpu().numpy()
-    if isinstance(idx, tuple):
-        return tuple(_convert_index(i, leaf) for i in idx)
-    return idx
-
-
-def as_tensor(value: Any, device: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
-    """``value`` (numpy, torch or a list) as a tensor on ``device``, copying only if needed."""
-    if isinstance(value, torch.Tensor):
-        return value.to(device, dtype)
-    if isinstance(value, np.ndarray):
-        if dtype is None and device in _CPU and value.flags.writeable:
-            try:  # the same view as ``as_tensor``'s, for a third of its cost (every step)
-                return torch.from_numpy(value)
-            except (TypeError, ValueError):  # negative strides, or a dtype torch lacks
-                pass
-        if not value.flags.writeable or any(s < 0 for s in value.strides):
-            value = value.copy()  # torch cannot view negative strides, nor a read-only array
-            # (Ray's object store gives those: torch warned that writing to one is undefined)
-    return torch.as_tensor(value, dtype=dtype, device=device)
-
-
-_CPU = frozenset({None, "cpu", torch.device("cpu")})  # the devices ``from_numpy`` views on
-
-
-def as_numpy(value: Any) -> Any:
-    """A tensor as a NumPy array (a view on the CPU, else a copy); anything else as it is."""
-    if isinstance(value, torch.Tensor):
-        try:
-            return value.numpy()  # one call on the CPU (this runs once per env step)
-        except (TypeError, RuntimeError):  # not on the CPU, or requires grad
-            return value.detach().cpu().numpy()
-    return value
-
-
-def _copy_leaf(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.clone()
-    return value.copy() if isinstance(value, np.ndarray) else copy.deepcopy(value)
-
-
-def _leaf_repr(value: Any) -> str:
-    if isinstance(value, torch.Tensor):
-        return f"Tensor(shape={tuple(value.shape)}, dtype={value.dtype}, device={value.device})"
-    if isinstance(value, np.ndarray):
-        return f"ndarray(shape={value.shape}, dtype={value.dtype})"
-    return repr(value)
 
 
 class NamedArray:
@@ -165,7 +111,7 @@ class NamedArray:
                 return self.__dict__[idx]
             raise KeyError(f"{type(self).__name__} has no field {idx!r}")
         try:
-            return recursive_apply(self, lambda leaf: leaf[_convert_index(idx, leaf)])
+            return recursive_apply(self, lambda leaf: leaf[convert_index(idx, leaf)])
         except (IndexError, ValueError, RuntimeError):
             _diagnose_lengths(self)  # (a decorated class's keyword path checks no lengths)
             raise
@@ -191,9 +137,9 @@ class NamedArray:
                 if isinstance(leaf, NamedArray):
                     leaf[idx] = src
                 elif isinstance(leaf, torch.Tensor):
-                    leaf[_convert_index(idx, leaf)] = as_tensor(src, leaf.device, leaf.dtype)
+                    leaf[convert_index(idx, leaf)] = as_tensor(src, leaf.device, leaf.dtype)
                 else:
-                    leaf[_convert_index(idx, leaf)] = as_numpy(src)
+                    leaf[convert_index(idx, leaf)] = as_numpy(src)
         except (IndexError, ValueError, RuntimeError):
             _diagnose_lengths(self)
             if named:
@@ -239,7 +185,7 @@ class NamedArray:
 
     def clone(self: T) -> T:
         """A deep copy of every leaf."""
-        return recursive_apply(self, _copy_leaf)
+        return recursive_apply(self, copy_leaf)
 
     @staticmethod
     def stack(xs: Sequence[T], dim: int = 0) -> T:
@@ -252,7 +198,7 @@ class NamedArray:
         return concat(xs, dim)
 
     def __repr__(self) -> str:
-        body = ", ".join(f"{k}={_leaf_repr(v)}" for k, v in self.items())
+        body = ", ".join(f"{k}={leaf_repr(v)}" for k, v in self.items())
         return f"{type(self).__name__}({body})"
 
 
@@ -267,7 +213,7 @@ def _fresh(default: Any) -> Any:
     """A field's default as one instance gets it (a copy if it is ``_MUTABLE``)."""
     if isinstance(default, NamedArray):
         return default.clone()
-    return _copy_leaf(default) if isinstance(default, _MUTABLE) else default
+    return copy_leaf(default) if isinstance(default, _MUTABLE) else default
 
 
 def _check_names(names: Any) -> None:

@@ -3,6 +3,7 @@ a ``WorkerPool``, a ``Supervisor``, a ``RunMonitor`` and a ``ControllerCheckpoin
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -116,13 +117,11 @@ class DistributedRun:
         self.seed = check_seed("DistributedRun", seed, optional=False)
         self.test_seed = evaluation_seed(seed)  # (the evaluation's, as a local run's)
         self.quiet, self.verbose = quiet, verbose
-        self.name = name or f"{spec.algorithm}-ray"
-        self.logdir = logdir
+        self.name, self.logdir = name or f"{spec.algorithm}-ray", logdir
         if logdir is None:  # nowhere to checkpoint
             self.runtime = replace(self.runtime, checkpoint_every=None)
         self.resume_from = resume_from
-        self.result = DistributedResult()
-        self._started_ray = False
+        self.result, self._started_ray = DistributedResult(), False
         self._log: Any = None  # the run's ExperimentLogger
         self._agent_logs: dict[str, Any] = {}  # its agents' (multi-agent envs; resumed ones)
         self._actors_meta: dict[int, Any] = {}  # its actors' step hooks' state (resumed runs)
@@ -173,7 +172,8 @@ class DistributedRun:
             self._checkpoint = ControllerCheckpoint(
                 self.runtime.checkpoint_every, self._log, self.result, counts, self._agent_logs,
                 self._pool.actors_meta_state, self._planned, self._pool.schedules,
-                self._pool.trainer_checkpoint, self._checkpoint_steps, self._pool.normalization)
+                functools.partial(self._pool.ask, "server", "trainer_checkpoint"),
+                self._checkpoint_steps, self._pool.normalization)
             self._started_frames = self.frames
             self._pool.start(self.result.log_dir, self.seed,
                              self.frames - self.result.frames, self._actors_meta,
@@ -320,12 +320,12 @@ class DistributedRun:
         stopped = self._pool.stop()
         try:
             if self.result.log_dir is not None:
-                torch.save(self._pool.ask_trainer("policy_checkpoint"),
+                torch.save(self._pool.ask("trainer", "policy_checkpoint"),
                            Path(self.result.log_dir) / "policy.pt")
                 statistics = self._pool.normalization()  # (asked once: the checkpoint's too)
                 save_normalization(statistics, self.result.log_dir)
                 if self.runtime.checkpoint_every:
-                    self._pool.ask_trainer("checkpoint")
+                    self._pool.ask("trainer", "checkpoint")
                     self._checkpoint.save(final=True, statistics=statistics)
         except (ray.exceptions.RayError, OSError) as error:
             logger.warning("could not save the final policy: %s", error_line(error))

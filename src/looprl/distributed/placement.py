@@ -231,18 +231,12 @@ class WorkerPool:
                            "loads them (evaluation, a restarted actor) normalizes anew")
         return self.statistics
 
-    def ask_trainer(self, method: str) -> Any:
-        """Trainer 0's answer to ``method`` within ``answer_timeout(runtime)`` (else
+    def ask(self, name: str, method: str, *args: Any) -> Any:
+        """Worker ``name``'s answer to ``method(*args)`` (the server's ``trainer_checkpoint``,
+        trainer 0's ``checkpoint``) within ``answer_timeout(runtime)`` (else
         ``ray.exceptions.RayError``)."""
         import ray
-        return ray.get(getattr(self.workers["trainer"], method).remote(),
-                       timeout=answer_timeout(self.runtime))
-
-    def trainer_checkpoint(self, steps: int = 0) -> tuple[int, bytes] | None:
-        """Trainer 0's latest checkpoint, ``(steps, bytes)``, which the server holds, if taken
-        at train step ``steps`` or later (``None``: none yet; its bytes travel only then)."""
-        import ray
-        return ray.get(self.workers["server"].trainer_checkpoint.remote(steps),
+        return ray.get(getattr(self.workers[name], method).remote(*args),
                        timeout=answer_timeout(self.runtime))
 
     def _get(self, ray: Any, ref: Any, name: str, extra: float = 0.0) -> Any:
@@ -253,11 +247,8 @@ class WorkerPool:
             return ray.get(ref, timeout=timeout)
         except ray.exceptions.RayError as error:
             self.log_failed_start(name, error)
-            reason = error_line(error)
-            hint = (" (code your workers import must reach them: install it on every node or "
-                    "pass runtime.runtime_env={'py_modules': [...]} / {'working_dir': ...})"
-                    if "No module named" in reason else _raise_placement_timeout(error, timeout))
-            raise RuntimeError(f"{name} worker failed to start: {reason}{hint}") from None
+            raise RuntimeError(f"{name} worker failed to start: {error_line(error)}"
+                               f"{_start_hint(error, timeout)}") from None
 
     def log_failed_start(self, name: str, error: Exception) -> None:
         """If ``error`` (Ray's) says worker ``name``'s constructor raised: log the warnings it
@@ -278,6 +269,14 @@ class WorkerPool:
         self.workers.clear()
         for path in self._rendezvous:
             Path(path).unlink(missing_ok=True)
+
+
+def _start_hint(error: Exception, timeout: float) -> str:
+    """What to do about a worker that failed to start with ``error`` (Ray's)."""
+    if "No module named" in error_line(error):
+        return (" (code your workers import must reach them: install it on every node or pass "
+                "runtime.runtime_env={'py_modules': [...]} / {'working_dir': ...})")
+    return _raise_placement_timeout(error, timeout)
 
 
 def _not_placed(ray: Any, rt: RuntimeConfig, missing: list[str]) -> None:

@@ -194,9 +194,7 @@ class Experiment:
             seed_units(seed, getattr(unwrapped, "actor", None), getattr(unwrapped, "learner", None))
         self.test_returns: Any = []
         self._nonfinite_episode: tuple[int, int] | None = None  # (episode from 1, last frame)
-        self.hub: MetaHub | None = None
-        if components:
-            self._attach(components)
+        self.hub: MetaHub | None = self._attach(components) if components else None
 
     def __getstate__(self) -> dict[str, Any]:
         """All but the progress display, the ``hp/*`` accessors (closures), the warnings said."""
@@ -219,8 +217,9 @@ class Experiment:
         """The environment the agent trains in (``metrics['env']``)."""
         return self.vector_env
 
-    def _attach(self, components: list[MetaComponent]) -> None:
-        self.hub = agent_hub(components, self.agent, self.training_env)
+    def _attach(self, components: list[MetaComponent]) -> MetaHub | None:
+        """The ``MetaHub`` of ``components`` over the agent and its training environment."""
+        return agent_hub(components, self.agent, self.training_env)
 
     def _check_render(self) -> None:  # (ValueError: render=True, and env cannot show itself)
         if self.render:

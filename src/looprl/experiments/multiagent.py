@@ -106,8 +106,9 @@ class MultiagentEnvExperiment(Experiment):
         self.agent_loggers = self.agent_logs.loggers
         return self.preset.agent(logger=self.agent_loggers, train_steps=self.train_steps)
 
-    def _attach(self, components: list[MetaComponent]) -> None:
-        """One ``MetaHub`` per agent, over its own copies of ``components``."""
+    def _attach(self, components: list[MetaComponent]) -> Any:
+        """One ``MetaHub`` per agent, over its own copies of ``components`` (``hubs``); the
+        hooks that run each agent's on its rows."""
         agents = getattr(self.agent, "agents", None)
         if agents is None:
             raise ValueError(f"{type(self.agent).__name__} has no per-agent `agents`; meta "
@@ -117,8 +118,8 @@ class MultiagentEnvExperiment(Experiment):
             self.hubs[name] = agent_hub(copy.deepcopy(components), agent, self.env)
             self.hubs[name].metrics["agent"] = name
         policy = getattr(self.agent, "policy", None)
-        self.hub = StreamHooks(list(self.hubs.values()), list(range(len(agents))), list(agents),
-                               getattr(policy, "view", None))
+        return StreamHooks(list(self.hubs.values()), list(range(len(agents))), list(agents),
+                           getattr(policy, "view", None))
 
     def _collected(self) -> Any:
         if self.render:  # (the game given, which shows itself: a copy made by name would not)

@@ -5,7 +5,7 @@ Each item is a ``SampleBatch`` window of ``n_step + 1`` rows (row 0 holds ``s_t`
 Transitions out of a ``done`` state are skipped. ``put(segment)`` cuts the collectors'
 ``[T + 1, B]`` segments into windows; with ``n_step > 1`` a stream's windows span its
 segments, and a window is written once its ``n_step`` steps arrived or its episode ended.
-``store`` (ALL's) gathers steps and ``put`` s them as one segment.
+``store`` (ALL's) gathers steps and ``put`` s them as one segment (``looprl.memory.store``).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from looprl.core.namedarray import NamedArray, as_numpy
 from looprl.core.suggest import check_count, check_device, is_out_of_memory, one_line
 from looprl.memory.returns import n_step_bootstrap
 from looprl.memory.segments import leaves
+from looprl.memory.store import gathered_segment, goes_on, shape_error
 from looprl.memory.windows import (
     fields,
     joined,
@@ -176,10 +177,6 @@ def transitions(batch: SampleBatch, discount_factor: float | None = None) -> tup
     return states, batch.action[0], rewards, StateArray(after, (n,), device=device), weights
 
 
-#: the entries of a ``State`` that a transition's own fields hold (the rest go with ``obs``)
-_KEPT = frozenset({"observation", "reward", "done", "mask"})
-
-
 def _nbytes(rows: dict[str, Any]) -> int:
     """The bytes of the tensors of ``rows`` (fields of ``NamedArray`` s too)."""
     return sum(x.nbytes for value in rows.values()
@@ -238,7 +235,7 @@ class ExperienceReplayBuffer(ReplayBuffer):
             self._write_step(state, action, next_state)
             return
         steps = self._steps
-        if steps and not _goes_on(steps[-1][1], state):  # a new sequence
+        if steps and not goes_on(steps[-1][1], state):  # a new sequence
             self._flush()
         if not steps:
             steps.append((None, state))
@@ -259,9 +256,9 @@ class ExperienceReplayBuffer(ReplayBuffer):
         except ValueError:  # (NumPy's "could not broadcast input array from shape ...")
             name, observations = type(self).__name__, [state.observation, next_state.observation]
             if {np.shape(as_numpy(x)) for x in observations} != {s["obs"].shape[2:]}:
-                raise _shape_error(name, "the observations", observations,
+                raise shape_error(name, "the observations", observations,
                                    s["obs"].shape[2:]) from None
-            raise _shape_error(name, "the actions", [action], s["action"].shape[2:]) from None
+            raise shape_error(name, "the actions", [action], s["action"].shape[2:]) from None
         s["reward"][pos, 0] = as_numpy(state.reward)  # (the states' own: ALL's sample has it)
         s["reward"][pos, 1] = as_numpy(next_state.reward)
         s["done"][pos, 1] = terminal
@@ -288,55 +285,9 @@ class ExperienceReplayBuffer(ReplayBuffer):
         env's: ``B = 1``), a stream per column."""
         if not self._steps:
             return
-        actions, states = zip(*self._steps)
+        steps = list(self._steps)
         self._steps.clear()
-        column = not isinstance(states[0], StateArray)
-
-        def stacked(values: Any) -> np.ndarray:
-            x = np.stack([as_numpy(value) for value in values])
-            return x[:, None] if column else x
-
-        owner, known = type(self).__name__, self._carry or self._storage
-
-        def checked(what: str, values: Any, *fields: str) -> np.ndarray:  # (of the stored shape)
-            leaf = None if known is None else known[fields[0]]
-            if isinstance(leaf, NamedArray):
-                leaf = leaf[fields[1]]
-            return _stacked_entry(owner, what, values, stacked,
-                                  None if leaf is None else tuple(leaf.shape[2:]))
-
-        action = checked("the actions", actions[1:], "action")
-        ended, terminal = stacked([s.done for s in states]), stacked([s.mask for s in states]) == 0
-        reward = stacked([s.reward for s in states]).astype(np.float32)
-        obs = checked("the observations", [s.observation for s in states], "obs", "obs")
-        if extra := self._entries_kept(states):  # (an action mask: kept as the collectors do)
-            obs = NamedArray(obs=obs, **{key: checked(f"the States' {key!r} entries",
-                                                      [s[key] for s in states], "obs", key)
-                                         for key in extra})
-        self.put(SampleBatch(
-            obs=obs, reward=reward,
-            action=np.concatenate([action, np.zeros_like(action[:1])]),
-            done=ended & terminal, truncated=ended & ~terminal,
-            stream=np.tile(np.arange(reward.shape[1]), (len(reward), 1))))
-
-    def _entries_kept(self, states: tuple[State, ...]) -> list[str]:
-        """The further entries of ``states`` that ``store`` keeps: those its first stored
-        transitions' states all had as numbers or arrays of them (the storage's layout; others,
-        such as an info entry of some steps only, a string or a dict, are left out, as ALL's
-        ``State.array`` leaves them out); a state without one is a one-line ``ValueError``."""
-        if (known := self._carry or self._storage) is None:
-            first = states[0]
-            return [key for key in first if key not in _KEPT and _is_numeric(first[key])
-                    and all(key in s for s in states)]
-        obs = known["obs"]
-        kept = [key for key in obs.keys() if key != "obs"] if isinstance(obs, NamedArray) else []
-        for key in kept:
-            if not all(key in s for s in states):
-                raise ValueError(f"{type(self).__name__}.store: a State without the entry "
-                                 f"{key!r}, which the States stored first had (it is kept with "
-                                 "each transition); store States with the same entries (drop "
-                                 f"{key!r} from all of them, or give each one)")
-        return kept
+        self.put(gathered_segment(type(self).__name__, steps, self._carry or self._storage))
 
     def write(self, items: dict[str, Any]) -> None:
         """Store windows ``{field: [k, rows, ...]}``, overwriting the oldest."""
@@ -454,40 +405,6 @@ class ExperienceReplayBuffer(ReplayBuffer):
         return SampleBatch(**items, weight=self.weights(index))
 
 
-def _is_numeric(value: Any) -> bool:
-    """Whether a State's entry is a number, or a tensor or an array of numbers (storable)."""
-    if isinstance(value, torch.Tensor):
-        return not value.is_complex()
-    try:
-        return np.asarray(value).dtype.kind in "biuf"
-    except (TypeError, ValueError):  # (a ragged list)
-        return False
-
-
-def _stacked_entry(owner: str, what: str, values: list[Any], stacked: Any,
-                   shape: tuple[int, ...] | None) -> np.ndarray:
-    """``stacked(values)`` ``[L, B, ...]`` of ``what`` (``the observations``): values of
-    different shapes, or of another than the stored ``shape`` ``(...)``, are one line
-    (``ValueError``) naming ``owner``."""
-    try:
-        rows = stacked(values)
-    except ValueError:
-        rows = None
-    if rows is not None and (shape is None or rows.shape[2:] == shape):
-        return rows
-    raise _shape_error(owner, what, values, shape)
-
-
-def _shape_error(owner: str, what: str, values: list[Any], shape: tuple[int, ...] | None
-                 ) -> ValueError:
-    """The ``ValueError`` line of ``what`` in the shapes of ``values``, not the stored
-    ``shape``."""
-    shapes = sorted({tuple(np.shape(as_numpy(value))) for value in values}, key=str)
-    stored = "" if shape is None else f" after ones of shape {shape} were stored"
-    return ValueError(f"{owner}.store: {what} come in shapes {shapes}{stored}; a buffer keeps "
-                      "one shape of each (a buffer per environment): give them one shape")
-
-
 def _is_float(dtype: Any) -> bool:
     """Whether ``dtype`` (NumPy's or torch's) is a floating-point one."""
     return dtype.kind == "f" if isinstance(dtype, np.dtype) else dtype.is_floating_point
@@ -496,14 +413,3 @@ def _is_float(dtype: Any) -> bool:
 def _name(dtype: Any) -> str:
     """``dtype`` (NumPy's or torch's) as NumPy names it: ``int64``, ``float32``..."""
     return str(dtype).removeprefix("torch.")
-
-
-def _goes_on(last: State, state: State) -> bool:
-    """Whether ``state`` is where the steps ``store`` gathered stopped, at ``last``: ``last``
-    itself, or a state of the same kind and observation (of single states: no episode end)."""
-    if last is state:
-        return True
-    single = not isinstance(state, StateArray)
-    if single == isinstance(last, StateArray) or (single and last.done):
-        return False
-    return torch.equal(torch.as_tensor(last.observation), torch.as_tensor(state.observation))

@@ -1,0 +1,118 @@
+"""The run directory of ``looprl run``: checked before Hydra writes it (``check_run_dir``) and
+claimed when Hydra's default would give two runs of the same second one directory
+(``claim_run_dir``)."""
+
+from __future__ import annotations
+
+import datetime
+import os
+from pathlib import Path
+
+from looprl.configs.sources import PRIMARY, config_dir, config_name
+
+__all__ = ["check_run_dir", "claim_run_dir", "path_value", "prints_only", "run_dir_key"]
+
+#: Hydra's flags that print something and write no run directory.
+_NO_RUN = ("--help", "-h", "--hydra-help", "--info", "-i", "--cfg", "-c", "--shell-completion")
+
+
+def check_run_dir(argv: list[str]) -> None:
+    """A one-line ``ValueError`` if the run directory (``hydra.run.dir``, ``hydra.sweep.dir``
+    with ``-m``) cannot be written, or if a new run's ``hydra.run.dir`` holds a finished run
+    (whose config, results and presets it would replace) or an unfinished one with a checkpoint
+    (whose config it would replace, so that ``--resume`` went on from that checkpoint with the
+    new config), or ``hydra.sweep.dir`` a finished job's (``0/results.json``)."""
+    from looprl.core.files import check_writable
+    if prints_only(argv):
+        return
+    key = run_dir_key(argv)
+    given = [path_value(a) for a in argv if a.lstrip("+").partition("=")[0] == key]
+    check_writable(given[-1] if given else ".", f"{key}=..., or run it where you can write")
+    if not given:
+        return
+    directory = Path(given[-1])
+    _check_creatable(directory, f"{key}={given[-1]}", key)
+    if key == "hydra.run.dir" and "resume=true" not in argv and (
+            directory / "results.json").is_file():
+        raise ValueError(f"hydra.run.dir={given[-1]} holds a finished run (results.json), "
+                         "which this one would replace: give a new directory, or delete it")
+    if key == "hydra.run.dir" and "resume=true" not in argv and (
+            directory / ".hydra" / "config.yaml").is_file():
+        from looprl.distributed.run_state import CONTROLLER_CHECKPOINT
+        saved = sorted(directory.rglob("checkpoint.pt")) + sorted(
+            directory.rglob(CONTROLLER_CHECKPOINT))
+        if saved:  # (its config, replaced, would be the one a resume checks and resumes with)
+            raise ValueError(f"hydra.run.dir={given[-1]} holds an unfinished run (its "
+                             f"{saved[0].relative_to(directory)}), whose config this one would "
+                             f"replace: go on with it (looprl run --resume {given[-1]}), or give "
+                             "a new directory")
+    finished = sorted(directory.glob("*/results.json")) if key == "hydra.sweep.dir" else []
+    if finished:  # (its jobs' directories 0/, 1/, ...: this sweep's jobs would replace them)
+        raise ValueError(f"hydra.sweep.dir={given[-1]} holds a finished sweep "
+                         f"({finished[0].relative_to(directory)}), whose jobs this one would "
+                         "replace: give a new directory, or delete it")
+
+
+def _check_creatable(directory: Path, given: str, key: str) -> None:
+    """A one-line ``ValueError`` if ``directory`` cannot be made (``os.access`` can say yes
+    where ``mkdir`` fails: ``/proc`` for root); what this makes, it removes (Hydra makes it)."""
+    missing = [path for path in (directory, *directory.parents) if not os.path.exists(path)]
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"{given}: cannot create the directory ({error.strerror or error}: "
+                         f"{error.filename or directory}); choose another {key}, one you can "
+                         "write in") from None
+    finally:
+        for path in missing:
+            if os.path.isdir(path):  # (made here: also where a deeper one failed)
+                path.rmdir()
+
+
+def prints_only(argv: list[str]) -> bool:
+    """Whether ``argv`` has a Hydra flag that prints something and writes no run directory."""
+    return any(a.partition("=")[0] in _NO_RUN for a in argv)
+
+
+def run_dir_key(argv: list[str]) -> str:
+    """The key of the directory a run writes (with ``-m``, the sweep's)."""
+    return "hydra.sweep.dir" if "-m" in argv or "--multirun" in argv else "hydra.run.dir"
+
+
+def claim_run_dir(argv: list[str], now: datetime.datetime | None = None) -> Path | None:
+    """Hydra's default run directory (``outputs/DATE/TIME``, with ``-m`` ``multirun/...``),
+    made here, or the first free ``TIME-1``, ``TIME-2``, ... if a run started in the same second
+    has it (Hydra's default would give both one directory: the second run's config and logs
+    would replace the first's); ``None`` where ``argv`` names the directory, prints without
+    running, or chooses a config of the user's own."""
+    key = run_dir_key(argv)
+    directory = config_dir(argv)
+    if (prints_only(argv)
+            or any(a.lstrip("+").partition("=")[0] == key for a in argv)
+            or config_name(argv) != PRIMARY
+            or (directory is not None and (directory / f"{PRIMARY}.yaml").exists())):
+        return None
+    now = now or datetime.datetime.now()
+    base = Path("outputs" if key == "hydra.run.dir" else "multirun", f"{now:%Y-%m-%d}",
+                f"{now:%H-%M-%S}")
+    base.parent.mkdir(parents=True, exist_ok=True)
+    suffix = 0
+    while True:
+        path = base.with_name(f"{base.name}-{suffix}") if suffix else base
+        try:
+            path.mkdir()  # (atomic: one process gets each name)
+            return path
+        except FileExistsError:
+            suffix += 1
+
+
+def path_value(override: str) -> str:
+    """The path a ``key=value`` ``override`` names, Hydra's quotes taken off (``'my runs'``)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+    text = override.partition("=")[2]
+    try:
+        value = OverridesParser.create().parse_override(f"key={text}").value()
+    except OverrideParseException:  # (Hydra says what is wrong when it parses them)
+        return text
+    return value if isinstance(value, str) else text
