@@ -204,6 +204,28 @@ def test_an_option_ale_py_cannot_take_is_one_line(options: dict, message: str) -
         AtariEnvironment("Breakout", **options)
 
 
+def test_a_screen_or_stack_too_large_for_memory_is_one_line(monkeypatch) -> None:
+    """screen_size=10**6 was NumPy's raw MemoryError ('Unable to allocate 3.64 TiB'), raised
+    while ale-py made its observation space; a size that passes the estimate but fails to
+    allocate is the same line."""
+    with pytest.raises(ValueError, match=r"^Atari: a frame stack of 4 frames of "
+                                         r"1,000,000x1,000,000 pixels takes 3,725\.3 GiB, more "
+                                         r"than the .* GiB of memory .*; lower screen_size "
+                                         r"\(default 84; the ALE screen is 210x160\) or "
+                                         r"frame_stack \(default 4\)$"):
+        AtariEnvironment("Breakout", screen_size=10**6)
+    with pytest.raises(ValueError, match=r"^Atari: 2 copies of a frame stack of 10,000,000 "):
+        AtariVectorEnvironment("Breakout", 2, num_threads=1, frame_stack=10**7)
+
+    def refuse(*args, **kwargs):
+        raise MemoryError("Unable to allocate 9 GiB for an array")
+
+    monkeypatch.setattr("ale_py.AtariVectorEnv", refuse)
+    with pytest.raises(ValueError, match=r"^Atari: .* 96x96 pixels takes 0\.0 GiB, which could "
+                                         r"not be allocated \(Unable to allocate 9 GiB"):
+        AtariEnvironment("Breakout", screen_size=96)
+
+
 def test_whole_options_given_as_floats_or_numpy_numbers_are_taken() -> None:
     env = AtariEnvironment("Breakout", frame_skip=np.int64(3), screen_size=64.0,
                            fire_reset=np.bool_(True))

@@ -8,7 +8,9 @@ import linecache
 import logging
 import math
 import numbers
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -277,6 +279,25 @@ def is_out_of_memory(error: BaseException) -> bool:
 
     return isinstance(error, torch.OutOfMemoryError | MemoryError) or (
         "can't allocate memory" in str(error))
+
+
+def memory_limit(device: Any = "cpu") -> int:
+    """The bytes of memory this process can have on ``device``: a CUDA GPU's, or the
+    machine's, less under ``ulimit -v`` or a container's (cgroup) limit."""
+    import resource  # (Unix only, as os.sysconf)
+
+    import torch
+    if torch.device(device).type == "cuda":
+        return int(torch.cuda.get_device_properties(torch.device(device)).total_memory)
+
+    limits = [os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
+              resource.getrlimit(resource.RLIMIT_AS)[0]]
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            limits.append(int(Path(path).read_text()))
+        except (OSError, ValueError):  # (none, or "max")
+            pass
+    return min(limit for limit in limits if limit > 0)  # (RLIM_INFINITY: -1)
 
 
 def one_line(error: BaseException) -> str:

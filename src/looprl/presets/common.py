@@ -6,9 +6,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
-import os
 from abc import abstractmethod
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -18,7 +16,7 @@ from torch import nn
 from looprl.core import Policy, Preset, Trainer
 from looprl.core.observations import observation_dtype
 from looprl.core.ranges import check_ranges
-from looprl.core.suggest import warn_once
+from looprl.core.suggest import memory_limit, warn_once
 from looprl.environments.gym_helpers import shown_space, space_name
 from looprl.environments.multiagent import AgentView
 from looprl.presets.constructors import given_constructors
@@ -184,25 +182,6 @@ def require_box_observations(env: Any, algorithm: str) -> tuple[int, ...]:
         return space.shape
     raise ValueError(f"The classic-control {algorithm} preset's features take Box observations, "
                      f"but {env.name} has {shown_space(space)}; {FLATTEN_ADVICE}")
-
-
-def memory_limit(device: Any = "cpu") -> int:
-    """The bytes of memory this process can have on ``device``: a CUDA GPU's, or the
-    machine's, less under ``ulimit -v`` or a container's (cgroup) limit."""
-    import resource  # (Unix only, as os.sysconf)
-
-    import torch
-    if torch.device(device).type == "cuda":
-        return int(torch.cuda.get_device_properties(torch.device(device)).total_memory)
-
-    limits = [os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
-              resource.getrlimit(resource.RLIMIT_AS)[0]]
-    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            limits.append(int(Path(path).read_text()))
-        except (OSError, ValueError):  # (none, or "max")
-            pass
-    return min(limit for limit in limits if limit > 0)  # (RLIM_INFINITY: -1)
 
 
 def check_memory(name: str, rows: int, what: str, env: Any, remedy: str,
