@@ -184,6 +184,32 @@ def test_mpe_games_are_found_by_name_in_their_own_package(tmp_path, monkeypatch)
         make_zoo_env("nothing_v3")
 
 
+def test_pettingzoo_atari_says_what_to_install_and_finds_ale_pys_roms(monkeypatch):
+    """pong_v3 without multi-agent-ale-py said only "No module named 'multi_agent_ale_py'"; with
+    it, PettingZoo's "rom pong is not installed" sent the user to AutoROM, a download, though
+    ale-py ships the ROMs."""
+    import types
+
+    for name in [*sys.modules]:  # (the game imported again, its module missing)
+        if name.startswith("pettingzoo.atari"):
+            monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "multi_agent_ale_py", None)
+    with pytest.raises(ImportError, match=r"^cannot import the PettingZoo environment 'pong_v3': "
+                                          r"PettingZoo's atari games need the module "
+                                          r"multi_agent_ale_py: pip install 'pettingzoo\[atari\]' "
+                                          r"installs it$"):
+        make_zoo_env("pong_v3")
+
+    ale_py = pytest.importorskip("ale_py")
+    game = types.ModuleType("pettingzoo.atari.fake_v0")
+    game.env = lambda **kwargs: kwargs
+    monkeypatch.setitem(sys.modules, game.__name__, game)
+    folder = make_zoo_env(game.__name__)["auto_rom_install_path"]
+    assert str(ale_py.roms.get_rom_path("pong")) == f"{folder}/pong.bin"
+    assert make_zoo_env(game.__name__, auto_rom_install_path="mine") == {
+        "auto_rom_install_path": "mine"}  # (the user's own)
+
+
 def test_a_game_not_made_is_a_type_error_saying_to_make_it():
     """The module, its ``env`` uncalled or a Gymnasium environment were an ``AttributeError``
     ('... has no attribute possible_agents')."""

@@ -39,6 +39,16 @@ def _import_ale() -> Any:
     return ale_py
 
 
+def ale_rom_folder() -> str | None:
+    """The folder of the ROMs ale-py ships (``pong.bin``, ...), where PettingZoo's Atari games
+    find theirs (its ``auto_rom_install_path``); ``None`` without ale-py."""
+    try:
+        import ale_py.roms
+    except ImportError:
+        return None
+    return os.path.dirname(ale_py.roms.get_rom_path("pong"))
+
+
 def _camel(rom_id: str) -> str:
     return "".join(part.capitalize() for part in rom_id.split("_"))
 

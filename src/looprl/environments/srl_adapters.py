@@ -24,6 +24,7 @@ import numpy as np
 
 from looprl.core.observations import as_observation
 from looprl.core.suggest import check_count, check_seed
+from looprl.environments.ale import ale_rom_folder
 from looprl.environments.atari import AtariVectorEnvironment
 from looprl.environments.base import Restorable
 from looprl.environments.faults import EnvironmentFailure, failure
@@ -42,6 +43,9 @@ from looprl.environments.srl import (
 from looprl.environments.vector import GymVectorEnvironment
 
 MASK = "action_mask"
+#: PettingZoo's families whose games need more than pettingzoo: its extra of each name
+#: (``pettingzoo[atari]``: multi-agent-ale-py) installs what they import
+ZOO_EXTRAS = ("atari", "butterfly", "classic", "sisl")
 
 
 def make_zoo_env(name: str, parallel: bool = False, **kwargs: Any) -> Any:
@@ -61,6 +65,8 @@ def make_zoo_env(name: str, parallel: bool = False, **kwargs: Any) -> Any:
                          "simple_spread_v3, need pip install mpe2 and their bare name)")
     if not callable(getattr(module, factory, None)):
         raise ValueError(f"PettingZoo module {module.__name__!r} has no {factory}() to call")
+    if module.__name__.startswith("pettingzoo.atari.") and "auto_rom_install_path" not in kwargs:
+        kwargs["auto_rom_install_path"] = ale_rom_folder()  # (else AutoROM's, to download)
     return getattr(module, factory)(**kwargs)
 
 
@@ -78,7 +84,11 @@ def _import_module(env: str, name: str, must_exist: bool) -> Any:
         missing = error.name if isinstance(error, ModuleNotFoundError) else None
         if missing and (name == missing or name.startswith(missing + ".")):
             return None  # the module itself does not exist
-        raise ImportError(f"cannot import the PettingZoo environment {env!r}: {error}") from error
+        family = name.split(".")[1] if name.startswith("pettingzoo.") else ""
+        reason = (f"PettingZoo's {family} games need the module {missing}: "
+                  f"pip install 'pettingzoo[{family}]' installs it"
+                  if missing and family in ZOO_EXTRAS else str(error))
+        raise ImportError(f"cannot import the PettingZoo environment {env!r}: {reason}") from error
 
 
 def observation_part(space: gym.Space) -> tuple[gym.Space, bool]:
