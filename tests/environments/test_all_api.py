@@ -220,6 +220,21 @@ def test_mujoco_no_info_is_true_or_false() -> None:
         MujocoEnvironment("HalfCheetah", no_info="no")  # (was: taken as True)
 
 
+def test_mujoco_environment_refuses_gymnasiums_other_ids() -> None:
+    """MujocoEnvironment('CartPole-v1') was taken and played CartPole; 'CartPole' was
+    "Unknown environment 'CartPole-v5'". A MuJoCo id, ALL's 'HalfCheetah-v4' too, is taken."""
+    from looprl.environments import MujocoEnvironment
+
+    for env_id, family, shown in (("CartPole-v1", "classic-control", "CartPole-v1"),
+                                  ("CartPole", "classic-control", "CartPole-v1"),
+                                  ("LunarLander-v3", "box2d", "LunarLander-v3")):
+        with pytest.raises(ValueError, match=rf"^MujocoEnvironment takes MuJoCo ids \(.*\), got "
+                                             rf"'{env_id}', a {family} environment: use "
+                                             rf"GymEnvironment\('{shown}'\)$"):
+            MujocoEnvironment(env_id)
+    assert MujocoEnvironment("HalfCheetah-v4").name == "HalfCheetah-v4"
+
+
 def test_copies_of_mujoco_environments_stay_mujoco_ones() -> None:
     from looprl.environments import MujocoEnvironment
 

@@ -28,6 +28,22 @@ def is_mujoco_id(env_id: str) -> bool:
     return spec is not None and "mujoco" in str(spec.entry_point)
 
 
+def other_gymnasium_env(env_id: str) -> tuple[str, str] | None:
+    """The family (``'classic-control'``) and id (the newest version of a name without one:
+    ``'CartPole-v1'`` for ``'CartPole'``) of ``env_id`` if it is one of Gymnasium's own
+    environments but no MuJoCo one, else ``None`` (a MuJoCo id, or one Gymnasium does not
+    ship: a user's own may run MuJoCo)."""
+    specs = [gym.registry.get(env_id)] if re.search(r"-v\d+$", env_id) else sorted(
+        (spec for spec in gym.registry.values() if spec.namespace is None
+         and spec.name == env_id), key=lambda spec: -(spec.version or 0))
+    for spec in specs:
+        entry = spec.entry_point if spec is not None else None
+        if isinstance(entry, str) and entry.startswith("gymnasium.envs.") and (
+                not entry.startswith("gymnasium.envs.mujoco")):
+            return entry.split(".")[2].replace("_", "-"), spec.id
+    return None
+
+
 class MujocoEnvironment(GymEnvironment):
     """A ``GymEnvironment`` of a MuJoCo id (``'HalfCheetah-v5'`` or ``'HalfCheetah'``); as in
     ALL, its states leave out Gymnasium's ``info`` entries (``x_position``, ``reward_run``, ...)
@@ -38,10 +54,15 @@ class MujocoEnvironment(GymEnvironment):
     def __init__(self, env: str | gym.Env, device: str | torch.device = "cpu",
                  name: str | None = None, no_info: bool = True, seed: int | None = None,
                  **make_kwargs: Any):
+        if isinstance(env, str):
+            other = other_gymnasium_env(env)
+            if other is not None:
+                raise ValueError(f"MujocoEnvironment takes MuJoCo ids (HalfCheetah-v5, Hopper, "
+                                 f"...), got {env!r}, a {other[0]} environment: use "
+                                 f"GymEnvironment({other[1]!r})")
+            env = versioned(env)
         require_mujoco()
         check_flag("no_info", no_info)
-        if isinstance(env, str):
-            env = versioned(env)
         super().__init__(env, device=device, name=name, seed=seed, **make_kwargs)
         self.no_info = bool(no_info)
 
