@@ -63,7 +63,10 @@ def test_a_damaged_file_is_one_line(tmp_path: Path, content: bytes) -> None:
     checkpoint.write_bytes(content)
     with pytest.raises(ValueError) as error:
         load_checkpoint(tmp_path)
-    _one_line(error, "not a readable checkpoint", "start the run anew")
+    # (was "start the run anew": a new run in its directory is refused while checkpoint.pt is
+    # there, saying to resume it)
+    _one_line(error, "not a readable checkpoint", "nothing to resume from it: start the run "
+              "again in a new directory, or in this one once you delete checkpoint.pt")
 
 
 def test_a_truncated_preset_is_one_line(tmp_path: Path) -> None:
