@@ -43,9 +43,6 @@ from looprl.environments.srl import (
 from looprl.environments.vector import GymVectorEnvironment
 
 MASK = "action_mask"
-#: PettingZoo's families whose games need more than pettingzoo: its extra of each name
-#: (``pettingzoo[atari]``: multi-agent-ale-py) installs what they import
-ZOO_EXTRAS = ("atari", "butterfly", "classic", "sisl")
 
 
 def make_zoo_env(name: str, parallel: bool = False, **kwargs: Any) -> Any:
@@ -84,10 +81,10 @@ def _import_module(env: str, name: str, must_exist: bool) -> Any:
         missing = error.name if isinstance(error, ModuleNotFoundError) else None
         if missing and (name == missing or name.startswith(missing + ".")):
             return None  # the module itself does not exist
-        family = name.split(".")[1] if name.startswith("pettingzoo.") else ""
-        reason = (f"PettingZoo's {family} games need the module {missing}: "
-                  f"pip install 'pettingzoo[{family}]' installs it"
-                  if missing and family in ZOO_EXTRAS else str(error))
+        family = name.split(".")[1] if name.startswith("pettingzoo.") else ""  # (its extra)
+        reason = (f"PettingZoo's {family} games need the module {missing}: pip install "
+                  f"'pettingzoo[{family}]' installs it" if missing and family in (
+                      "atari", "butterfly", "classic", "sisl") else str(error))
         raise ImportError(f"cannot import the PettingZoo environment {env!r}: {reason}") from error
 
 
