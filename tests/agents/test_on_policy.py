@@ -353,6 +353,8 @@ def test_trainers_by_name_check_their_arguments_ranges(type_, args, message):
         Trainer(type_=type_, policy=RecordingPolicy(), args=args)
     for clip in (lambda p: 0.2 * (1 - p), float("inf")):  # (infinity: not clipped)
         assert Trainer(type_="ppo", policy=RecordingPolicy(), args=dict(clip=clip))
+    assert Trainer(type_="ppo", policy=RecordingPolicy(),
+                   args=dict(vtrace=True, clip_rho=float("inf"), clip_c=float("inf")))
 
 
 def test_policies_by_name_check_their_arguments_ranges():

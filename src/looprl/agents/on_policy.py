@@ -72,7 +72,8 @@ class OnPolicyTrainer(PolicyTrainer):
                         discount_factor=discount_factor)
         UNIT.check("gae_lambda", gae_lambda, owner)
         for name, level in (("clip_rho", clip_rho), ("clip_c", clip_c)):  # (V-trace's; at 0
-            POSITIVE.check(name, level, owner)  # every importance weight would be 0)
+            if level != math.inf:  # every importance weight would be 0; inf: not truncated)
+                POSITIVE.check(name, level, owner)
         self._policy = policy
         self.epochs, self.minibatch_size = epochs, minibatch_size
         self.value_coef, self.entropy_coef = value_coef, entropy_coef
