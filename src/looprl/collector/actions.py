@@ -49,10 +49,12 @@ def _check_discrete(action: Any, space: gym.spaces.Discrete, name: str, agent: i
     low = int(space.start)
     if type(action) in _INTEGERS and low <= action < low + space.n:
         return  # (a row of a policy's int array: every step)
+    try:  # (one whole number, as GymEnvironment takes a Discrete action)
+        if low <= action_to_numpy(action, space) < low + space.n:
+            return
+    except ValueError:
+        pass
     array = np.asarray(as_numpy(action))
-    if array.size == 1 and array.dtype.kind in "biuf" and low <= array.reshape(()) < (
-            low + space.n) and float(array.reshape(())).is_integer():
-        return
     shown = array.tolist() if array.size <= 8 else f"an array of shape {array.shape}"
     raise PolicyActionError(
         f"{name}: the policy gave agent {agent} the action {shown!r}, not one of its "

@@ -270,7 +270,6 @@ class Copies:
         self._reset(runner, i)
 
 
-#: the types of a policy's integer action rows, checked without a conversion
 def _seed(env: Any, seed: int) -> None:
     """Seed ``env``'s next reset, if it takes a seed."""
     with suppress(AttributeError, NotImplementedError):

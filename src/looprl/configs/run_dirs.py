@@ -10,7 +10,7 @@ from pathlib import Path
 
 from looprl.configs.sources import PRIMARY, config_dir, config_name
 
-__all__ = ["check_run_dir", "claim_run_dir", "path_value", "prints_only", "run_dir_key"]
+__all__ = ["check_run_dir", "claim_run_dir", "path_value", "run_dir_key"]
 
 #: Hydra's flags that print something and write no run directory.
 _NO_RUN = ("--help", "-h", "--hydra-help", "--info", "-i", "--cfg", "-c", "--shell-completion")
@@ -23,7 +23,7 @@ def check_run_dir(argv: list[str]) -> None:
     (whose config it would replace, so that ``--resume`` went on from that checkpoint with the
     new config), or ``hydra.sweep.dir`` a finished job's (``0/results.json``)."""
     from looprl.core.files import check_writable
-    if prints_only(argv):
+    if _prints_only(argv):
         return
     key = run_dir_key(argv)
     given = [path_value(a) for a in argv if a.lstrip("+").partition("=")[0] == key]
@@ -32,25 +32,32 @@ def check_run_dir(argv: list[str]) -> None:
         return
     directory = Path(given[-1])
     _check_creatable(directory, f"{key}={given[-1]}", key)
-    if key == "hydra.run.dir" and "resume=true" not in argv and (
-            directory / "results.json").is_file():
-        raise ValueError(f"hydra.run.dir={given[-1]} holds a finished run (results.json), "
-                         "which this one would replace: give a new directory, or delete it")
-    if key == "hydra.run.dir" and "resume=true" not in argv and (
-            directory / ".hydra" / "config.yaml").is_file():
-        from looprl.distributed.run_state import CONTROLLER_CHECKPOINT
-        saved = sorted(directory.rglob("checkpoint.pt")) + sorted(
-            directory.rglob(CONTROLLER_CHECKPOINT))
-        if saved:  # (its config, replaced, would be the one a resume checks and resumes with)
-            raise ValueError(f"hydra.run.dir={given[-1]} holds an unfinished run (its "
-                             f"{saved[0].relative_to(directory)}), whose config this one would "
-                             f"replace: go on with it (looprl run --resume {given[-1]}), or give "
-                             "a new directory")
+    if key == "hydra.run.dir" and "resume=true" not in argv:
+        _check_no_run_in(directory, given[-1])
     finished = sorted(directory.glob("*/results.json")) if key == "hydra.sweep.dir" else []
     if finished:  # (its jobs' directories 0/, 1/, ...: this sweep's jobs would replace them)
         raise ValueError(f"hydra.sweep.dir={given[-1]} holds a finished sweep "
                          f"({finished[0].relative_to(directory)}), whose jobs this one would "
                          "replace: give a new directory, or delete it")
+
+
+def _check_no_run_in(directory: Path, given: str) -> None:
+    """A one-line ``ValueError`` if ``directory`` (``hydra.run.dir=given``) holds a finished
+    run, or an unfinished one with a checkpoint, whose config a new run would replace (and a
+    resume would then check and resume with)."""
+    from looprl.distributed.run_state import CONTROLLER_CHECKPOINT
+    from looprl.experiments.checkpoint import CHECKPOINT
+    if (directory / "results.json").is_file():
+        raise ValueError(f"hydra.run.dir={given} holds a finished run (results.json), "
+                         "which this one would replace: give a new directory, or delete it")
+    if not (directory / ".hydra" / "config.yaml").is_file():
+        return
+    saved = sorted(directory.rglob(CHECKPOINT)) + sorted(directory.rglob(CONTROLLER_CHECKPOINT))
+    if saved:
+        raise ValueError(f"hydra.run.dir={given} holds an unfinished run (its "
+                         f"{saved[0].relative_to(directory)}), whose config this one would "
+                         f"replace: go on with it (looprl run --resume {given}), or give a new "
+                         "directory")
 
 
 def _check_creatable(directory: Path, given: str, key: str) -> None:
@@ -69,7 +76,7 @@ def _check_creatable(directory: Path, given: str, key: str) -> None:
                 path.rmdir()
 
 
-def prints_only(argv: list[str]) -> bool:
+def _prints_only(argv: list[str]) -> bool:
     """Whether ``argv`` has a Hydra flag that prints something and writes no run directory."""
     return any(a.partition("=")[0] in _NO_RUN for a in argv)
 
@@ -87,7 +94,7 @@ def claim_run_dir(argv: list[str], now: datetime.datetime | None = None) -> Path
     running, or chooses a config of the user's own."""
     key = run_dir_key(argv)
     directory = config_dir(argv)
-    if (prints_only(argv)
+    if (_prints_only(argv)
             or any(a.lstrip("+").partition("=")[0] == key for a in argv)
             or config_name(argv) != PRIMARY
             or (directory is not None and (directory / f"{PRIMARY}.yaml").exists())):

@@ -151,16 +151,16 @@ class Supervisor:
                     return answer
             except ray.exceptions.RayError as error:
                 self.pool.log_failed_start(name, error)  # (a constructor that raised)
+                init_failed = getattr(error, "actor_init_failed", False)  # (not restarted)
                 restarting = isinstance(error, ray.exceptions.RayActorError) and (
                     former is not None or isinstance(error, ray.exceptions.ActorUnavailableError)
-                ) and not error.actor_init_failed  # (Ray does not restart it)
+                ) and not init_failed
+                if not restarting and not init_failed and isinstance(
+                        error, ray.exceptions.ActorDiedError):  # (dead for good; Ray's own
+                    raise RuntimeError(  # text is paragraphs on the exit's possible causes)
+                        f"{name} worker died and Ray did not restart it: its runtime."
+                        f"max_restarts={self.runtime.max_restarts} restarts are spent") from None
                 if not restarting:
-                    if isinstance(error, ray.exceptions.ActorDiedError) and (
-                            not error.actor_init_failed):  # (dead for good; Ray's own text
-                        raise RuntimeError(  # is paragraphs on the exit's possible causes)
-                            f"{name} worker died and Ray did not restart it: its "
-                            f"runtime.max_restarts={self.runtime.max_restarts} restarts "
-                            "are spent") from None
                     raise RuntimeError(f"{name} worker could not be restarted: "
                                        f"{error_line(error)}") from None
             if time.monotonic() > deadline:

@@ -46,7 +46,7 @@ def ale_rom_folder() -> str | None:
         import ale_py.roms
     except ImportError:
         return None
-    return os.path.dirname(ale_py.roms.get_rom_path("pong"))
+    return os.path.dirname(ale_py.roms.__file__)  # (the .bin files lie beside it)
 
 
 def _camel(rom_id: str) -> str:

@@ -241,12 +241,14 @@ def load_saved(path: str | Path, data: bytes | None = None) -> Any:
     others = [] if data is not None or not path.parent.is_dir() else [
         kept for kept in numbered_checkpoints(path.parent).values()
         if not (path.exists() and os.path.samefile(kept, path))]  # (a hard link: damaged too)
-    # (a new run in the directory of an unfinished one, a damaged checkpoint there, is refused)
-    here = f", or in this one once you delete {path.name}" if path.name == CHECKPOINT else ""
-    remedy = (f"{others[-1].name} beside it is the run's latest other checkpoint: resume from "
-              f"it (in place of {CHECKPOINT}, for looprl run --resume)" if others else
-              f"nothing to resume from it: start the run again in a new directory{here} (the "
-              "logs of the run so far stay where they are)" if data is None and path.exists()
-              else "nothing to resume from it: start the run anew (the logs of the run so far "
-              "stay in its directory)")
+    if others:
+        remedy = (f"{others[-1].name} beside it is the run's latest other checkpoint: resume "
+                  f"from it (in place of {CHECKPOINT}, for looprl run --resume)")
+    elif data is None and path.exists():  # (damaged: a new run beside it is refused)
+        here = f", or in this one once you delete {path.name}" if path.name == CHECKPOINT else ""
+        remedy = (f"nothing to resume from it: start the run again in a new directory{here} "
+                  "(the logs of the run so far stay where they are)")
+    else:
+        remedy = ("nothing to resume from it: start the run anew (the logs of the run so far "
+                  "stay in its directory)")
     return load_file(path, "checkpoint", remedy, data=data)

@@ -194,7 +194,7 @@ class Experiment:
             seed_units(seed, getattr(unwrapped, "actor", None), getattr(unwrapped, "learner", None))
         self.test_returns: Any = []
         self._nonfinite_episode: tuple[int, int] | None = None  # (episode from 1, last frame)
-        self.hub: MetaHub | None = self._attach(components) if components else None
+        self.hub: Any = self._attach(components) if components else None  # (MetaHub, StreamHooks)
 
     def __getstate__(self) -> dict[str, Any]:
         """All but the progress display, the ``hp/*`` accessors (closures), the warnings said."""
@@ -217,7 +217,7 @@ class Experiment:
         """The environment the agent trains in (``metrics['env']``)."""
         return self.vector_env
 
-    def _attach(self, components: list[MetaComponent]) -> MetaHub | None:
+    def _attach(self, components: list[MetaComponent]) -> Any:
         """The ``MetaHub`` of ``components`` over the agent and its training environment."""
         return agent_hub(components, self.agent, self.training_env)
 

@@ -7,7 +7,7 @@ import csv
 import json
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -145,16 +145,18 @@ def _up_to(runs: list[_Run], timesteps: int, runs_dir: Path) -> list[_Run]:
     with a warning, and if none has one, a one-line ``ValueError`` says where they begin."""
     if timesteps <= 0:
         return runs
-    kept = [_Run(run.agent, run.env, run.path, run.frame[keep], run.mean[keep],
-                 run.std[keep], None if run.raw is None else run.raw[keep])
-            for run, keep in ((run, run.frame <= timesteps) for run in runs) if keep.any()]
-    if not kept:
+    keeps = [run.frame <= timesteps for run in runs]
+    if not any(keep.any() for keep in keeps):
         first = min(run.frame.min() for run in runs)
         raise ValueError(f"no run under {runs_dir!s} has a point by frame {timesteps:g} (the "
                          f"first is at frame {first:g}): give timesteps (--timesteps) above "
                          "it, or none")
-    for run in runs:
-        if not (run.frame <= timesteps).any():
+    kept = []
+    for run, keep in zip(runs, keeps, strict=True):
+        if keep.any():
+            kept.append(replace(run, frame=run.frame[keep], mean=run.mean[keep],
+                                std=run.std[keep], raw=None if run.raw is None else run.raw[keep]))
+        else:
             logger.warning("%s has no point by frame %g (its first is at frame %g): not "
                            "plotted", run.path.parent, timesteps, run.frame.min())
     return kept
