@@ -82,6 +82,11 @@ def test_an_experiment_file_sets_the_algorithm_env_and_budget(config_dir, tmp_pa
                                                      "keep_checkpoints=1"])
     with pytest.raises(ValueError, match=r"another config \(seed: 5 -> 6\)"):
         resume_arguments(["--resume", str(out), "seed=6"])
+    # checkpoint.pt deleted (to go back to a kept one): --resume goes on from the latest kept
+    # (was "No checkpoint in ...: nothing to resume")
+    (run_dir / "checkpoint.pt").unlink()
+    run(["--resume", str(out), "frames=128"])
+    assert load_checkpoint(run_dir / "checkpoint.pt").frame >= 128 > last
 
 
 def test_a_config_of_ones_own_starts_from_looprls(config_dir, tmp_path) -> None:

@@ -480,9 +480,10 @@ def test_resume_continues_a_run_and_refuses_another_config(tmp_path: Path, capsy
     capsys.readouterr()
     assert cli(["run", *SMALL, "algorithm.lr=0.1", f"hydra.run.dir={tmp_path}"]) == 2
     error = capsys.readouterr().err.strip().splitlines()
-    assert error == [f"looprl: error: hydra.run.dir={tmp_path} holds an unfinished run (its "
-                     "ppo/CartPole-v1/checkpoint.pt), whose config this one would replace: go on "
-                     f"with it (looprl run --resume {tmp_path}), or give a new directory"], error
+    assert error == [f"looprl: error: hydra.run.dir={tmp_path} holds an unfinished run, whose "
+                     "config this one would replace: go on with it (looprl run --resume "
+                     f"{tmp_path}), or give a new directory, or delete its "
+                     "ppo/CartPole-v1/checkpoint.pt to start anew here"], error
     assert sorted(p.name for p in (tmp_path / "ppo").iterdir()) == ["CartPole-v1"]
     finished.rename(tmp_path / "results.json")
     assert cli(["run", "--resume", str(tmp_path), "algorithm.lr=0.1"]) == 2
@@ -529,6 +530,54 @@ def test_resume_continues_a_run_and_refuses_another_config(tmp_path: Path, capsy
     assert f"hydra.run.dir={other} holds a finished run (results.json), which this one would " \
         "replace" in capsys.readouterr().err
     assert (other / "results.json").read_bytes() == results
+
+
+def test_a_run_with_kept_checkpoints_resumes_from_the_latest_where_checkpoint_pt_is_gone(
+        tmp_path: Path) -> None:
+    """With ``keep_checkpoints``, ``checkpoint.pt`` is written beside ``checkpoint_<frame>.pt``
+    (its hard link); deleted (as docs/coming-from-mighty.md says to go back to an older one), a
+    resume said "No checkpoint" and a new run there was let replace the run's config. A resume
+    takes ``checkpoint.pt``, else the latest kept one; a new run there is refused, with advice
+    that names them (here built by hand: files, no training)."""
+    from omegaconf import OmegaConf
+
+    from looprl.configs import find_checkpoint
+    from looprl.configs.app import _resumable
+    from looprl.configs.run_dirs import check_run_dir
+
+    kept = tmp_path / "ppo" / "CartPole-v1"
+    kept.mkdir(parents=True)
+    for name in ("checkpoint_100.pt", "checkpoint_300.pt", "checkpoint_300.pt.tmp", "run.json"):
+        (kept / name).write_bytes(b"")
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / ".hydra" / "config.yaml").write_text("{{{ :")  # (damaged: refused all the same)
+    cfg = OmegaConf.create({"runner": {"name": "online"}, "runtime": {"name": "local"}})
+    assert find_checkpoint(str(tmp_path), "online") == str(kept / "checkpoint_300.pt")
+    assert _resumable(cfg, str(tmp_path))  # (the Ctrl-C line's "looprl run --resume DIR")
+    refusal = (f"hydra.run.dir={tmp_path} holds an unfinished run, whose config this one would "
+               f"replace: go on with it (looprl run --resume {tmp_path}), or give a new "
+               "directory, or delete its ")
+    with pytest.raises(ValueError) as error:
+        check_run_dir([f"hydra.run.dir={tmp_path}"])
+    assert str(error.value) == f"{refusal}ppo/CartPole-v1/checkpoint*.pt to start anew here"
+    (kept / "checkpoint.pt").write_bytes(b"")
+    assert find_checkpoint(str(tmp_path), "online") == str(kept / "checkpoint.pt")
+    # two experiments' (a PBT run's members): every one named, and a resume refused
+    other = tmp_path / "member_1"
+    other.mkdir()
+    (other / "checkpoint.pt").write_bytes(b"")
+    with pytest.raises(ValueError) as error:
+        check_run_dir([f"hydra.run.dir={tmp_path}"])
+    assert str(error.value) == (f"{refusal}member_1/checkpoint.pt, ppo/CartPole-v1/checkpoint*.pt "
+                                "to start anew here")
+    with pytest.raises(ValueError, match="2 checkpoints in .*; resume one experiment at a time"):
+        find_checkpoint(str(tmp_path), "online")
+    for path in [*kept.glob("checkpoint*.pt"), other / "checkpoint.pt"]:  # (deleted: a new run
+        path.unlink()  # is let in; a resume finds none)
+    check_run_dir([f"hydra.run.dir={tmp_path}"])
+    with pytest.raises(FileNotFoundError, match="No checkpoint in"):
+        find_checkpoint(str(tmp_path), "online")
+    assert not _resumable(cfg, str(tmp_path))
 
 
 def test_a_run_directory_whose_name_hydra_must_have_quoted_is_checked_and_resumed(

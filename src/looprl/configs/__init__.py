@@ -389,18 +389,20 @@ def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
 
 
 def find_checkpoint(run_dir: str | None, runner: str, runtime: str = "local") -> str:
-    """The one ``checkpoint.pt`` (``runtime="ray"``: ``controller_checkpoint.pt``) under
-    ``run_dir``; one-line errors otherwise."""
+    """The one checkpoint a resume takes under ``run_dir`` (``checkpoint.resumable``'s;
+    ``runtime="ray"``: ``controller_checkpoint.pt``); one-line errors otherwise."""
     from looprl.core.files import find_one
     from looprl.distributed.run_state import find_controller_checkpoint
+    from looprl.experiments.checkpoint import CHECKPOINT, resumable
     if runner != "online":
         raise ValueError(f"resume continues runner=online runs; runner={runner} cannot (an "
                          "Optuna search resumes from its storage: run it again)")
     if runtime == "ray":
         return str(find_controller_checkpoint(run_dir or "."))
-    return str(find_one(run_dir or ".", "checkpoint.pt", f"No checkpoint in {run_dir}: nothing "
+    return str(find_one(run_dir or ".", CHECKPOINT, f"No checkpoint in {run_dir}: nothing "
                         "to resume (runs write them with checkpoint_every=N)",
-                        f"checkpoints in {run_dir}; resume one experiment at a time"))
+                        f"checkpoints in {run_dir}; resume one experiment at a time",
+                        resumable(run_dir or ".")))
 
 
 def expand_shorthands(overrides: list[str]) -> list[str]:

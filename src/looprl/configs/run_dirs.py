@@ -43,21 +43,24 @@ def check_run_dir(argv: list[str]) -> None:
 
 def _check_no_run_in(directory: Path, given: str) -> None:
     """A one-line ``ValueError`` if ``directory`` (``hydra.run.dir=given``) holds a finished
-    run, or an unfinished one with a checkpoint, whose config a new run would replace (and a
-    resume would then check and resume with)."""
+    run, or an unfinished one with a checkpoint (one a resume would take), whose config a new
+    run would replace (and a resume would then check and resume with)."""
     from looprl.distributed.run_state import CONTROLLER_CHECKPOINT
-    from looprl.experiments.checkpoint import CHECKPOINT
+    from looprl.experiments.checkpoint import numbered_checkpoints, resumable
     if (directory / "results.json").is_file():
         raise ValueError(f"hydra.run.dir={given} holds a finished run (results.json), "
                          "which this one would replace: give a new directory, or delete it")
     if not (directory / ".hydra" / "config.yaml").is_file():
         return
-    saved = sorted(directory.rglob(CHECKPOINT)) + sorted(directory.rglob(CONTROLLER_CHECKPOINT))
-    if saved:
-        raise ValueError(f"hydra.run.dir={given} holds an unfinished run (its "
-                         f"{saved[0].relative_to(directory)}), whose config this one would "
-                         f"replace: go on with it (looprl run --resume {given}), or give a new "
-                         "directory")
+    saved = resumable(directory) + sorted(directory.rglob(CONTROLLER_CHECKPOINT))
+    if saved:  # (kept ones too: a resume takes the latest where checkpoint.pt is gone)
+        names = [path.with_name("checkpoint*.pt") if numbered_checkpoints(path.parent) else path
+                 for path in saved]
+        raise ValueError(f"hydra.run.dir={given} holds an unfinished run, whose config this "
+                         f"one would replace: go on with it (looprl run --resume {given}), or "
+                         "give a new directory, or delete its "
+                         f"{', '.join(str(name.relative_to(directory)) for name in names)} to "
+                         "start anew here")
 
 
 def _check_creatable(directory: Path, given: str, key: str) -> None:

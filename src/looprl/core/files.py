@@ -141,10 +141,12 @@ def check_writable(path: str | Path, option: str) -> None:
                      f"log directory you can write to ({option})")
 
 
-def find_one(run_dir: str | Path, name: str, missing: str, several: str) -> Path:
-    """The one checkpoint file ``name`` under ``run_dir``: ``FileNotFoundError`` (``missing``;
-    the first one's write interrupted: that) if none, ``ValueError`` (``several``) if several."""
-    found = sorted(Path(run_dir).glob(f"**/{name}"))
+def find_one(run_dir: str | Path, name: str, missing: str, several: str,
+             found: list[Path] | None = None) -> Path:
+    """The one checkpoint file ``name`` under ``run_dir`` (or of ``found``, those a resume
+    would take): ``FileNotFoundError`` (``missing``; the first one's write interrupted: that) if
+    none, ``ValueError`` (``several``) if several."""
+    found = sorted(Path(run_dir).glob(f"**/{name}")) if found is None else found
     if not found:
         partial = sorted(Path(run_dir).glob(f"**/{_temporary(Path(name)).name}"))
         raise FileNotFoundError(_never_written(

@@ -32,7 +32,7 @@ from looprl.memory.replay import replay_contents_saved
 
 __all__ = ["CHECKPOINT", "check_checkpointing", "check_run_files", "check_same_config",
            "check_unfinished", "keep_checkpoints", "load_checkpoint", "load_saved",
-           "numbered_checkpoints", "save_checkpoint"]
+           "numbered_checkpoints", "resumable", "save_checkpoint"]
 
 CHECKPOINT = "checkpoint.pt"
 #: the bytes of replay buffer from which a checkpoint warns
@@ -134,6 +134,16 @@ def numbered_checkpoints(run_dir: str | Path) -> dict[int, Path]:
     found = {int(m.group(1)): p for p in Path(run_dir).iterdir()
              if (m := _NUMBERED.fullmatch(p.name))}
     return dict(sorted(found.items()))
+
+
+def resumable(run_dir: str | Path) -> list[Path]:
+    """The checkpoint a resume takes from each folder in or under ``run_dir`` that has any:
+    its ``checkpoint.pt``, or where there is none (deleted), its latest ``checkpoint_<frame>.pt``
+    (``looprl run --resume`` and its refusal of a new run there, ``configs.run_dirs``)."""
+    folders = sorted({path.parent for path in Path(run_dir).rglob("checkpoint*.pt")
+                      if path.name == CHECKPOINT or _NUMBERED.fullmatch(path.name)})
+    return [folder / CHECKPOINT if (folder / CHECKPOINT).exists()
+            else list(numbered_checkpoints(folder).values())[-1] for folder in folders]
 
 
 def keep_checkpoints(path: Path, frame: int, keep: int) -> Path:
