@@ -158,7 +158,10 @@ def test_hp_schedule_state_dict_resumes():
         (("hp/lr/actor", "linear", 1e-3), dict(end=-1e-3, duration=5),
          r"^HPSchedule's end \(a value of hp/lr/actor\) must be >= 0, got -0.001$"),
         (("hp/batch_size", "linear", 64), dict(end=0.4, duration=5, integer=True),
-         r"end \(a value of hp/batch_size\) must be a whole number >= 1, got 0$"),
+         r"end \(a value of hp/batch_size\) must be a whole number >= 1, got 0.4, which "
+         r"integer=True rounds to 0$"),  # (was "got 0": what the user gave, rounded)
+        (("hp/batch_size", "linear", 64), dict(end=-2, duration=5, integer=True),
+         r"end \(a value of hp/batch_size\) must be a whole number >= 1, got -2$"),
         (("hp/lr", "linear", 1.0), dict(end=0.0, duration=5, per="episode"),
          "Unknown per 'episode'.*step, update"),
         (("hp/lr", "linear", 1.0), dict(end=0.0, duration=5, clock="own"),

@@ -34,14 +34,16 @@ class Range:
         above = value > self.low if self.open_low else value >= self.low
         return above and value <= self.high and (not self.whole or float(value).is_integer())
 
-    def check(self, name: str, value: Any, owner: str = "") -> Any:
+    def check(self, name: str, value: Any, owner: str = "", got: str = "") -> Any:
         """``value`` if it is one real number in the range (not a bool, text or ``None``), else
         a one-line ``ValueError`` naming ``owner``'s argument ``name``, the range and the value
-        (``NovelD's alpha must be >= 0, got -1``)."""
+        (``NovelD's alpha must be >= 0, got -1``; ``got``: what to show in its place, as what
+        the user gave of a value derived from it)."""
         number = isinstance(value, numbers.Real) and not isinstance(value, bool)
         if not (number and self.holds(value if isinstance(value, int | float) else float(value))):
             whose = f"{owner}'s {name}" if owner else name
-            raise ValueError(f"{whose} must be {self.requirement(value)}, got {value!r:.40}")
+            raise ValueError(f"{whose} must be {self.requirement(value)}, "
+                             f"got {got or f'{value!r:.40}'}")
         return value
 
     def requirement(self, value: Any) -> str:

@@ -155,8 +155,10 @@ class HPSchedule(MetaComponent):
         for name in ("start", "end"):
             value = getattr(self, name)
             if valid is not None and value is not None:
-                valid.check(f"{name} (a value of {key})", round(value) if integer else value,
-                            "HPSchedule")
+                checked = round(value) if integer else value  # (shown as the user gave it)
+                got = (f"{value!r}, which integer=True rounds to {checked}"
+                       if checked != value else "")
+                valid.check(f"{name} (a value of {key})", checked, "HPSchedule", got)
         self.calls = 0
         self.methods(f"pre_{per}").append(self.write)
 
