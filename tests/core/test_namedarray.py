@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -354,6 +355,11 @@ def test_from_dict_and_aggregates_of_a_wrong_type_are_one_line():
             aggregate(3)
     with pytest.raises(TypeError, match=r"^recursive_aggregate's aggregate_fn is a function"):
         recursive_aggregate([x, x], 3)
+    for fn, got in ((3, "an int (3)"), ("double", "a str ('double')")):  # (was: "'int' object
+        for y in (x, np.ones(2), None):  # is not callable", from deep inside; None: taken)
+            with pytest.raises(TypeError, match=rf"^recursive_apply's fn is a function of one "
+                               rf"leaf \(lambda v: v \* 2\), got {re.escape(got)}$"):
+                recursive_apply(y, fn)
     with pytest.raises(ValueError, match=r"\('a',\) and an int$"):
         stack([x, 3])
 

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from looprl.core.leaves import as_numpy, as_tensor, convert_index, copy_leaf, leaf_repr
-from looprl.core.suggest import a_type, moved
+from looprl.core.suggest import a_type, check_callable, moved
 
 T = TypeVar("T", bound="NamedArray")
 
@@ -317,7 +317,9 @@ def from_dict(values: dict[str, Any] | None) -> NamedArray | None:
 
 def recursive_apply(x: T, fn: Callable[[Any], Any]) -> T:
     """Applies ``fn`` to every non-``None`` leaf of ``x``, keeping its structure and types (as
-    SRL's: ``x`` itself a leaf is ``fn(x)``, ``None`` stays ``None``)."""
+    SRL's: ``x`` itself a leaf is ``fn(x)``, ``None`` stays ``None``); ``TypeError`` if ``fn``
+    is not callable."""
+    check_callable("recursive_apply's fn", fn, "a function of one leaf (lambda v: v * 2)")
     if not isinstance(x, NamedArray):
         return None if x is None else fn(x)
     values = [
@@ -333,9 +335,8 @@ def recursive_aggregate(xs: Sequence[T], aggregate_fn: Callable[[list[Any]], Any
     ``None`` in some items only is zeros like another item's. ``ValueError`` if ``xs`` is
     empty, fields differ or ``aggregate_fn`` fails (naming the field); ``TypeError`` if ``xs``
     is no sequence (one ``NamedArray``) or ``aggregate_fn`` is not callable."""
-    if not callable(aggregate_fn):
-        raise TypeError(f"recursive_aggregate's aggregate_fn is a function of a list of leaves "
-                        f"(np.stack, torch.cat), got {a_type(aggregate_fn)}")
+    check_callable("recursive_aggregate's aggregate_fn", aggregate_fn,
+                   "a function of a list of leaves (np.stack, torch.cat)")
     return _aggregate(_items(xs, "recursive_aggregate"), aggregate_fn, fill=True)
 
 

@@ -230,6 +230,14 @@ def a_type(value: Any) -> str:
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
+def check_callable(name: str, fn: Any, what: str) -> Any:
+    """``fn`` if it is callable, else a one-line ``TypeError`` (``{name} is {what}, got an int
+    (3)``)."""
+    if not callable(fn):
+        raise TypeError(f"{name} is {what}, got {a_type(fn)} ({fn!r:.40})")
+    return fn
+
+
 def check_once(keys: Sequence[str], given: Sequence[str], how: str = "give it once") -> None:
     """A one-line ``ValueError`` for a key given twice (``given[i]``: ``keys[i]``'s argument)."""
     first: dict[str, str] = {}
