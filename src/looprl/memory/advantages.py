@@ -12,6 +12,7 @@ from looprl.core import State, StateArray
 from looprl.core.ranges import check_ranges
 from looprl.core.suggest import check_count
 from looprl.memory.returns import generalized_advantage_estimate
+from looprl.memory.store import check_action
 
 __all__ = ["GeneralizedAdvantageBuffer", "NStepAdvantageBuffer"]
 
@@ -43,6 +44,7 @@ class _AdvantageBuffer:
         if states is None:
             return
         self._check_states("store(states, actions, rewards)", states)
+        check_action(f"{type(self).__name__}.store(states, actions, rewards)", states, actions)
         if len(self._steps) >= self.n_steps:
             raise RuntimeError(f"{type(self).__name__} holds n_steps={self.n_steps} steps "
                                "already: call advantages(next_states) before storing more")

@@ -24,10 +24,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from looprl.core import NamedArray, SampleBatch, State, StateArray
+from looprl.core import NamedArray, SampleBatch, State
 from looprl.core.namedarray import as_numpy
 from looprl.memory.prioritized import Prioritized
 from looprl.memory.replay import STORE_CHUNK, ReplayBuffer
+from looprl.memory.store import check_transition
 from looprl.memory.windows import n_step_windows, stream_numbers, window_rows
 
 __all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer", "check_room", "slot_bytes"]
@@ -111,8 +112,7 @@ class AtariReplayBuffer(ReplayBuffer):
     def store(self, state: State | None, action: Any, next_state: State) -> None:
         """Store the transition ``state --action--> next_state`` (its window is cut when the
         buffer is next read, or 32 transitions later)."""
-        if isinstance(state, StateArray) or isinstance(next_state, StateArray):
-            raise TypeError("AtariReplayBuffer stores single-environment transitions, not batches")
+        check_transition(type(self).__name__, state, action, next_state, batches=False)
         if state is None or state.done:
             return
         first = state is not self._last  # the first transition of a new sequence of frames

@@ -9,6 +9,7 @@ from typing import Any
 from looprl.core import SampleBatch, State
 from looprl.core.suggest import check_count, is_number
 from looprl.memory.replay import transitions
+from looprl.memory.store import check_transition
 
 __all__ = ["NStepReplayBuffer"]
 
@@ -33,6 +34,7 @@ class NStepReplayBuffer:
 
     def store(self, state: State | None, action: Any, next_state: State) -> None:
         """Store a step; its window is written once complete (``buffer.store``)."""
+        check_transition(type(self).__name__, state, action, next_state)
         self.buffer.store(state, action, next_state)
 
     def sample(self, batch_size: int) -> tuple:

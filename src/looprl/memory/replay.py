@@ -23,7 +23,7 @@ from looprl.core.namedarray import NamedArray, as_numpy
 from looprl.core.suggest import check_count, check_device, is_out_of_memory, one_line
 from looprl.memory.returns import n_step_bootstrap
 from looprl.memory.segments import leaves
-from looprl.memory.store import gathered_segment, goes_on, shape_error
+from looprl.memory.store import check_transition, gathered_segment, goes_on, shape_error
 from looprl.memory.windows import (
     fields,
     joined,
@@ -222,11 +222,7 @@ class ExperienceReplayBuffer(ReplayBuffer):
         are gathered and ``put`` as one segment when the buffer is next read, or every
         ``STORE_CHUNK`` steps (a single state's one-step transition into CPU storage is
         written at once: ``_write_step``)."""
-        if state is not None and not (isinstance(state, State) and isinstance(next_state, State)):
-            raise TypeError(f"{type(self).__name__}.store(state, action, next_state) takes "
-                            f"States, got {type(state).__name__} and {type(next_state).__name__}: "
-                            "store env.state (or State({'observation': obs, 'reward': r, "
-                            "'done': d}))")
+        check_transition(type(self).__name__, state, action, next_state)
         single = not isinstance(state, StateArray)
         if state is None or (single and state.done):  # no previous state; a discarded action
             return

@@ -1,4 +1,5 @@
-"""ALL's ``store``: the steps a replay buffer's ``store`` gathered, as one segment that its
+"""ALL's ``store``: what a buffer's ``store`` cannot take, one line (``check_transition``,
+``check_action``); the steps a replay buffer's ``store`` gathered, as one segment that its
 ``put`` windows (``gathered_segment``), checked as they are stacked (one line for another shape
 than the stored one, or a missing entry)."""
 
@@ -12,10 +13,39 @@ import torch
 from looprl.core import SampleBatch, State, StateArray
 from looprl.core.namedarray import NamedArray, as_numpy
 
-__all__ = ["gathered_segment", "goes_on", "shape_error"]
+__all__ = ["check_action", "check_transition", "gathered_segment", "goes_on", "shape_error"]
 
 #: the entries of a ``State`` that a transition's own fields hold (the rest go with ``obs``)
 _KEPT = frozenset({"observation", "reward", "done", "mask"})
+
+
+def check_transition(owner: str, state: Any, action: Any, next_state: Any, batches: bool = True
+                     ) -> None:
+    """One line (``TypeError``) for what ``owner``'s ``store(state, action, next_state)`` (ALL's)
+    cannot take: no ``State`` s (an array, a dict), batches (``StateArray`` s) unless it takes
+    ``batches``, or no action (``check_action``)."""
+    call = f"{owner}.store(state, action, next_state)"
+    if state is not None and not (isinstance(state, State) and isinstance(next_state, State)):
+        raise TypeError(f"{call} takes States, got {type(state).__name__} and "
+                        f"{type(next_state).__name__}: store env.state (or State({{'observation': "
+                        "obs, 'reward': r, 'done': d}))")
+    if not batches and (isinstance(state, StateArray) or isinstance(next_state, StateArray)):
+        raise TypeError(f"{call} stores one environment's transitions, got a batch (a "
+                        "StateArray): store one environment's States, or put several "
+                        "environments' segments")
+    check_action(call, state, action)
+
+
+def check_action(call: str, state: Any, action: Any) -> None:
+    """One line (``TypeError``) naming ``call`` for an ``action`` of ``None`` out of a ``state``:
+    ``None`` is the action of an episode's first call, ``store(None, None, state)``, and of a
+    single state that ended (its action discarded), not of a batch's (a ``StateArray``)."""
+    if action is None and state is not None and (isinstance(state, StateArray)
+                                                 or not bool(state.done)):
+        what = ("a batch of states (a StateArray); pass the actions taken in them"
+                if isinstance(state, StateArray) else
+                "a state that has not ended; pass the action taken in state")
+        raise TypeError(f"{call}: action is None for {what}")
 
 
 def gathered_segment(owner: str, steps: list[tuple[Any, State]], known: Any) -> SampleBatch:
