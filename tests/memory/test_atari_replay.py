@@ -147,8 +147,8 @@ def test_memory_footprint_of_a_million_transitions() -> None:
         nbytes.append(buffer.nbytes)
     per_transition = nbytes[0] / 1000
     assert nbytes[1] == 3 * nbytes[0]  # all of it allocated at once, per slot
-    # one frame, then action (int64), reward, mask, done, steps, links (int32) and next
-    assert per_transition == FRAME + 8 + 4 + 4 + 1 + 2 + 4 * 4 + 4
+    # a frame, action (int64), reward, state_reward, mask, done, steps, links (int32), next
+    assert per_transition == FRAME + 8 + 4 + 4 + 4 + 1 + 2 + 4 * 4 + 4
     million = 1_000_000 * per_transition
     naive = 1_000_000 * 2 * 4 * FRAME  # observation and next observation, 4 frames each
     assert million < 7.1e9 and naive / million > 7.9
@@ -637,7 +637,7 @@ def test_a_ring_that_cannot_be_allocated_is_one_line(monkeypatch: pytest.MonkeyP
         buffer = kind(10**6)
         first, second = (State({"observation": torch.zeros(4, 84, 84, dtype=torch.uint8),
                                 "reward": 0.0, "done": False}) for _ in range(2))
-        with pytest.raises(ValueError, match=rf"^{kind.__name__}: 1,000,000 items of 7,095 bytes "
+        with pytest.raises(ValueError, match=rf"^{kind.__name__}: 1,000,000 items of 7,099 bytes "
                                              r"need 6.6 GiB on cpu, which could not be allocated "
                                              r"\(.*\); lower its size \(a preset's "
                                              r"replay_buffer_size\)$"):
@@ -664,3 +664,28 @@ def test_an_action_with_a_fraction_after_whole_ones_is_one_line() -> None:
                                         r"\(\[1\.7.*\]\) after actions of int64"):
         buffer.store(states[2], torch.tensor(1.7), states[3])
     assert _ready(buffer)[1].tolist() == [0, 2]
+
+
+@pytest.mark.parametrize("kind", [AtariReplayBuffer, PrioritizedAtariReplayBuffer])
+def test_sampled_states_carry_their_stored_reward(kind: type) -> None:
+    """ALL's ``sample``'s states hold the reward that led to each, as ``ExperienceReplayBuffer``'s
+    (19c4df6), through ``store`` and ``put``; a ring pickled before it kept them samples 0 for
+    them, its transitions as they were (was: ``states.reward`` 0 for every sample)."""
+    segments, stored = _stream_segments(120, length=8, seed=3)
+    for fill in ("store", "put"):
+        ring, reference = kind(1000), ExperienceReplayBuffer(1000)
+        for buffer in (ring, reference):
+            for previous, action, state in stored[0] if fill == "store" else []:
+                buffer.store(previous, action, state)
+            for segment in segments if fill == "put" else []:
+                buffer.put(segment)
+        states, actions = transitions(reference.gather(torch.arange(len(reference))))[:2]
+        expected = dict(zip(actions.tolist(), states.reward.tolist()))
+        states, actions = _ready(ring)[:2]
+        assert dict(zip(actions.tolist(), states.reward.tolist())) == expected
+        assert len(expected) == len(ring) > 100 and len(set(expected.values())) > 2
+    state = ring.__getstate__()
+    del state["state_reward"]
+    old = kind.__new__(kind)
+    old.__setstate__(pickle.loads(pickle.dumps(state)))
+    assert (_ready(old)[0].reward == 0).all() and _windows(old) == _windows(ring)

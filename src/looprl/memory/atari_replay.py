@@ -35,8 +35,10 @@ __all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer", "check_room", "s
 
 log = logging.getLogger(__name__)
 
-#: The storage arrays, one entry per slot.
-_ARRAYS = ("frames", "action", "reward", "mask", "done", "steps", "links", "nexts")
+#: The storage arrays, one entry per slot (``state_reward``: the reward that came with its state;
+#: ``reward``, ``mask`` and ``done``: what came with the next one).
+_ARRAYS = ("frames", "action", "reward", "state_reward", "mask", "done", "steps", "links",
+           "nexts")
 
 #: The longest n-step window a slot's ``steps`` (int16) holds.
 _MAX_STEPS = int(np.iinfo(np.int16).max)
@@ -47,8 +49,9 @@ _MAX_PENDING_UPDATES = 4096
 
 def slot_bytes(frame_bytes: int, action_bytes: int, stack: int) -> int:
     """The bytes of one slot of the frame ring: its frame, its action, the links to its stack's
-    frames, and its reward, mask, done, window steps and next slot (4 + 4 + 1 + 2 + 4)."""
-    return frame_bytes + action_bytes + 4 * stack + 15
+    frames, its state's reward, and its reward, mask, done, window steps and next slot
+    (4 + 4 + 4 + 1 + 2 + 4)."""
+    return frame_bytes + action_bytes + 4 * stack + 19
 
 
 class AtariReplayBuffer(ReplayBuffer):
@@ -84,10 +87,10 @@ class AtariReplayBuffer(ReplayBuffer):
                 "_carry": {}, "_views": {}}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """Restore a pickled buffer; one pickled before links (``_linked``) writes the
-        transitions its streams left waiting again, as it did."""
+        """Restore a pickled buffer (one pickled by older code: ``_upgraded``); one pickled
+        before links writes the transitions its streams left waiting again, as it did."""
         carry = {} if "links" in state else state.get("_carry", {})
-        super().__setstate__(state if "links" in state else _linked(state))
+        super().__setstate__(_upgraded(state))
         for stream, column in carry.items():
             self._put_column({key: as_numpy(value) for key, value in column.items()}, stream)
 
@@ -97,7 +100,8 @@ class AtariReplayBuffer(ReplayBuffer):
         with self._allocating(slot_bytes(observation[0].nbytes, action.nbytes, self.stack), "cpu"):
             self.frames = torch.empty((self.size, *observation.shape[1:]), dtype=observation.dtype)
             self.action = torch.zeros((self.size, *action.shape), dtype=action.dtype)
-            self.reward, self.mask = (torch.zeros(self.size, dtype=torch.float32) for _ in range(2))
+            self.reward, self.state_reward, self.mask = (
+                torch.zeros(self.size, dtype=torch.float32) for _ in range(3))
             self.done = torch.zeros(self.size, dtype=torch.bool)
             self.steps = torch.zeros(self.size, dtype=torch.int16)  # the window's; 0: not ready
             self.links = torch.zeros((self.size, self.stack), dtype=torch.int32)
@@ -124,7 +128,8 @@ class AtariReplayBuffer(ReplayBuffer):
             self._close()
             return
         if first:  # (its older frames may be the ring's newest state's)
-            self._open = [[*self._first(observation, action, (self._pos - 1) % self.size), 0, 0]]
+            self._open = [[*self._first(observation, action, (self._pos - 1) % self.size,
+                                        float(state.reward)), 0, 0]]
         rows, terminal, ended = self._open, float(next_state.mask) == 0, bool(next_state.done)
         slot = self._next(rows[-1][0], action, next_observation, float(next_state.reward),
                           float(not terminal), ended)
@@ -199,7 +204,7 @@ class AtariReplayBuffer(ReplayBuffer):
                 new = True
                 continue
             if new:
-                r[t, :2] = self._first(obs[t], action[t], follows)
+                r[t, :2] = self._first(obs[t], action[t], follows, reward[t])
             r[t + 1, :2] = self._next(int(r[t, 0]), action[t], obs[t + 1], reward[t + 1],
                                       mask[t + 1], end[t + 1])
             new, last, follows = False, r[t + 1], int(r[t + 1, 0])
@@ -207,17 +212,18 @@ class AtariReplayBuffer(ReplayBuffer):
         if stream is not None and last is not None:
             self._carry[stream] = rows[len(rows) - waiting - 1 :] if waiting else last[None]
 
-    def _first(self, observation: Any, action: Any, follows: int | None) -> tuple[int, int]:
-        """Write a sequence's first state: its newest frame only if its older ones are the
-        newest of state ``follows``'s stack (the frames go on, as after a lost life), else all
-        of them; return its slot and oldest (``_write_frame``)."""
+    def _first(self, observation: Any, action: Any, follows: int | None, reward: float
+               ) -> tuple[int, int]:
+        """Write a sequence's first state, that came with ``reward``: its newest frame only if
+        its older ones are the newest of state ``follows``'s stack (the frames go on, as after a
+        lost life), else all of them; return its slot and oldest (``_write_frame``)."""
         frames, k = as_numpy(observation), -1
         if self.frames is None:
             self._allocate(torch.as_tensor(frames), torch.as_tensor(action))
         elif follows is not None and _follows(self._views, follows, frames):
             frames, k = frames[-1:], follows
         for frame in frames:
-            k, oldest = self._write_frame(frame, k)
+            k, oldest = self._write_frame(frame, k, reward)
         return k, oldest
 
     def _next(self, k: int, action: Any, observation: Any, reward: float, mask: float,
@@ -227,13 +233,13 @@ class AtariReplayBuffer(ReplayBuffer):
         n = self._views
         n["action"][k], n["reward"][k], n["mask"][k], n["done"][k] = (
             self._as_stored(as_numpy(action), n["action"].dtype), reward, mask, done)
-        return self._write_frame(as_numpy(observation[-1]), k)
+        return self._write_frame(as_numpy(observation[-1]), k, reward)
 
-    def _write_frame(self, frame: np.ndarray, prev: int) -> tuple[int, int]:
-        """Write ``frame`` at the next slot, the newest of the state after ``prev``'s (-1: none),
-        invalidating the transitions that needed the frame it overwrites (its own and the next
-        ``stack - 1`` states' of its chain); return the slot and "oldest", the number of the
-        write of its stack's oldest frame (its frames are all there until ``size`` writes on)."""
+    def _write_frame(self, frame: np.ndarray, prev: int, reward: float) -> tuple[int, int]:
+        """Write the newest ``frame`` and the ``reward`` of the state after ``prev``'s (-1: none)
+        at the next slot, invalidating the transitions that needed the frame it overwrites (its
+        own and the next ``stack - 1`` states' of its chain); return the slot and "oldest", the
+        number of the write of its stack's oldest frame (all there until ``size`` writes on)."""
         p, v, j = self._pos, self._views, self._pos
         steps, links, nexts = v["steps"], v["links"], v["nexts"]
         for _ in range(self.stack):
@@ -242,7 +248,7 @@ class AtariReplayBuffer(ReplayBuffer):
                 self._queue(j, 0.0)
             if (j := nexts[j]) < 0:
                 break
-        v["frames"][p], links[p, -1], nexts[p] = frame, p, -1
+        v["frames"][p], v["state_reward"][p], links[p, -1], nexts[p] = frame, reward, p, -1
         links[p, :-1] = links[prev, 1:] if prev >= 0 else p
         if prev >= 0:
             nexts[prev] = p
@@ -279,7 +285,7 @@ class AtariReplayBuffer(ReplayBuffer):
 
     def gather(self, index: torch.Tensor) -> SampleBatch:
         """The windows of ready slots ``index`` as a time-major ``SampleBatch`` (cut windows:
-        the last row repeated, marked ``truncated``)."""
+        the last row repeated, marked ``truncated``; row 0's reward: its state's)."""
         self._settle()
         v, n = self._views, self.n_step
         chain = [index.cpu().numpy()]  # the window's states (past its end: whatever is next)
@@ -292,7 +298,7 @@ class AtariReplayBuffer(ReplayBuffer):
         arrived = np.take_along_axis(chain, np.maximum(offset - 1, 0), 0)  # (each row came with)
         reward, terminal = v["reward"][arrived], v["mask"][arrived] == 0
         truncated = (v["done"][arrived] | (rows >= steps) & (steps < n)) & ~terminal
-        reward[0], terminal[0], truncated[0] = 0, False, False  # (row 0: none arrived)
+        reward[0], terminal[0], truncated[0] = v["state_reward"][chain[0]], False, False
         batch = {"obs": v["frames"][v["links"][slots]], "action": v["action"][slots],
                  "reward": reward, "done": terminal, "truncated": truncated}
         return SampleBatch(**{key: torch.from_numpy(value).to(self.device)
@@ -350,6 +356,15 @@ def _windows(flags: np.ndarray, n: int, cut: bool) -> tuple[np.ndarray, np.ndarr
     ends = (items["done"] | items["truncated"])[:, 1:]
     steps = np.where(ends.any(1), ends.argmax(1) + 1, n)
     return items["obs"][:, 0], steps, int(waiting[0])
+
+
+def _upgraded(state: dict[str, Any]) -> dict[str, Any]:
+    """The state of a buffer pickled by older code as this code's: linked (``_linked``), and
+    without states' rewards, those 0 (as it sampled them)."""
+    state = state if "links" in state else _linked(state)
+    if "state_reward" not in state:
+        state["state_reward"] = None if state["frames"] is None else torch.zeros(state["size"])
+    return state
 
 
 def _linked(state: dict[str, Any]) -> dict[str, Any]:
