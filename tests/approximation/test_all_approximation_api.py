@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -118,6 +119,7 @@ def test_q_of_actions_stored_as_one_element_tensors_and_a_wrong_count() -> None:
     ``torch.multinomial(probs, 1)`` actions) pick one value per state; looprl raised
     ``gather``'s 'Index tensor must have the same number of dimensions'. Two actions for three
     states silently gave two values; now one line."""
+    from looprl.agents.dqn import QModel
     from looprl.approximation import QNetwork
     from looprl.memory import ExperienceReplayBuffer
 
@@ -141,11 +143,20 @@ def test_q_of_actions_stored_as_one_element_tensors_and_a_wrong_count() -> None:
         dist.no_grad(states, torch.tensor([0, 1]))
 
     # an action outside the range (was torch's "index 5 is out of bounds for dimension 1 with
-    # size 2"): checked where gather fails, or before a list reaches the device
-    for approximation in (q, dist):
+    # size 2"): checked where gather fails, or before a list reaches the device; a fractional or
+    # NaN one (was cut to a whole one by long(), or torch's words): checked before the device
+    rule = r"^q\(states, actions\): the approximation has 2 actions, so actions must be whole " \
+        r"numbers 0 \.\. 1, got "
+    for approximation in (q, dist, QModel(4, 2)):
         for actions in (torch.tensor([0, 5, 1]), [0, 5, 1], torch.tensor([[0], [5], [1]])):
-            with pytest.raises(ValueError, match=r"^action 5 is outside the action range 0 \.\. "
-                                                 r"1 \(the approximation has 2 actions\)"):
+            with pytest.raises(ValueError, match=rule + "5$"):
                 approximation(states, actions)
-        with pytest.raises(ValueError, match=r"^action -1 is outside the action range 0 \.\. 1"):
-            approximation.no_grad(states, torch.tensor([0, -1, 1]))
+        with pytest.raises(ValueError, match=rule + "-1$"):
+            approximation(states, torch.tensor([0, -1, 1]))
+        for actions, shown in (([0, 1.5, 1], "1.5"), (np.array([0.0, np.nan, 1.0]), "nan"),
+                               (torch.tensor([[0.0], [1.0], [0.25]]), "0.25"),
+                               (torch.tensor([0.0, float("inf"), 1.0]), "inf")):
+            with pytest.raises(ValueError, match=rule + shown + "$"):
+                approximation(states, actions)
+        whole = torch.tensor([0.0, 1.0, 1.0])  # (whole floats: the values of 0, 1, 1)
+        assert torch.equal(approximation(states, whole), approximation(states, [0, 1, 1]))

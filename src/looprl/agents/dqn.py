@@ -18,7 +18,7 @@ from looprl.agents.q_targets import (  # _max: the name older run checkpoints pi
 )
 from looprl.agents.segments import ApproximationPolicy, PolicyTrainer, on_device
 from looprl.agents.shell import ReplayAgent
-from looprl.approximation import Approximation, FixedTarget
+from looprl.approximation import Approximation, FixedTarget, gather_actions
 from looprl.core import (
     Hyperparameter,
     RolloutRequest,
@@ -263,10 +263,7 @@ class QModel(nn.Module):
         if mask is not None:
             values = values.masked_fill(~mask, MASKED_Q)
         values = values.reshape(*lead, -1)
-        if actions is None:
-            return values
-        index = torch.as_tensor(actions, device=values.device).long().unsqueeze(-1)
-        return values.gather(-1, index).squeeze(-1)
+        return values if actions is None else gather_actions(values, actions)
 
 
 def q_network_policy(obs_dim: Any, action_dim: int, hidden_dim: int = 64, num_layers: int = 2,

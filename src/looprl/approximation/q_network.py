@@ -37,14 +37,20 @@ def gather_actions(values: torch.Tensor, actions: Any) -> torch.Tensor:
 
 
 def check_actions(actions: torch.Tensor, num_actions: int) -> None:
-    """A one-line ``ValueError`` naming the first of ``actions`` outside ``0 .. num_actions -
-    1``. It reads the actions (a device sync): callers run it where it is cheap (actions not
-    yet on the device) or where ``gather`` failed, not on every step's path."""
-    bad = actions[(actions < 0) | (actions >= num_actions)]
+    """A one-line ``ValueError`` naming the first of ``actions`` that is no whole number in
+    ``0 .. num_actions - 1`` (a float such as 1.5 or NaN too, which ``long()`` would cut). It
+    reads the actions (a device sync): callers run it where it is cheap (actions not yet on the
+    device, or a float tensor, no policy's) or where ``gather`` failed, not on every step's
+    path."""
+    bad = (actions < 0) | (actions >= num_actions)
+    if actions.is_floating_point():
+        bad |= actions != actions.round()  # (NaN too: it is not itself)
+    bad = actions[bad]
     if bad.numel():
-        raise ValueError(f"action {bad.flatten()[0].item()} is outside the action range 0 .. "
-                         f"{num_actions - 1} (the approximation has {num_actions} actions): "
-                         f"give each state an action index in that range")
+        first = bad.flatten()[0].item()
+        raise ValueError(f"q(states, actions): the approximation has {num_actions} actions, so "
+                         f"actions must be whole numbers 0 .. {num_actions - 1}, got "
+                         f"{f'{first:g}' if isinstance(first, float) else first}")
 
 
 def action_index(actions: Any, batch: tuple[int, ...], device: torch.device,
@@ -53,12 +59,15 @@ def action_index(actions: Any, batch: tuple[int, ...], device: torch.device,
     ``torch.multinomial(probs, 1)``) are one per row too, as ALL's ``actions.view(-1, 1)``
     takes them; another count is a one-line ``ValueError``, not ``gather``'s error or a
     silently shorter result. Actions that are no tensor (a list, NumPy) are checked against
-    ``num_actions`` before they reach the device, where it costs no sync."""
+    ``num_actions`` before they reach the device, where it costs no sync, and so is a float
+    tensor (``long()`` would cut 1.5 to 1 silently); an integer tensor, a policy's, is not."""
     if not isinstance(actions, torch.Tensor):
         actions = torch.as_tensor(actions)
         if num_actions is not None:
             check_actions(actions, num_actions)
         actions = actions.to(device)
+    elif num_actions is not None and actions.is_floating_point():
+        check_actions(actions, num_actions)
     if actions.shape != batch:
         if actions.numel() != math.prod(batch):
             raise ValueError(f"{actions.numel()} actions (shape {tuple(actions.shape)}) for "
