@@ -172,7 +172,12 @@ def test_bad_inputs():
         PLR(replay_prob="half")
     # (was NumPy's "truth value of an array ... is ambiguous", torch's the same of a tensor)
     for beta in (np.array([0.1, 0.2]), torch.tensor([0.1, 0.2])):
-        with pytest.raises(ValueError, match=r"^beta must be positive, got (array|tensor)\("):
+        with pytest.raises(ValueError,
+                           match=r"^PLR's beta must be positive \(> 0\), got (array|tensor)\("):
+            PLR(beta=beta)
+    for beta, finite in ((0, ""), (-0.5, ""), (math.nan, "finite and "), (math.inf, "finite and ")):
+        with pytest.raises(ValueError, match=rf"^PLR's beta must be {finite}positive \(> 0\), "
+                                             rf"got {beta}$"):
             PLR(beta=beta)
     assert PLR(levels=np.arange(3), min_seen=np.int64(2)).levels == [0, 1, 2]
     plr = PLR()

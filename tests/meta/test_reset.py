@@ -146,8 +146,12 @@ def test_bad_layer_names_and_options_raise_clearly():
     # were: no layer reset without a word, and NaN weights at the first reset
     with pytest.raises(ValueError, match=r"layers=\[\] names no layer"):
         NetworkReset(every=1, layers=[])
-    with pytest.raises(ValueError, match="shrink must be a finite number, got nan"):
+    with pytest.raises(ValueError,
+                       match=r"^NetworkReset's shrink must be finite and in \[0, 1\], got nan$"):
         NetworkReset(every=1, mode="shrink_perturb", shrink=float("nan"))
+    with pytest.raises(ValueError,
+                       match=r"^NetworkReset's perturb must be finite and >= 0, got inf$"):
+        NetworkReset(every=1, mode="shrink_perturb", perturb=float("inf"))
     # were taken: weights flipped in sign, or the fresh ones subtracted
     with pytest.raises(ValueError, match=r"^NetworkReset's shrink must be in \[0, 1\], got -1$"):
         NetworkReset(every=1, mode="shrink_perturb", shrink=-1)

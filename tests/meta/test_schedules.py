@@ -142,12 +142,25 @@ def test_hp_schedule_state_dict_resumes():
         (("lr", "linear", 1.0), dict(end=0.0, duration=5), "'hp/<name>'.*got 'lr'"),
         (("hp/lr", "linear", 1.0), dict(end=0.0), "'linear' schedule needs duration"),
         (("hp/lr", "step", 1.0), dict(every=3), "needs factor"),
-        (("hp/lr", "linear", 1.0), dict(end=0.0, duration=0), "duration must be positive"),
+        # (one check each, in Range.check's words: were two, "duration must be positive, got
+        # 0" or "HPSchedule's start must be a finite number", and Range.check's)
+        (("hp/lr", "linear", 1.0), dict(end=0.0, duration=0),
+         r"^HPSchedule's duration must be positive \(> 0\), got 0$"),
+        (("hp/lr", "step", 1.0), dict(every=-1, factor=0.5),
+         r"^HPSchedule's every must be positive \(> 0\), got -1$"),
+        (("hp/lr", "exponential", 1.0), dict(decay=float("nan")),
+         r"^HPSchedule's decay must be finite and positive \(> 0\), got nan$"),
         # (were: "could not convert string to float", or a TypeError mid-training)
-        (("hp/lr", "linear", "abc"), dict(end=0.0, duration=5), "start must be a finite number"),
-        (("hp/lr", "step", 1.0), dict(every=3, factor="abc"), "factor must be a finite number"),
+        (("hp/lr", "linear", "abc"), dict(end=0.0, duration=5),
+         r"^HPSchedule's start must be a finite number, got 'abc'$"),
+        (("hp/lr", "linear", None), dict(end=0.0, duration=5),
+         r"^HPSchedule's start must be a finite number, got None$"),
+        (("hp/lr", "step", 1.0), dict(every=3, factor="abc"),
+         r"^HPSchedule's factor must be a finite number, got 'abc'$"),
+        (("hp/lr", "step", 1.0), dict(every=3, factor=float("-inf")),
+         r"^HPSchedule's factor must be a finite number, got -inf$"),
         (("hp/lr", "linear", 1.0), dict(end=float("nan"), duration=5),
-         "end must be a finite number"),
+         r"^HPSchedule's end must be a finite number, got nan$"),
         # (were taken: a schedule that never moved, infinite values, values the agent refused
         # only at the first step)
         (("hp/lr", "linear", 1.0), dict(end=0.0, duration=float("inf")),
@@ -192,9 +205,13 @@ def test_cosine_lr_bad_inputs_raise():
     with pytest.raises(ValueError, match="min_lr must be >= 0, got 'abc'"):
         CosineLRSchedule(min_lr="abc")
     for name, value in (("initial_lr", float("inf")), ("min_lr", float("inf")),
-                        ("period_mult", float("inf"))):  # (were taken)
+                        ("period_mult", float("inf")), ("initial_lr", float("nan"))):
         with pytest.raises(ValueError, match=rf"^CosineLRSchedule's {name} must be finite and"):
-            CosineLRSchedule(**{name: value})
+            CosineLRSchedule(**{name: value})  # (were taken)
+    for initial_lr in (0, -1.0):  # (one check, Range.check's: were two)
+        with pytest.raises(ValueError, match=r"^CosineLRSchedule's initial_lr must be positive "
+                                             rf"\(> 0\), got {initial_lr}$"):
+            CosineLRSchedule(initial_lr=initial_lr)
     with pytest.raises(ValueError, match="min_lr=0.01 must not exceed initial_lr=0.001"):
         CosineLRSchedule(initial_lr=1e-3, min_lr=1e-2)
     with pytest.raises(ValueError, match="'hp/<name>'"):

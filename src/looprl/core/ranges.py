@@ -78,6 +78,7 @@ UNIT = Range(0.0, 1.0, text="in [0, 1]")
 SHARE = Range(0.0, 1.0, open_low=True, text="in (0, 1]")
 COUNT = Range(1, whole=True, text="a whole number >= 1")
 WHOLE = Range(0, whole=True, text="a whole number >= 0")
+FINITE = Range(text="a finite number")
 
 #: hyperparameter name -> its valid values, the same in every preset that has it
 RANGES: dict[str, Range] = {
@@ -100,7 +101,7 @@ RANGES: dict[str, Range] = {
     "atoms": Range(2, whole=True, text="a whole number >= 2"),
     "ez_mu": Range(1.0, open_low=True, text="> 1 (ez-greedy's zeta exponent)"),
     "target_entropy": Range(text="a finite number (null: -|A|)"),
-    **dict.fromkeys(("v_min", "v_max"), Range(text="a finite number")),
+    **dict.fromkeys(("v_min", "v_max"), FINITE),
     # (GaussianHead clamps the log std there: beyond, it would stay put, never learned)
     "log_std_init": Range(-20.0, 2.0, text="in [-20, 2]"),
     **dict.fromkeys(("replay_start_size", "final_exploration_step", "target_update_frequency"),

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from looprl.core.ranges import POSITIVE, SHARE, UNIT
-from looprl.core.suggest import check_choice, check_positive, check_seed, is_number, is_whole
+from looprl.core.suggest import check_choice, check_seed, is_number, is_whole
 from looprl.environments.contextual import contextual_envs
 from looprl.memory.returns import generalized_advantage_estimate
 from looprl.meta.component import MetaComponent
@@ -124,7 +124,6 @@ class PLR(MetaComponent):
                            ("lam", lam)):
             UNIT.check(name, rate, "PLR")
         SHARE.check("score_ema", score_ema, "PLR")
-        check_positive(beta=beta)
         POSITIVE.check("beta", beta, "PLR")
         self.replay_prob, self.beta, self.rho = float(replay_prob), float(beta), float(rho)
         self.gamma, self.lam, self.score_ema = float(gamma), float(lam), float(score_ema)

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from looprl.core.ranges import NON_NEGATIVE, UNIT
-from looprl.core.suggest import check_choice, check_count, check_finite
+from looprl.core.suggest import check_choice, check_count
 from looprl.meta.component import MetaComponent
 
 __all__ = ["NetworkReset", "layers_of"]
@@ -55,7 +55,6 @@ class NetworkReset(MetaComponent):
         if layers is not None and not layers:
             raise ValueError("layers=[] names no layer to reset: give layer names, or last=k")
         check_count(optional=True, last=last)
-        check_finite(shrink=shrink, perturb=perturb)
         UNIT.check("shrink", shrink, "NetworkReset")
         NON_NEGATIVE.check("perturb", perturb, "NetworkReset")
         self.every, self.mode = int(every), check_choice("mode", mode, ("reset", "shrink_perturb"))

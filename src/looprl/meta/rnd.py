@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from looprl.core.ranges import NON_NEGATIVE, POSITIVE
-from looprl.core.suggest import check_count, check_device, check_finite, check_positive, check_seed
+from looprl.core.suggest import check_count, check_device, check_seed
 from looprl.environments.bodies import RunningMeanStd
 from looprl.meta.component import MetaComponent
 from looprl.nn import FEATURE_EXTRACTORS, feature_extractor, linear_head
@@ -121,14 +121,12 @@ class RND(MetaComponent):
                              f"nn.Module or one of: {', '.join(names)}")
         check_count(update_every=update_every, gradient_steps=gradient_steps,
                     batch_size=batch_size, buffer_size=buffer_size, feature_dim=feature_dim)
-        check_positive(lr=lr)
         owner = type(self).__name__
         POSITIVE.check("lr", lr, owner)
         if isinstance(hidden, str) or not isinstance(hidden, Sequence):
             raise ValueError(f"hidden must be a sequence of layer sizes like (256, 256), got "
                              f"{hidden!r}")
         check_count(**{f"hidden[{i}]": size for i, size in enumerate(hidden)})
-        check_finite(internal_reward_weight=internal_reward_weight)
         NON_NEGATIVE.check("internal_reward_weight", internal_reward_weight, owner)
         self.internal_reward_weight, self.normalize = float(internal_reward_weight), normalize
         self.network, self.feature_dim, self.hidden = network, int(feature_dim), tuple(hidden)
@@ -327,8 +325,6 @@ class NovelD(RND):
     def __init__(self, alpha: float = 0.5, episodic: bool = True, resolution: float = 1.0,
                  **kwargs: Any):
         super().__init__(**kwargs)
-        check_positive(resolution=resolution)
-        check_finite(alpha=alpha)
         POSITIVE.check("resolution", resolution, "NovelD")
         NON_NEGATIVE.check("alpha", alpha, "NovelD")
         self.alpha, self.episodic, self.resolution = float(alpha), episodic, float(resolution)

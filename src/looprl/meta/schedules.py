@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from looprl.core.ranges import NON_NEGATIVE, POSITIVE, Range, range_of
-from looprl.core.suggest import check_choice, check_count, check_finite, check_positive
+from looprl.core.ranges import FINITE, NON_NEGATIVE, POSITIVE, Range, range_of
+from looprl.core.suggest import check_choice, check_count
 from looprl.meta.component import MetaComponent
 
 __all__ = ["CosineLRSchedule", "HPSchedule", "cosine_restarts"]
@@ -81,7 +81,6 @@ class CosineLRSchedule(MetaComponent):
 
     @staticmethod
     def _checked(initial_lr: float, min_lr: float) -> float:
-        check_positive(initial_lr=initial_lr)
         POSITIVE.check("initial_lr", initial_lr, "CosineLRSchedule")
         if min_lr > initial_lr:
             raise ValueError(f"min_lr={min_lr} must not exceed initial_lr={initial_lr}")
@@ -139,17 +138,17 @@ class HPSchedule(MetaComponent):
         self.kind = check_choice("schedule kind", kind, tuple(KIND_ARGUMENTS))
         self.per = check_choice("per", per, ("step", "update"))
         self.clock = check_choice("clock", clock, ("calls", "metrics"))
-        check_finite("HPSchedule's ", optional=True, start=start, end=end, factor=factor)
+        for name, value, valid in (("start", start, FINITE), ("end", end, FINITE),
+                                   ("factor", factor, FINITE), ("duration", duration, POSITIVE),
+                                   ("every", every, POSITIVE), ("decay", decay, POSITIVE)):
+            if value is not None or name == "start":
+                valid.check(name, value, "HPSchedule")
         self.start, self.end = float(start), None if end is None else float(end)
         self.duration, self.every, self.factor, self.decay = duration, every, factor, decay
         missing = [name for name in KIND_ARGUMENTS[kind] if getattr(self, name) is None]
         if missing:
             raise ValueError(f"A {kind!r} schedule needs {', '.join(missing)} "
                              f"(it takes start, {', '.join(KIND_ARGUMENTS[kind])})")
-        check_positive(optional=True, duration=duration, every=every, decay=decay)
-        for name in ("duration", "every", "decay"):
-            if getattr(self, name) is not None:
-                POSITIVE.check(name, getattr(self, name), "HPSchedule")
         self.integer = integer
         valid = range_of(key)  # (the values the agent takes: linear and cosine stay between)
         for name in ("start", "end"):
