@@ -438,7 +438,7 @@ def test_a_read_only_array_becomes_a_tensor_of_its_own_without_a_warning() -> No
     array is not writable") and shared memory nothing may write to."""
     import warnings
 
-    from looprl.core.namedarray import as_tensor
+    from looprl.core.leaves import as_tensor
 
     array = np.arange(4.0)
     array.flags.writeable = False
@@ -447,3 +447,15 @@ def test_a_read_only_array_becomes_a_tensor_of_its_own_without_a_warning() -> No
         tensor = as_tensor(array, "cpu")
     tensor += 1  # (its own memory)
     assert array.tolist() == [0.0, 1.0, 2.0, 3.0] and tensor.tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_the_leaf_helpers_have_one_import_path() -> None:
+    """``as_numpy``, ``as_tensor`` and the other leaf helpers live in ``looprl.core.leaves``;
+    ``looprl.core.namedarray`` re-exported them and 17 modules imported them from there."""
+    import importlib
+
+    from looprl.core import leaves
+
+    module = importlib.import_module("looprl.core.namedarray")
+    assert [name for name in leaves.__all__ if hasattr(module, name)] == []
+    assert NamedArray(x=np.ones(2)).to().x.tolist() == [1.0, 1.0]  # (namedarray takes them)

@@ -15,7 +15,8 @@ from torch import nn
 from looprl.agents.segments import ApproximationPolicy
 from looprl.approximation import Approximation
 from looprl.core import RolloutRequest, RolloutResult, deterministic_rows
-from looprl.core.namedarray import NamedArray, as_tensor, namedarray
+from looprl.core.leaves import as_tensor
+from looprl.core.namedarray import NamedArray, namedarray
 from looprl.core.ranges import check_arguments
 from looprl.core.suggest import check_device, check_seed
 from looprl.nn import ActorCritic, ActorCriticModel, SharedActorCritic, orthogonal_init

@@ -25,7 +25,8 @@ from looprl.core import (
     Trainer,
     TrainerStepResult,
 )
-from looprl.core.namedarray import NamedArray, as_numpy, concat, recursive_apply
+from looprl.core.leaves import as_numpy
+from looprl.core.namedarray import NamedArray, concat, recursive_apply
 from looprl.core.preset import check_agent
 from looprl.nn import ActorCriticModel, single_field
 from looprl.nn.fields import ACTION_MASK, legal_mask

@@ -8,7 +8,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from looprl.core.namedarray import as_numpy
+from looprl.core.leaves import as_numpy
 from looprl.environments.faults import PolicyActionError
 from looprl.environments.gym_helpers import action_to_numpy
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from looprl.collector.actions import action_spaces, env_action
 from looprl.core import NamedArray, StateArray
-from looprl.core.namedarray import as_numpy
+from looprl.core.leaves import as_numpy
 from looprl.core.suggest import check_count
 from looprl.environments.base import VectorEnvironment, wrapped_seed
 from looprl.environments.faults import EnvironmentFailure, failure

@@ -13,7 +13,8 @@ import torch
 from looprl.collector.copies import Episode, env_copies
 from looprl.collector.recovery import EnvRestarts
 from looprl.core import NamedArray, RolloutRequest, RolloutResult, SampleBatch, StateArray
-from looprl.core.namedarray import as_numpy, concat, stack
+from looprl.core.leaves import as_numpy
+from looprl.core.namedarray import concat, stack
 from looprl.environments.gym_helpers import DEFAULT_EPISODE_CAP, check_finite_actions
 from looprl.memory.segments import SegmentBuffer, leaves, segment_rows
 from looprl.meta.component import MetaComponent

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 
-from looprl.core.leaves import as_numpy, as_tensor, convert_index, copy_leaf, leaf_repr
+from looprl.core import leaves  # (by module: its helpers are imported from there, not here)
 from looprl.core.suggest import a_type, check_callable, moved
 
 T = TypeVar("T", bound="NamedArray")
@@ -111,7 +111,7 @@ class NamedArray:
                 return self.__dict__[idx]
             raise KeyError(f"{type(self).__name__} has no field {idx!r}")
         try:
-            return recursive_apply(self, lambda leaf: leaf[convert_index(idx, leaf)])
+            return recursive_apply(self, lambda leaf: leaf[leaves.convert_index(idx, leaf)])
         except (IndexError, ValueError, RuntimeError):
             _diagnose_lengths(self)  # (a decorated class's keyword path checks no lengths)
             raise
@@ -137,9 +137,10 @@ class NamedArray:
                 if isinstance(leaf, NamedArray):
                     leaf[idx] = src
                 elif isinstance(leaf, torch.Tensor):
-                    leaf[convert_index(idx, leaf)] = as_tensor(src, leaf.device, leaf.dtype)
+                    src = leaves.as_tensor(src, leaf.device, leaf.dtype)
+                    leaf[leaves.convert_index(idx, leaf)] = src
                 else:
-                    leaf[convert_index(idx, leaf)] = as_numpy(src)
+                    leaf[leaves.convert_index(idx, leaf)] = leaves.as_numpy(src)
         except (IndexError, ValueError, RuntimeError):
             _diagnose_lengths(self)
             if named:
@@ -149,13 +150,13 @@ class NamedArray:
     def to(self: T, device: str | torch.device = "cpu") -> T:
         """Moves every leaf to ``device`` as a torch tensor (numpy leaves are converted); a
         device torch cannot use here is a one-line ``ValueError``."""
-        return moved(lambda: recursive_apply(self, lambda leaf: as_tensor(leaf, device)), device)
+        return moved(lambda: recursive_apply(self, lambda x: leaves.as_tensor(x, device)), device)
 
     to_torch = to  # (the SRL name)
 
     def to_numpy(self: T) -> T:
         """Converts every torch leaf to a numpy array."""
-        return recursive_apply(self, as_numpy)
+        return recursive_apply(self, leaves.as_numpy)
 
     def to_dict(self) -> dict[str, Any]:
         """A (nested) dict of the fields; nested ``NamedArray`` s become dicts."""
@@ -185,7 +186,7 @@ class NamedArray:
 
     def clone(self: T) -> T:
         """A deep copy of every leaf."""
-        return recursive_apply(self, copy_leaf)
+        return recursive_apply(self, leaves.copy_leaf)
 
     @staticmethod
     def stack(xs: Sequence[T], dim: int = 0) -> T:
@@ -198,7 +199,7 @@ class NamedArray:
         return concat(xs, dim)
 
     def __repr__(self) -> str:
-        body = ", ".join(f"{k}={leaf_repr(v)}" for k, v in self.items())
+        body = ", ".join(f"{k}={leaves.leaf_repr(v)}" for k, v in self.items())
         return f"{type(self).__name__}({body})"
 
 
@@ -213,7 +214,7 @@ def _fresh(default: Any) -> Any:
     """A field's default as one instance gets it (a copy if it is ``_MUTABLE``)."""
     if isinstance(default, NamedArray):
         return default.clone()
-    return copy_leaf(default) if isinstance(default, _MUTABLE) else default
+    return leaves.copy_leaf(default) if isinstance(default, _MUTABLE) else default
 
 
 def _check_names(names: Any) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from looprl.core import State, StateArray
-from looprl.core.namedarray import as_numpy
+from looprl.core.leaves import as_numpy
 from looprl.core.suggest import check_device, check_seed
 from looprl.environments.ale import DEEPMIND_OPTIONS, game_name, make_ale_vector_env
 from looprl.environments.base import Environment

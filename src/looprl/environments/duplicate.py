@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from looprl.core import State, StateArray
-from looprl.core.namedarray import as_numpy
+from looprl.core.leaves import as_numpy
 from looprl.core.suggest import check_device
 from looprl.environments.atari import AtariEnvironment
 from looprl.environments.base import Environment, VectorEnvironment, wrapped_seed

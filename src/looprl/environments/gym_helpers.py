@@ -22,7 +22,7 @@ import numpy as np
 from gymnasium.envs.registration import load_env_creator
 from gymnasium.utils import EzPickle
 
-from looprl.core.namedarray import as_numpy
+from looprl.core.leaves import as_numpy
 from looprl.core.suggest import did_you_mean, one_line
 from looprl.environments.ale import atari_game
 from looprl.environments.faults import PolicyActionError, failure

@@ -20,7 +20,8 @@ import gymnasium as gym
 import numpy as np
 
 from looprl.core.imports import import_module, is_import_path
-from looprl.core.namedarray import NamedArray, as_numpy
+from looprl.core.leaves import as_numpy
+from looprl.core.namedarray import NamedArray
 from looprl.core.registry import Registry
 from looprl.environments.gym_helpers import check_argument_types, makeable_ids
 

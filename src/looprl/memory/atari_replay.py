@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from looprl.core import NamedArray, SampleBatch, State
-from looprl.core.namedarray import as_numpy
+from looprl.core.leaves import as_numpy
 from looprl.memory.prioritized import Prioritized
 from looprl.memory.replay import STORE_CHUNK, ReplayBuffer
 from looprl.memory.store import check_transition

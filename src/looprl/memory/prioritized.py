@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from looprl.core.namedarray import as_numpy
+from looprl.core.leaves import as_numpy
 from looprl.core.suggest import check_count, either, is_number
 from looprl.memory.replay import ExperienceReplayBuffer
 

@@ -19,7 +19,8 @@ import numpy as np
 import torch
 
 from looprl.core import SampleBatch, State, StateArray
-from looprl.core.namedarray import NamedArray, as_numpy
+from looprl.core.leaves import as_numpy
+from looprl.core.namedarray import NamedArray
 from looprl.core.suggest import check_count, check_device, is_out_of_memory, one_line
 from looprl.memory.returns import n_step_bootstrap
 from looprl.memory.segments import leaves

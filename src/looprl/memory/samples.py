@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from looprl.core import SampleBatch
-from looprl.core.namedarray import NamedArray, as_numpy, recursive_apply
+from looprl.core.leaves import as_numpy
+from looprl.core.namedarray import NamedArray, recursive_apply
 from looprl.core.suggest import check_choice, check_count
 from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
 from looprl.memory.prioritized import PrioritizedReplayBuffer

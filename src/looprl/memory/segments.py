@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from looprl.core import RolloutResult, SampleBatch
-from looprl.core.namedarray import NamedArray, as_numpy, concat, recursive_apply
+from looprl.core.leaves import as_numpy
+from looprl.core.namedarray import NamedArray, concat, recursive_apply
 from looprl.core.suggest import check_count
 
 __all__ = ["SegmentBuffer", "leaves", "rows_of", "segment_rows"]

@@ -11,7 +11,8 @@ import numpy as np
 import torch
 
 from looprl.core import SampleBatch, State, StateArray
-from looprl.core.namedarray import NamedArray, as_numpy
+from looprl.core.leaves import as_numpy
+from looprl.core.namedarray import NamedArray
 
 __all__ = ["check_action", "check_transition", "gathered_segment", "goes_on", "shape_error"]
 

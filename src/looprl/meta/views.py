@@ -9,7 +9,8 @@ import numpy as np
 import torch
 
 from looprl.core import SampleBatch
-from looprl.core.namedarray import NamedArray, as_tensor, recursive_apply
+from looprl.core.leaves import as_tensor
+from looprl.core.namedarray import NamedArray, recursive_apply
 
 __all__ = ["hook_batch", "hook_tensor", "observation_rows"]
 

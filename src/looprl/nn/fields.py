@@ -9,7 +9,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from looprl.core.namedarray import NamedArray, as_tensor
+from looprl.core.leaves import as_tensor
+from looprl.core.namedarray import NamedArray
 from looprl.nn.features import feature_extractor
 from looprl.nn.layers import dense_layers
 
