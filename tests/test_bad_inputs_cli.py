@@ -225,7 +225,7 @@ def test_a_minibatch_of_frames_that_cannot_fit_is_one_line_at_build(
 
     from looprl.presets import atari
 
-    monkeypatch.setattr("looprl.presets.common.memory_limit", lambda device="cpu": 2**30)
+    monkeypatch.setattr("looprl.core.suggest.memory_limit", lambda device="cpu": 2**30)
     env = GymEnvironment(gym.make("CartPole-v1"))
     env.env.observation_space = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
     builder = atari.dqn.hyperparameters(replay_buffer_size=10**5, minibatch_size=10**5)
@@ -267,7 +267,7 @@ def test_on_policy_segments_of_frames_are_counted_at_a_byte_a_pixel(
 
     from looprl.presets import atari
 
-    monkeypatch.setattr("looprl.presets.common.memory_limit", lambda device="cpu": 2**30)
+    monkeypatch.setattr("looprl.core.suggest.memory_limit", lambda device="cpu": 2**30)
     env = GymEnvironment(gym.make("CartPole-v1"))
     env.env.observation_space = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
     atari.ppo.hyperparameters(n_envs=16, n_steps=1000).device("cpu").env(env).build()
@@ -280,7 +280,7 @@ def test_vpg_segments_that_cannot_fit_are_one_line_at_build(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """VPG's segment of ``min_batch_size + 1`` rows was not checked: ``min_batch_size=1e15``
     built, then failed at its first step with NumPy's ``MemoryError`` traceback."""
-    monkeypatch.setattr("looprl.presets.common.memory_limit", lambda device="cpu": 2**30)
+    monkeypatch.setattr("looprl.core.suggest.memory_limit", lambda device="cpu": 2**30)
     builder = classic_control.vpg.device("cpu").env("CartPole-v1")
     builder.hyperparameters(min_batch_size=10**7).build()
     with pytest.raises(ValueError, match=r"^vpg: min_batch_size \+ 1 = 100,000,001 rows of 16 "
@@ -295,7 +295,7 @@ def test_the_memory_checks_take_a_ulimit_as_the_machines_memory(
     replay that passed them failed at its first write."""
     import resource
 
-    from looprl.presets.common import memory_limit
+    from looprl.core.suggest import memory_limit
 
     monkeypatch.setattr(resource, "getrlimit", lambda kind: (2**30, resource.RLIM_INFINITY))
     assert memory_limit() == 2**30

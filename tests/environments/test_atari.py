@@ -210,7 +210,7 @@ def test_a_screen_or_stack_too_large_for_memory_is_one_line(monkeypatch) -> None
     allocate is the same line."""
     with pytest.raises(ValueError, match=r"^Atari: a frame stack of 4 frames of "
                                          r"1,000,000x1,000,000 pixels takes 3,725\.3 GiB, more "
-                                         r"than the .* GiB of memory .*; lower screen_size "
+                                         r"than the .* GiB of memory .* on cpu; lower screen_size "
                                          r"\(default 84; the ALE screen is 210x160\) or "
                                          r"frame_stack \(default 4\)$"):
         AtariEnvironment("Breakout", screen_size=10**6)
@@ -221,8 +221,8 @@ def test_a_screen_or_stack_too_large_for_memory_is_one_line(monkeypatch) -> None
         raise MemoryError("Unable to allocate 9 GiB for an array")
 
     monkeypatch.setattr("ale_py.AtariVectorEnv", refuse)
-    with pytest.raises(ValueError, match=r"^Atari: .* 96x96 pixels takes 0\.0 GiB, which could "
-                                         r"not be allocated \(Unable to allocate 9 GiB"):
+    with pytest.raises(ValueError, match=r"^Atari: .* 96x96 pixels takes 0\.0 GiB on cpu, which "
+                                         r"could not be allocated \(Unable to allocate 9 GiB"):
         AtariEnvironment("Breakout", screen_size=96)
 
 

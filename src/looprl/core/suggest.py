@@ -308,6 +308,21 @@ def memory_limit(device: Any = "cpu") -> int:
     return min(limit for limit in limits if limit > 0)  # (RLIM_INFINITY: -1)
 
 
+def check_fits(nbytes: int, what: str, remedy: str, device: Any = "cpu",
+               error: BaseException | None = None) -> None:
+    """A one-line ``ValueError`` when ``nbytes`` bytes are more than the memory this process can
+    have on ``device`` (``memory_limit``), or (always) when their allocation failed with
+    ``error``: ``what`` names them with its verb ("N rows of B bytes need"), ``remedy`` what to
+    lower."""
+    need = f"{what} {nbytes / 2**30:,.1f} GiB"
+    if error is not None:
+        raise ValueError(f"{need} on {device}, which could not be allocated ({one_line(error)}); "
+                         f"{remedy}") from None
+    if nbytes > (limit := memory_limit(device)):
+        raise ValueError(f"{need}, more than the {limit / 2**30:,.1f} GiB of memory this process "
+                         f"can have on {device}; {remedy}")
+
+
 def one_line(error: BaseException) -> str:
     """``error``'s message on one line (a ``KeyError``'s without its quotes)."""
     message = error.args[0] if type(error) is KeyError and error.args else error

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from looprl.core.ranges import COUNT, UNIT, WHOLE
-from looprl.core.suggest import check_flag, did_you_mean, is_number, memory_limit, one_line
+from looprl.core.suggest import check_fits, check_flag, did_you_mean, is_number
 
 #: Options of the DeepMind preprocessing and their defaults.
 DEEPMIND_OPTIONS: dict[str, Any] = {
@@ -108,32 +108,23 @@ def make_ale_vector_env(name: str, n_envs: int, num_threads: int | None = None, 
             raise ValueError(f"Atari option {key} must be {valid.text}, got {value!r}")
     threads = num_threads or max(1, min(n_envs, os.cpu_count() or 1))
     game = rom_id(name)
-    stack = o["frame_stack"] * o["screen_size"] ** 2  # (bytes: uint8 pixels)
-    limit = memory_limit()
-    if n_envs * stack > limit:  # (at least this much: the observations alone)
-        raise ValueError(_too_large(o, n_envs, stack, f"more than the {limit / 2**30:,.1f} GiB of "
-                                                      "memory this process can have"))
+    size, frames = o["screen_size"], o["frame_stack"]
+    nbytes = n_envs * frames * size**2  # (uint8 pixels; at least this much: the observations)
+    copies, take = (f"{n_envs:,} copies of ", "take") if n_envs > 1 else ("", "takes")
+    what = f"Atari: {copies}a frame stack of {frames:,} frames of {size:,}x{size:,} pixels {take}"
+    remedy = (f"lower screen_size (default {DEEPMIND_OPTIONS['screen_size']}; the ALE screen is "
+              f"210x160) or frame_stack (default {DEEPMIND_OPTIONS['frame_stack']})")
+    check_fits(nbytes, what, remedy)
     try:
         return ale_py.AtariVectorEnv(
             game, n_envs, num_threads=threads,
             max_num_frames_per_episode=o["max_episode_frames"],
             repeat_action_probability=o["repeat_action_probability"],
             full_action_space=o["full_action_space"],
-            img_height=o["screen_size"], img_width=o["screen_size"],
-            stack_num=o["frame_stack"], frameskip=o["frame_skip"], noop_max=o["noop_max"],
+            img_height=size, img_width=size, stack_num=frames,
+            frameskip=o["frame_skip"], noop_max=o["noop_max"],
             use_fire_reset=o["fire_reset"], reward_clipping=o["clip_rewards"],
             episodic_life=False, life_loss_info=False,
         )
     except MemoryError as error:  # (NumPy's, in the observation space ale-py makes)
-        raise ValueError(_too_large(o, n_envs, stack, "which could not be allocated "
-                                                      f"({one_line(error)})")) from None
-
-
-def _too_large(o: dict[str, Any], n_envs: int, stack: int, why: str) -> str:
-    """The one line refusing ``n_envs`` frame stacks of ``stack`` bytes (options ``o``)."""
-    copies, take = (f"{n_envs:,} copies of ", "take") if n_envs > 1 else ("", "takes")
-    size = o["screen_size"]
-    return (f"Atari: {copies}a frame stack of {o['frame_stack']:,} frames of {size:,}x{size:,} "
-            f"pixels {take} {n_envs * stack / 2**30:,.1f} GiB, {why}; lower screen_size (default "
-            f"{DEEPMIND_OPTIONS['screen_size']}; the ALE screen is 210x160) or frame_stack "
-            f"(default {DEEPMIND_OPTIONS['frame_stack']})")
+        check_fits(nbytes, what, remedy, error=error)

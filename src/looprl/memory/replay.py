@@ -21,7 +21,7 @@ import torch
 from looprl.core import SampleBatch, State, StateArray
 from looprl.core.leaves import as_numpy
 from looprl.core.namedarray import NamedArray
-from looprl.core.suggest import check_count, check_device, is_out_of_memory, one_line
+from looprl.core.suggest import check_count, check_device, check_fits, is_out_of_memory
 from looprl.memory.returns import n_step_bootstrap
 from looprl.memory.segments import leaves
 from looprl.memory.store import check_transition, gathered_segment, goes_on, shape_error
@@ -118,11 +118,9 @@ class ReplayBuffer:
                 raise
             if empty:
                 self.__dict__.update(self._empty_contents())
-            raise ValueError(f"{type(self).__name__}: {self.size:,} items of {item_bytes:,} bytes "
-                             f"need {self.size * item_bytes / 2**30:,.1f} GiB on "
-                             f"{device or self.device}, "
-                             f"which could not be allocated ({one_line(error)}); lower its size "
-                             "(a preset's replay_buffer_size)") from None
+            check_fits(self.size * item_bytes, f"{type(self).__name__}: {self.size:,} items of "
+                       f"{item_bytes:,} bytes need", "lower its size (a preset's "
+                       "replay_buffer_size)", device or self.device, error)
 
     def _as_stored(self, action: Any, dtype: Any) -> Any:
         """``action`` (a number, an array or a tensor) of ``dtype``, the stored actions' (the

@@ -16,7 +16,7 @@ from torch import nn
 from looprl.core import Policy, Preset, Trainer
 from looprl.core.observations import observation_dtype
 from looprl.core.ranges import check_ranges
-from looprl.core.suggest import memory_limit, warn_once
+from looprl.core.suggest import check_fits, warn_once
 from looprl.environments.gym_helpers import shown_space, space_name
 from looprl.environments.multiagent import AgentView
 from looprl.presets.constructors import given_constructors
@@ -186,16 +186,11 @@ def require_box_observations(env: Any, algorithm: str) -> tuple[int, ...]:
 
 def check_memory(name: str, rows: int, what: str, env: Any, remedy: str,
                  row_bytes: int | None = None, device: Any = "cpu") -> None:
-    """A one-line ``ValueError`` when ``rows`` rows of ``row_bytes`` bytes (default: an
-    observation of ``env`` as buffers store it, ``value_bytes``) would not fit in ``device``'s
-    memory (``memory_limit``); ``what`` names the rows, ``remedy`` what to lower."""
+    """``check_fits`` for ``rows`` rows of ``row_bytes`` bytes (default: an observation of
+    ``env`` as buffers store it, ``value_bytes``); ``what`` names the rows."""
     row_bytes = row_bytes or value_bytes(getattr(env, "observation_space", None))
-    needed = rows * row_bytes
-    limit = memory_limit(device)
-    if needed > limit:
-        raise ValueError(f"{name}: {what} = {rows:,} rows of {row_bytes:,} bytes need "
-                         f"{needed / 2**30:,.1f} GiB, more than the {limit / 2**30:,.1f} GiB of "
-                         f"memory this process can have on {device}; {remedy}")
+    check_fits(rows * row_bytes, f"{name}: {what} = {rows:,} rows of {row_bytes:,} bytes need",
+               remedy, device)
 
 
 def value_bytes(space: Any) -> int:
