@@ -77,6 +77,13 @@ def test_arguments_that_are_no_states_are_one_line(name: str) -> None:
         with pytest.raises(TypeError, match=rf"^{name}\.store\(.*\) takes (States, got "
                                             rf"{type(value).__name__} and|a StateArray of)"):
             buffer.store(value, np.zeros(2, dtype=np.int64), value)
+    if "Advantage" in name:  # a batch's: a single State, ended or not, is none
+        for state in (_state(name, 1), _state(name, 1, done=True)):
+            with pytest.raises(TypeError, match=rf"^{name}\.store\(states, actions, rewards\) "
+                                                "takes a StateArray of the n_envs=2 "
+                                                "environments' states, got State: pass "
+                                                "env.state_array$"):
+                buffer.store(state, None, torch.zeros(1))
     if "Atari" in name:  # one environment's
         with pytest.raises(TypeError, match=rf"^{name}\.store\(state, action, next_state\) "
                                             "stores one environment's transitions, got a batch"):

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from looprl.core import State, StateArray
+from looprl.core import StateArray
 from looprl.core.ranges import check_ranges
 from looprl.core.suggest import check_count
 from looprl.memory.returns import generalized_advantage_estimate
@@ -65,7 +65,7 @@ class _AdvantageBuffer:
         return states, actions.reshape(-1, *actions.shape[2:]), rewards
 
     def _check_states(self, call: str, states: Any) -> None:
-        if not isinstance(states, State):
+        if not isinstance(states, StateArray):  # (a single State too: one row of no batch)
             raise TypeError(f"{type(self).__name__}.{call} takes a StateArray of the "
                             f"n_envs={self.n_envs} environments' states, got "
                             f"{type(states).__name__}: pass env.state_array")
