@@ -554,15 +554,23 @@ def test_a_run_with_kept_checkpoints_resumes_from_the_latest_where_checkpoint_pt
     cfg = OmegaConf.create({"runner": {"name": "online"}, "runtime": {"name": "local"}})
     assert find_checkpoint(str(tmp_path), "online") == str(kept / "checkpoint_300.pt")
     assert _resumable(cfg, str(tmp_path))  # (the Ctrl-C line's "looprl run --resume DIR")
-    refusal = (f"hydra.run.dir={tmp_path} holds an unfinished run, whose config this one would "
-               f"replace: go on with it (looprl run --resume {tmp_path}), or give a new "
-               "directory, or delete its ")
-    with pytest.raises(ValueError) as error:
+    head = (f"hydra.run.dir={tmp_path} holds an unfinished run, whose config this one would "
+            "replace: ")
+    refusal = f"{head}give a new directory, or delete its "
+    with pytest.raises(ValueError) as error:  # (a damaged config: --resume cannot read it)
         check_run_dir([f"hydra.run.dir={tmp_path}"])
     assert str(error.value) == f"{refusal}ppo/CartPole-v1/checkpoint*.pt to start anew here"
+    OmegaConf.save(cfg, tmp_path / ".hydra" / "config.yaml")  # (runner=online: it resumes)
+    with pytest.raises(ValueError) as error:
+        check_run_dir([f"hydra.run.dir={tmp_path}"])
+    assert str(error.value) == (f"{head}go on with it (looprl run --resume {tmp_path}), or give "
+                                "a new directory, or delete its ppo/CartPole-v1/checkpoint*.pt "
+                                "to start anew here")
+    cfg.runner.name = "pbt"  # (a runner --resume does not continue: not offered)
     (kept / "checkpoint.pt").write_bytes(b"")
     assert find_checkpoint(str(tmp_path), "online") == str(kept / "checkpoint.pt")
     # two experiments' (a PBT run's members): every one named, and a resume refused
+    OmegaConf.save(cfg, tmp_path / ".hydra" / "config.yaml")
     other = tmp_path / "member_1"
     other.mkdir()
     (other / "checkpoint.pt").write_bytes(b"")

@@ -56,11 +56,21 @@ def _check_no_run_in(directory: Path, given: str) -> None:
     if saved:  # (kept ones too: a resume takes the latest where checkpoint.pt is gone)
         names = [path.with_name("checkpoint*.pt") if numbered_checkpoints(path.parent) else path
                  for path in saved]
+        resume = (f"go on with it (looprl run --resume {given}), or "
+                  if _runner(directory) == "online" else "")  # (the one runner that resumes)
         raise ValueError(f"hydra.run.dir={given} holds an unfinished run, whose config this "
-                         f"one would replace: go on with it (looprl run --resume {given}), or "
-                         "give a new directory, or delete its "
+                         f"one would replace: {resume}give a new directory, or delete its "
                          f"{', '.join(str(name.relative_to(directory)) for name in names)} to "
                          "start anew here")
+
+
+def _runner(directory: Path) -> str | None:
+    """The ``runner.name`` of the run in ``directory`` (``None``: its config is unreadable)."""
+    from omegaconf import OmegaConf
+    try:
+        return str(OmegaConf.load(directory / ".hydra" / "config.yaml").runner.name)
+    except Exception:  # (damaged: YAML's or OmegaConf's error; no runner key)
+        return None
 
 
 def _check_creatable(directory: Path, given: str, key: str) -> None:
