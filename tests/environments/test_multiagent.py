@@ -393,3 +393,50 @@ def test_an_srl_result_of_plain_numbers_is_one_line_as_in_the_collector():
     with pytest.raises(ValueError, match=r"reward, done and truncated must be shape-\(1,\) "
                        r"arrays, got 1.0, False"):
         env.reset()
+
+
+def test_multiagent_atari_env_preprocesses_as_alls():
+    """ALL's ``MultiagentAtariEnv('pong_v3', device)``: grayscale, max of 2 frames, every 4th,
+    84x84, observations (1, 84, 84) uint8 for each agent (was: not ported)."""
+    pytest.importorskip("supersuit")
+    pytest.importorskip("multi_agent_ale_py")
+    from looprl.environments import MultiagentAtariEnv
+
+    env = MultiagentAtariEnv("pong_v3", device="cpu")
+    assert env.possible_agents == ["first_0", "second_0"]
+    for agent in env.possible_agents:
+        assert env.observation_space(agent) == gym.spaces.Box(0, 255, (1, 84, 84), np.uint8)
+    env.reset(seed=0)
+    frames = []
+    for _, agent in zip(range(120), env.agent_iter(), strict=False):  # (60 steps: 240 frames)
+        state = env.last()
+        assert state["agent"] == agent and state.observation.shape == (1, 84, 84)
+        assert state.observation.dtype == torch.uint8
+        frames.append(state.observation)
+        env.step(0)
+    assert any(bool((f != frames[0]).any()) for f in frames)  # (the game moves)
+    env.close()
+    with pytest.raises(ValueError, match=r"^MultiagentAtariEnv plays PettingZoo's Atari games "
+                                         r".*got 'tictactoe_v3': for another PettingZoo game use "
+                                         r"MultiagentPettingZooEnv\(name\)$"):
+        MultiagentAtariEnv("tictactoe_v3")
+
+
+def test_atari_presets_train_on_a_multiagent_atari_env_as_alls_script_builds_them(tmp_path):
+    """ALL's all-multiagent-atari pong_v3 dqn rainbow: one Atari preset per agent."""
+    pytest.importorskip("supersuit")
+    pytest.importorskip("multi_agent_ale_py")
+    from looprl.environments import MultiagentAtariEnv
+    from looprl.experiments import MultiagentEnvExperiment
+    from looprl.presets import atari, multiagent
+
+    env = MultiagentAtariEnv("pong_v3")
+    small = {"replay_buffer_size": 500, "replay_start_size": 64}
+    preset = multiagent.independent({"first_0": atari.dqn.hyperparameters(**small),
+                                     "second_0": atari.rainbow.hyperparameters(**small)}
+                                    ).env(env).build()
+    experiment = MultiagentEnvExperiment(preset, env, logdir=str(tmp_path), quiet=True)
+    experiment.train(frames=400)
+    assert experiment.frame >= 400
+    assert {agent: type(p).__name__ for agent, p in preset.presets.items()} == {
+        "first_0": "DQNAtariPreset", "second_0": "RainbowAtariPreset"}

@@ -27,7 +27,12 @@ from looprl.environments.faults import EnvironmentFailure, PolicyActionError
 from looprl.environments.gym import GymEnvironment
 from looprl.environments.gym_helpers import check_env_id
 from looprl.environments.mujoco import MujocoEnvironment
-from looprl.environments.multiagent import AgentView, MultiagentEnvironment, MultiagentPettingZooEnv
+from looprl.environments.multiagent import (
+    AgentView,
+    MultiagentAtariEnv,
+    MultiagentEnvironment,
+    MultiagentPettingZooEnv,
+)
 from looprl.environments.srl import Environment as SRLEnvironment
 from looprl.environments.srl import StepResult, make, register, registered_environments, step_result
 from looprl.environments.srl_adapters import (
@@ -43,6 +48,7 @@ __all__ = [
     "AtariEnvironment", "AtariVectorEnvironment", "Body", "EpisodicLife", "FrameStack",
     "ObservationNormalization", "RewardClipping", "RunningMeanStd", "TimeFeature", "atari_games",
     "deepmind_atari_body", "AgentView", "MujocoEnvironment", "MultiagentEnvironment",
+    "MultiagentAtariEnv",
     "MultiagentPettingZooEnv", "Environment", "GymEnvironment", "GymVectorEnvironment",
     "VectorEnvironment", "check_env_id", "SRLEnvironment", "AtariGameEnvironment",
     "GymnasiumEnvironment", "PettingZooEnvironment", "StepResult", "make", "register",
