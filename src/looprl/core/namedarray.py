@@ -321,12 +321,15 @@ def recursive_apply(x: T, fn: Callable[[Any], Any]) -> T:
     SRL's: ``x`` itself a leaf is ``fn(x)``, ``None`` stays ``None``); ``TypeError`` if ``fn``
     is not callable."""
     check_callable("recursive_apply's fn", fn, "a function of one leaf (lambda v: v * 2)")
+    return _apply(x, fn)
+
+
+def _apply(x: Any, fn: Callable[[Any], Any]) -> Any:
+    """``recursive_apply`` once ``fn`` is checked (every step's: no check per nested field)."""
     if not isinstance(x, NamedArray):
         return None if x is None else fn(x)
-    values = [
-        None if v is None else recursive_apply(v, fn) if isinstance(v, NamedArray) else fn(v)
-        for v in x.values()
-    ]
+    values = [None if v is None else _apply(v, fn) if isinstance(v, NamedArray) else fn(v)
+              for v in x.values()]
     return type(x)._from_fields(x._fields, values)
 
 

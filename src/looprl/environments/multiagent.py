@@ -327,7 +327,6 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
                 for _ in range(n)]
 
 
-
 class MultiagentAtariEnv(MultiagentPettingZooEnv):
     """ALL's ``MultiagentAtariEnv(env_name, device, **pettingzoo_params)``: a PettingZoo Atari
     game (``pong_v3``) as ALL preprocesses it with SuperSuit: grayscale, the max of each 2
