@@ -139,7 +139,8 @@ def test_train_scripts_pass_alls_arguments(monkeypatch: pytest.MonkeyPatch, modu
     (train_classic, ["CartPole-v1", "dqn", "--frames", "abc"], "--frames: must be a whole"),
     (train_classic, ["CartPole-v1", "dqn", "--hyperparameters", "nope=1"], "'nope'"),
     (train_multiagent_atari, ["tictactoe_v3", "dqn"], "Must specify 2 agents"),
-    (train_multiagent_atari, ["tictactoe_v3", "dqn", "ppo"], "one multiagent preset"),
+    (train_multiagent_atari, ["tictactoe_v3", "dqn", "sac"], "Unknown agent 'sac'. The "
+                                                              "multiagent presets: dqn, ppo"),
     (watch_classic, ["CartPole-v1", "missing/preset.pt"], "No saved preset"),
     (plot, ["--timesteps", "0"], "--timesteps: must be a whole number >= 1"),
     (plot, ["--logdir", "missing"], "no directory missing"),
@@ -202,6 +203,36 @@ def test_multiagent_trains_and_watches_with_reload(tmp_path: Path,
     monkeypatch.setattr(cli, "watch_saved", counted)
     assert watch_multiagent_atari.main(["tictactoe_v3", str(run), "--reload"]) == 0
     assert len(rounds) == 1 and (run / "watch.gif").exists()
+
+
+def test_multiagent_atari_plays_an_atari_preset_per_agent_as_alls(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """ALL's ``all-multiagent-atari pong_v3 dqn rainbow``: ``MultiagentAtariEnv`` and the Atari
+    preset each agent names (was: one multiagent MLP preset for all, on raw frames); the saved
+    preset's watch rebuilds the same environment."""
+    pytest.importorskip("supersuit")
+    pytest.importorskip("multi_agent_ale_py")
+    from looprl.environments import MultiagentAtariEnv
+    from looprl.experiments.watch import watch_env
+
+    seen: list[tuple[Any, Any, argparse.Namespace]] = []
+    monkeypatch.setattr(cli, "train_built", lambda *given: seen.append(given) or 0)
+    assert train_multiagent_atari.main(["pong_v3", "dqn", "rainbow", "--frames", "400",
+                                        "--replay_buffer_size", "500"]) == 0
+    ((builder, env, args),) = seen
+    assert isinstance(env, MultiagentAtariEnv) and env.possible_agents == ["first_0", "second_0"]
+    assert (args.frames, args.logdir, args.test_episodes, args.agent) == (
+        400, "runs", 100, "atari.independent")
+    preset = builder.env(env).build()
+    assert preset.name == "independent_dqn_rainbow"
+    assert {agent: (type(p).__name__, p.hyperparameters["replay_buffer_size"])
+            for agent, p in preset.presets.items()} == {
+        "first_0": ("DQNAtariPreset", 500), "second_0": ("RainbowAtariPreset", 500)}
+    watched, _ = watch_env(preset, "pong_v3", window=False)
+    assert isinstance(watched, MultiagentAtariEnv)
+    assert watched.observation_space("first_0").shape == (1, 84, 84)
+    watched.close()
+    env.close()
 
 
 def test_classic_as_a_subprocess(classic_process: tuple[subprocess.CompletedProcess, Path]

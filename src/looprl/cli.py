@@ -119,15 +119,21 @@ def parse_hyperparameters(pairs: list[str]) -> dict[str, Any]:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    builder = resolve_agent(args.agent).hyperparameters(**parse_hyperparameters(args.hparams))
+    env = make_env(args.agent, args.env, env_wrappers=args.wrapper or (),
+                   render_mode="human" if args.render else None)
+    return train_built(builder, env, args)
+
+
+def train_built(builder: Any, env: Any, args: argparse.Namespace) -> int:
+    """``looprl train``'s run of ``builder`` on ``env`` as ``args`` say (``agent``: the
+    family's thread default)."""
     import torch
 
     from looprl.experiments import TrainingInterrupted, run_experiment
     from looprl.experiments.experiment import seed_everything
-    builder = resolve_agent(args.agent).hyperparameters(**parse_hyperparameters(args.hparams))
     if args.device:
         builder = builder.device(args.device)
-    env = make_env(args.agent, args.env, env_wrappers=args.wrapper or (),
-                   render_mode="human" if args.render else None)
     if args.seed is not None:
         seed_everything(check_seed("--seed", args.seed, optional=False))
     preset = builder.env(env).build()

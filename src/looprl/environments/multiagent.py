@@ -329,28 +329,36 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
 
 class MultiagentAtariEnv(MultiagentPettingZooEnv):
     """ALL's ``MultiagentAtariEnv(env_name, device, **pettingzoo_params)``: a PettingZoo Atari
-    game (``pong_v3``) as ALL preprocesses it with SuperSuit: grayscale, the max of each 2
-    frames, every 4th frame, resized to 84x84, each observation ``(1, 84, 84)`` ``uint8``."""
+    game (``pong_v3``) as ALL preprocesses it with SuperSuit (``atari_zoo_env``); the collector
+    and Ray's actors make the same game (its ``remote_env``)."""
 
     def __init__(self, env_name: str, device: str | torch.device = "cpu",
                  **pettingzoo_params: Any):
-        if not isinstance(env_name, str) or not _is_atari(env_name):
-            raise ValueError(f"MultiagentAtariEnv plays PettingZoo's Atari games (pong_v3, "
-                             f"boxing_v2, ...; pip install 'looprl[multiagent]'), got "
-                             f"{env_name!r}: for another PettingZoo game use "
-                             "MultiagentPettingZooEnv(name)")
-        try:
-            import supersuit
-        except ImportError:
-            raise ImportError("MultiagentAtariEnv needs SuperSuit: pip install "
-                              "'looprl[multiagent]'") from None
-        env = make_zoo_env(env_name, obs_type="grayscale_image", **pettingzoo_params)
-        env = supersuit.frame_skip_v0(supersuit.max_observation_v0(env, 2), 4)
-        env = supersuit.reshape_v0(supersuit.resize_v1(env, 84, 84), (1, 84, 84))
-        super().__init__(env, env_name, device=device, flatten=False)
+        remote = {key: value for key, value in pettingzoo_params.items() if key != "render_mode"}
+        super().__init__(atari_zoo_env(env_name, **pettingzoo_params), env_name, device=device,
+                         flatten=False, remote=("pettingzoo", {
+                             "env": f"{__name__}:atari_zoo_env", "env_name": env_name, **remote}))
 
 
-def _is_atari(name: str) -> bool:
+def atari_zoo_env(env_name: str, **pettingzoo_params: Any) -> Any:
+    """The PettingZoo Atari game ``env_name`` (AEC) in grayscale, the max of each 2 frames,
+    every 4th frame, resized to 84x84: each observation ``(1, 84, 84)`` ``uint8``."""
+    if not isinstance(env_name, str) or not is_zoo_atari(env_name):
+        raise ValueError(f"MultiagentAtariEnv plays PettingZoo's Atari games (pong_v3, "
+                         f"boxing_v2, ...; pip install 'looprl[multiagent]'), got "
+                         f"{env_name!r}: for another PettingZoo game use "
+                         "MultiagentPettingZooEnv(name)")
+    try:
+        import supersuit
+    except ImportError:
+        raise ImportError("MultiagentAtariEnv needs SuperSuit: pip install "
+                          "'looprl[multiagent]'") from None
+    env = make_zoo_env(env_name, obs_type="grayscale_image", **pettingzoo_params)
+    env = supersuit.frame_skip_v0(supersuit.max_observation_v0(env, 2), 4)
+    return supersuit.reshape_v0(supersuit.resize_v1(env, 84, 84), (1, 84, 84))
+
+
+def is_zoo_atari(name: str) -> bool:
     """Whether ``name`` is a PettingZoo Atari game's module (``pettingzoo.atari.NAME``)."""
     import importlib.util
     try:

@@ -82,6 +82,7 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None, 
     from looprl.environments.ale import atari_game
     from looprl.environments.gym_helpers import atari_hint
     from looprl.environments.mujoco import MujocoEnvironment, is_mujoco_id
+    from looprl.environments.multiagent import MultiagentAtariEnv, is_zoo_atari
     from looprl.environments.srl import is_gymnasium_id
     from looprl.environments.wrappers import Wrappers
     if env_wrappers:
@@ -101,7 +102,8 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None, 
                              f"a single-agent preset ({agent.partition('.')[2]}, not {agent}); "
                              "the multi-agent presets play PettingZoo games (tictactoe_v3)")
         _only_gymnasium(env_id, "a PettingZoo game", kwargs, env_wrappers)
-        return rendering(partial(MultiagentPettingZooEnv, env_id), render_mode)
+        return rendering(partial(MultiagentAtariEnv if is_zoo_atari(env_id) else
+                                 MultiagentPettingZooEnv, env_id), render_mode)
     if agent.startswith("continuous.") and is_mujoco_id(env_id):
         return rendering(partial(MujocoEnvironment, env_id, **kwargs), render_mode)
     game, name = atari_game(env_id), agent.rpartition(".")[2]

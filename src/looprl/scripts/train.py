@@ -14,13 +14,19 @@ Main = Callable[..., int]
 
 
 def run_train(args: argparse.Namespace, agent: str, hparams: list[str]) -> int:
-    """``looprl train AGENT ENV`` (its defaults) with ALL's parsed ``args`` (``frames``,
-    ``device``, ``render``, ``save_freq``, ``logdir``) and ALL's 100 test episodes."""
+    """``looprl train AGENT ENV`` with ALL's parsed ``args`` (``train_args``)."""
+    return cli.cmd_train(train_args(args, agent, hparams))
+
+
+def train_args(args: argparse.Namespace, agent: str, hparams: list[str]) -> argparse.Namespace:
+    """``looprl train AGENT ENV``'s arguments (its defaults) with ALL's parsed ``args``
+    (``frames``, ``device``, ``render``, ``save_freq``, ``logdir``) and ALL's 100 test
+    episodes."""
     train = cli.build_parser().parse_args(["train", agent, args.env])
     vars(train).update(hparams=hparams, test_episodes=100, frames=args.frames,
                        device=args.device, render=args.render, save_freq=args.save_freq,
                        logdir=getattr(args, "logdir", train.logdir))
-    return cli.cmd_train(train)
+    return train
 
 
 def family_agent(family: str, name: str) -> str:

@@ -1,37 +1,50 @@
-"""``looprl-multiagent-atari ENV AGENT AGENT ...``: ALL's ``all-multiagent-atari``, training
-one ``multiagent`` preset (``dqn``, ``ppo``) for every agent of a PettingZoo game."""
+"""``looprl-multiagent-atari ENV AGENT AGENT ...``: ALL's ``all-multiagent-atari``, one preset
+per agent of a PettingZoo game (``multiagent.independent``): for an Atari game (``pong_v3 dqn
+rainbow``) the Atari presets on ALL's ``MultiagentAtariEnv``; for another game
+(``tictactoe_v3 dqn ppo``) the ``multiagent`` family's."""
 
 from __future__ import annotations
 
 import argparse
 
 from looprl import cli
+from looprl.environments.multiagent import MultiagentAtariEnv
 from looprl.presets.catalog import make_env, resolve_agent
-from looprl.scripts.train import family_agent, run_train, train_parser
+from looprl.presets.multiagent import independent
+from looprl.scripts.train import family_agent, train_args, train_parser
 
 
 def train(args: argparse.Namespace) -> int:
-    """``run_train`` with the preset ``multiagent.AGENT``, after ALL's check of the count."""
-    if len(set(args.agents)) != 1:
-        raise ValueError("looprl trains one multiagent preset (dqn, ppo) for every agent: give "
-                         f"its name once per agent (e.g. {args.env} dqn dqn), got "
-                         f"{' '.join(args.agents) or 'none'}")
-    agent = family_agent("multiagent", args.agents[0])
-    builder, env = resolve_agent(agent), make_env(agent, args.env)
-    count = len(env.possible_agents)
-    env.close()
-    if count != len(args.agents):
-        raise ValueError(f"Must specify {count} agents for {args.env}, got {len(args.agents)}")
-    keys = builder.hyperparameter_defaults
-    size = [f"replay_buffer_size={args.replay_buffer_size}"] * ("replay_buffer_size" in keys)
-    return run_train(args, agent, size)
+    """``looprl train``'s run of ``independent({agent: preset})`` over the game's agents in turn,
+    after ALL's check of their count."""
+    env = make_env("multiagent.independent", args.env,
+                   render_mode="human" if args.render else None)
+    agents = env.possible_agents
+    family = "atari" if isinstance(env, MultiagentAtariEnv) else "multiagent"
+    try:
+        if len(agents) != len(args.agents):
+            raise ValueError(f"Must specify {len(agents)} agents for {args.env} ({family} "
+                             f"presets, e.g. {args.env} {' '.join(['dqn'] * len(agents))}), "
+                             f"got {len(args.agents)}")
+        builders = {agent: resolve_agent(family_agent(family, name))
+                    for agent, name in zip(agents, args.agents, strict=True)}
+    except ValueError:
+        env.close()
+        raise
+    if family == "multiagent":  # (the single-agent builder each of its agents plays)
+        builders = {agent: builder.builders for agent, builder in builders.items()}
+    builder = independent(builders, name="_".join(["independent", *dict.fromkeys(args.agents)]))
+    if "replay_buffer_size" in builder.hyperparameter_defaults:
+        builder = builder.hyperparameters(replay_buffer_size=args.replay_buffer_size)
+    return cli.train_built(builder, env, train_args(args, f"{family}.independent", []))
 
 
 def main(argv: list[str] | None = None) -> int:
     parse = train_parser("looprl-multiagent-atari", 40e6)
     parse.add_argument("env", help="the PettingZoo game, e.g. pong_v3")
-    parse.add_argument("agents", nargs="*", help="the preset of each agent, e.g. dqn dqn")
+    parse.add_argument("agents", nargs="*", help="the preset of each agent, e.g. dqn rainbow")
     parse.add_argument("--replay_buffer_size", type=cli.number(1), default=100000)
+    parse.add_argument("--logdir", default="runs")
     return cli.main(argv, lambda argv: cli.guarded(lambda: train(parse.parse_args(argv)),
                                                    parse.prog), parse.prog)
 
