@@ -459,3 +459,19 @@ def test_the_leaf_helpers_have_one_import_path() -> None:
     module = importlib.import_module("looprl.core.namedarray")
     assert [name for name in leaves.__all__ if hasattr(module, name)] == []
     assert NamedArray(x=np.ones(2)).to().x.tolist() == [1.0, 1.0]  # (namedarray takes them)
+
+
+def test_the_module_is_seed_004s_decorator_too() -> None:
+    """``import looprl.core.namedarray as na`` gave the decorator (looprl.core's attribute of that
+    name), so ``na.NamedArray`` failed; now the module is the attribute, and calling it decorates
+    (seed 004's ``@namedarray``)."""
+    import looprl.core.namedarray as na
+    from looprl.core import namedarray
+
+    assert namedarray is na and na.NamedArray is NamedArray
+
+    @namedarray
+    class Memory:
+        hx: np.ndarray
+
+    assert issubclass(Memory, na.NamedArray) and Memory(hx=np.zeros(2)).hx.shape == (2,)

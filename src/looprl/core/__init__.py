@@ -1,5 +1,6 @@
 """Core data structures and interfaces: the bottom layer of looprl."""
 
+from looprl.core import namedarray  # (the module, callable as its @namedarray decorator)
 from looprl.core.agent import Agent, AgentBase, AgentWrapper, Multiagent, ParallelAgent
 from looprl.core.algorithm import (
     Policy,
@@ -17,7 +18,7 @@ from looprl.core.batches import (
 )
 from looprl.core.hyperparameter import Hyperparameter, merge_hyperparameters
 from looprl.core.logger import DummyLogger, Logger
-from looprl.core.namedarray import NamedArray, namedarray, recursive_aggregate, recursive_apply
+from looprl.core.namedarray import NamedArray, recursive_aggregate, recursive_apply
 from looprl.core.preset import ParallelPreset, Preset
 from looprl.core.state import MultiagentState, State, StateArray
 

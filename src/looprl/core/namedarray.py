@@ -6,6 +6,8 @@ and ``len(x)`` is the batch size."""
 from __future__ import annotations
 
 import inspect
+import sys
+import types
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -425,3 +427,14 @@ def concat(xs: Sequence[T], dim: int = 0) -> T:
     """Concatenates ``xs`` along ``dim``."""
     return _aggregate(_items(xs, "concat"), _per_library(np.concatenate, torch.cat, dim),
                       fill=False)
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable as its ``namedarray`` decorator: ``looprl.core.namedarray`` is the
+    module (``import looprl.core.namedarray as na``) and seed 004's ``@namedarray`` alike."""
+
+    def __call__(self, cls: type) -> type[NamedArray]:
+        return namedarray(cls)
+
+
+sys.modules[__name__].__class__ = _CallableModule
