@@ -21,7 +21,6 @@ from looprl.core import (
 from looprl.environments import GymEnvironment
 from looprl.memory import ExperienceReplayBuffer
 from looprl.memory.replay import transitions
-from looprl.policies import GreedyPolicy
 
 
 def _q(seed: int = 0, lr: float = 1e-2, target: object = None) -> QNetwork:
@@ -65,10 +64,13 @@ def test_agent_calls_trainer_on_schedule() -> None:
     assert batch.weight is None  # uniform replay
 
 
-def test_alls_agent_arguments_are_one_line() -> None:
-    q = _q()  # ALL's DQN(q, policy, replay_buffer): refused when made, not at the first act
-    with pytest.raises(TypeError, match="DQN takes looprl's .policy, trainer.*got QNetwork"):
-        DQN(q, GreedyPolicy(q, 2, epsilon=0.1), ExperienceReplayBuffer(100))
+def test_neither_alls_nor_looprls_arguments_are_one_line() -> None:
+    """(ALL's DQN(q, policy, replay_buffer) trains: tests/agents/test_all_agents.py.)"""
+    policy = DQNPolicy(_q(), 2)
+    with pytest.raises(TypeError, match=r"^DQN takes ALL's \(q, policy, \.\.\.\): a QNetwork and "
+                                        r"its GreedyPolicy\(q, n_actions, epsilon\), or looprl's "
+                                        r"\(policy, trainer, \.\.\.\), got DQNPolicy and str$"):
+        DQN(policy, "trainer", ExperienceReplayBuffer(100))
 
 
 def test_agent_stores_transitions_but_not_out_of_done_states() -> None:

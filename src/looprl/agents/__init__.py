@@ -11,9 +11,9 @@ from looprl.agents.actor_critic import (
     actor_critic_policy,
     variant,
 )
-from looprl.agents.c51 import C51Policy, C51Trainer
+from looprl.agents.c51 import C51, C51Policy, C51Trainer, Rainbow
 from looprl.agents.ddpg import DDPG, ContinuousPolicy, ContinuousQ, DDPGPolicy, DDPGTrainer, TwinQ
-from looprl.agents.dqn import DQN, DQNPolicy, DQNTrainer, q_network_policy
+from looprl.agents.dqn import DDQN, DQN, VQN, DQNPolicy, DQNTrainer, VSarsa, q_network_policy
 from looprl.agents.independent import (
     IndependentMultiagent,
     IndependentPolicy,
@@ -34,7 +34,7 @@ from looprl.agents.vac import VACTrainer
 from looprl.agents.vpg import VPG
 from looprl.core import Agent, Multiagent, ParallelAgent, register_policy, register_trainer
 
-__all__ = ["Agent", "Multiagent", "ParallelAgent",
+__all__ = ["Agent", "Multiagent", "ParallelAgent", "C51", "DDQN", "Rainbow", "VQN", "VSarsa",
            "A2CTrainer", "Actor", "ActorCriticNetwork", "ActorCriticPolicy", "C51Policy",
            "C51Trainer", "ContinuousPolicy", "ContinuousQ", "DDPG", "DDPGPolicy", "DDPGTrainer",
            "DQN", "DQNPolicy", "DQNTrainer", "DelayedPolyakTarget", "IndependentMultiagent",

@@ -12,11 +12,13 @@ import torch
 from looprl.agents.dqn import DQNPolicy, DQNTrainer, bootstrap, row_weights
 from looprl.agents.losses.value import c51_loss, categorical_kl_divergence, categorical_projection
 from looprl.agents.segments import on_device
+from looprl.agents.shell import ReplayAgent, all_replay
 from looprl.approximation.q_dist import QDist
-from looprl.core import SampleBatch, TrainerStepResult
+from looprl.approximation.schedules import LinearScheduler
+from looprl.core import Logger, SampleBatch, TrainerStepResult
 from looprl.nn import single_field
 
-__all__ = ["C51Policy", "C51Trainer"]
+__all__ = ["C51", "C51Policy", "C51Trainer", "Rainbow"]
 
 
 class C51Policy(DQNPolicy):
@@ -62,3 +64,38 @@ class C51Trainer(DQNTrainer):
         best = (chooser * atoms).sum(-1).argmax(-1)
         next_probs = next_probs[torch.arange(len(best), device=best.device), best]
         return categorical_projection(returns, 1.0, discount, next_probs, atoms)
+
+
+class C51(ReplayAgent):
+    """ALL's ``C51(q_dist, replay_buffer, discount_factor=0.99, eps=1e-5, exploration=0.02,
+    minibatch_size=32, replay_start_size=5000, update_frequency=1, logger=None)``: random actions
+    for the first ``replay_start_size`` steps, then epsilon-greedy at ``exploration`` over the
+    expected values of ``q_dist`` (a ``QDist``); the online network picks the next action of
+    the target (ALL's). ``eps`` is ALL's default only: looprl clamps probabilities at 1e-6."""
+
+    def __init__(self, q_dist: QDist, replay_buffer: Any, discount_factor: float = 0.99,
+                 eps: float = 1e-5, exploration: float = 0.02, minibatch_size: int = 32,
+                 replay_start_size: int = 5000, update_frequency: int = 1,
+                 logger: Logger | None = None):
+        name = type(self).__name__
+        if not isinstance(q_dist, QDist):
+            raise TypeError(f"{name} takes ALL's (q_dist, replay_buffer, ...): a QDist(model, "
+                            f"optimizer, n_actions, n_atoms, v_min, v_max), got "
+                            f"{type(q_dist).__name__}")
+        if eps != 1e-5:
+            raise ValueError(f"{name}'s eps is ALL's default (1e-5) only, got {eps!r}: looprl "
+                             "clamps the probabilities of its loss at 1e-6; leave eps out")
+        buffer, n_step, gamma = all_replay(name, replay_buffer, discount_factor)
+        epsilon = LinearScheduler(1.0, exploration, replay_start_size, replay_start_size,
+                                  name="epsilon")
+        policy = C51Policy(q_dist, q_dist.num_actions, epsilon)
+        super().__init__(policy, C51Trainer(policy, gamma, n_step, double=True), buffer,
+                         minibatch_size, replay_start_size, update_frequency, logger=logger)
+        self.q_dist, self.replay_buffer = q_dist, replay_buffer  # (ALL's attributes)
+
+
+class Rainbow(C51):
+    """ALL's ``Rainbow(q_dist, replay_buffer, ...)``: ``C51``'s arguments; the rest of Rainbow
+    is in the parts given (ALL's): dueling and noisy networks in ``q_dist``'s model, prioritized
+    replay and n-step returns in ``replay_buffer`` (``NStepReplayBuffer(n, gamma,
+    PrioritizedReplayBuffer(...))`` with ``discount_factor=gamma ** n``)."""

@@ -9,15 +9,17 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from looprl.agents.losses import dqn_loss
+from looprl.agents.on_policy import OnPolicyAgent
 from looprl.agents.q_targets import (  # _max: the name older run checkpoints pickled
     UPDATES,
     _max,  # noqa: F401
     bootstrap,
 )
 from looprl.agents.segments import ApproximationPolicy, PolicyTrainer, on_device
-from looprl.agents.shell import ReplayAgent
+from looprl.agents.shell import ReplayAgent, all_replay, looprl_form
 from looprl.approximation import Approximation, FixedTarget, gather_actions
 from looprl.core import (
     Hyperparameter,
@@ -33,13 +35,19 @@ from looprl.core import (
 from looprl.core.namedarray import NamedArray, recursive_apply
 from looprl.core.ranges import check_arguments
 from looprl.core.suggest import check_choice, check_count, check_device, check_seed
-from looprl.nn import Dueling, orthogonal_init, single_field
+from looprl.nn import (
+    Dueling,
+    orthogonal_init,
+    single_field,
+    weighted_mse_loss,
+    weighted_smooth_l1_loss,
+)
 from looprl.nn.fields import Backbone, field_shapes, observation_fields, observation_tensor
 from looprl.policies import MASKED_Q, GreedyPolicy, epsilon_greedy
 from looprl.policies.greedy import Coins
 
-__all__ = ["DQN", "DQNPolicy", "DQNTrainer", "MASKED_Q", "QModel", "UPDATES", "bootstrap",
-           "q_network_policy"]
+__all__ = ["DDQN", "DQN", "DQNPolicy", "DQNTrainer", "MASKED_Q", "QModel", "UPDATES", "VQN",
+           "VSarsa", "bootstrap", "q_network_policy", "q_units"]
 
 
 class DQNPolicy(ApproximationPolicy):
@@ -234,8 +242,79 @@ def row_weights(batch: SampleBatch) -> torch.Tensor | None:
     return weights if batch.weight is None else weights * batch.weight[0]
 
 
+#: ALL's losses for the DQN family's agents -> ``DQNTrainer``'s ``huber``
+HUBER = {F.mse_loss: False, weighted_mse_loss: False, F.smooth_l1_loss: True,
+         weighted_smooth_l1_loss: True}
+
+
+def q_units(agent: Any, q: Any, policy: Any, discount_factor: float, loss: Any = F.mse_loss,
+            n_step: int = 1) -> tuple[DQNPolicy, DQNTrainer]:
+    """ALL's ``q`` (a ``QNetwork``) and ``policy`` (its ``GreedyPolicy``) as a ``DQNPolicy``
+    exploring through ``policy`` and a ``DQNTrainer`` of ``agent``'s ``update`` rule."""
+    name = type(agent).__name__
+    if not (isinstance(q, Approximation) and isinstance(policy, GreedyPolicy)):
+        raise TypeError(f"{name} takes ALL's (q, policy, ...): a QNetwork and its GreedyPolicy(q, "
+                        f"n_actions, epsilon), or looprl's (policy, trainer, ...), got "
+                        f"{type(q).__name__} and {type(policy).__name__}")
+    if loss not in HUBER:
+        raise ValueError(f"{name}'s loss is mse_loss or smooth_l1_loss (torch.nn.functional's, or "
+                         f"looprl.nn's weighted_ ones), got {getattr(loss, '__name__', loss)!r}")
+    acting = DQNPolicy(q, policy.num_actions, exploration=policy)
+    return acting, DQNTrainer(acting, discount_factor, n_step, update=agent.update,
+                              huber=HUBER[loss])
+
+
 class DQN(ReplayAgent):
-    """Local agent of the DQN family (single environment, seed 003); ``ReplayAgent``'s arguments."""
+    """The DQN agent (single environment, seed 003): ALL's ``DQN(q, policy, replay_buffer,
+    discount_factor=0.99, loss=mse_loss, minibatch_size=32, replay_start_size=5000,
+    update_frequency=1)`` (``q`` a ``QNetwork``, ``policy`` its ``GreedyPolicy``; an
+    ``NStepReplayBuffer``: n-step returns), or looprl's ``ReplayAgent(policy, trainer,
+    replay_buffer, ...)``, as the presets build it."""
+
+    #: the bootstrap of ALL's form (a name in ``UPDATES``)
+    update = "q_learning"
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        if looprl_form(args, kwargs):
+            super().__init__(*args, **kwargs)
+        else:
+            self._from_all(*args, **kwargs)
+
+    def _from_all(self, q: Any, policy: Any, replay_buffer: Any, discount_factor: float = 0.99,
+                  loss: Any = F.mse_loss, minibatch_size: int = 32, replay_start_size: int = 5000,
+                  update_frequency: int = 1) -> None:
+        buffer, n_step, gamma = all_replay(type(self).__name__, replay_buffer, discount_factor)
+        super().__init__(*q_units(self, q, policy, gamma, loss, n_step), buffer, minibatch_size,
+                         replay_start_size, update_frequency)
+        self.q, self.replay_buffer = q, replay_buffer  # (ALL's attributes)
+
+
+class DDQN(DQN):
+    """ALL's ``DDQN(q, policy, replay_buffer, ...)``: ``DQN``'s arguments, with double
+    Q-learning (the online network picks the next action, the target network values it) and a
+    prioritized replay's priorities."""
+
+    update = "double_q"
+
+
+class VQN(OnPolicyAgent):
+    """ALL's ``VQN(q, policy, discount_factor=0.99)``: online Q-learning, one update (MSE) per
+    ``act`` on its batch of states (a ``State`` or the ``StateArray`` of parallel
+    environments); ``policy``: a ``GreedyPolicy`` (ALL's ``ParallelGreedyPolicy``)."""
+
+    #: the bootstrap of each update (a name in ``UPDATES``)
+    update = "q_learning"
+
+    def __init__(self, q: Any, policy: Any, discount_factor: float = 0.99):
+        super().__init__(*q_units(self, q, policy, discount_factor), n_envs=1, n_steps=1)
+        self.q = q
+
+
+class VSarsa(VQN):
+    """ALL's ``VSarsa(q, policy, discount_factor=0.99)``: ``VQN`` bootstrapping from the action
+    the policy takes next (SARSA)."""
+
+    update = "sarsa"
 
 
 class QModel(nn.Module):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -23,10 +24,12 @@ from looprl.core import (
 from looprl.core.observations import check_default_dtype
 from looprl.core.state import StateArray
 from looprl.environments.base import wrapped_seed
+from looprl.memory.n_step import NStepReplayBuffer
 from looprl.memory.samples import OnPolicyBuffer
 from looprl.memory.segments import SegmentBuffer
 
-__all__ = ["LearningAgent", "ReplayAgent", "SegmentAgent", "seed_units"]
+__all__ = ["LearningAgent", "ReplayAgent", "SegmentAgent", "all_replay", "looprl_form",
+           "seed_units"]
 
 
 def seed_units(seed: int, actor: Actor | None = None, learner: Learner | None = None) -> None:
@@ -38,14 +41,35 @@ def seed_units(seed: int, actor: Actor | None = None, learner: Learner | None = 
 
 
 def _check_units(agent: Any, policy: Any, trainer: Any) -> None:
-    """A one-line ``TypeError`` unless ``policy`` is a ``Policy`` and ``trainer`` a ``Trainer``
-    (ALL's agents take ``(q, policy, replay_buffer, ...)``: approximations, not these)."""
+    """A one-line ``TypeError`` unless ``policy`` is a ``Policy`` and ``trainer`` a ``Trainer``."""
     if not (isinstance(policy, Policy) and isinstance(trainer, Trainer)):
         raise TypeError(f"{type(agent).__name__} takes looprl's (policy, trainer, ...), a Policy "
                         f"and a Trainer, got {type(policy).__name__} and "
-                        f"{type(trainer).__name__}: ALL's agent arguments (q, policy, "
-                        "replay_buffer, ...) are not ported; build the agent from a preset "
-                        "(docs/coming-from-all-envs.md)")
+                        f"{type(trainer).__name__}: DQN, DDQN, C51, Rainbow, VQN and VSarsa also "
+                        "take ALL's arguments (q, policy, replay_buffer, ...); build the others "
+                        "from a preset (docs/coming-from-all-envs.md)")
+
+
+def looprl_form(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether an agent's arguments are looprl's ``(policy, trainer, ...)`` (a ``Trainer``
+    second), not ALL's (``(q, policy, replay_buffer, ...)``: an approximation and its policy)."""
+    second = args[1] if len(args) > 1 else kwargs.get("trainer")
+    return isinstance(second, Trainer)
+
+
+def all_replay(agent: str, replay_buffer: Any, discount_factor: float) -> tuple[Any, int, float]:
+    """ALL's ``replay_buffer`` and agent ``discount_factor`` as looprl's learner takes them: the
+    buffer, its ``n_step`` and the discount per step. An ``NStepReplayBuffer(n, gamma, buffer)``
+    gives its ``buffer``, ``n`` and ``gamma``: its agent bootstraps at ``gamma ** n``, as ALL's
+    presets give it (another ``discount_factor`` is one ``ValueError`` line)."""
+    if not isinstance(replay_buffer, NStepReplayBuffer):
+        return replay_buffer, int(getattr(replay_buffer, "n_step", 1)), discount_factor
+    n, gamma = replay_buffer.steps, replay_buffer.discount_factor
+    if not math.isclose(discount_factor, gamma ** n):
+        raise ValueError(f"{agent}'s discount_factor ({discount_factor}) bootstraps the {n}-step "
+                         f"returns of NStepReplayBuffer({n}, {gamma}, ...): give "
+                         f"discount_factor={gamma ** n:.6g} ({gamma} ** {n}), as ALL's presets do")
+    return replay_buffer.buffer, n, gamma
 
 
 class LearningAgent(AgentBase):
