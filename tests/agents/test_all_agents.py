@@ -6,17 +6,25 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
 import pytest
 import torch
 from torch import nn, optim
 from torch.nn import functional as F
 
-from looprl.agents import C51, DDQN, DQN, VQN, Rainbow, VSarsa
-from looprl.approximation import FixedTarget, LinearScheduler, QDist, QNetwork
+from looprl.agents import C51, DDPG, DDQN, DQN, VQN, Rainbow, VSarsa
+from looprl.approximation import (
+    FixedTarget,
+    LinearScheduler,
+    PolyakTarget,
+    QContinuous,
+    QDist,
+    QNetwork,
+)
 from looprl.environments import GymEnvironment, GymVectorEnvironment
 from looprl.experiments.experiment import seed_everything
 from looprl.memory import ExperienceReplayBuffer, NStepReplayBuffer, PrioritizedReplayBuffer
-from looprl.policies import GreedyPolicy, ParallelGreedyPolicy
+from looprl.policies import DeterministicPolicy, GreedyPolicy, ParallelGreedyPolicy
 
 
 def mlp(outputs: int, hidden: int = 64) -> nn.Module:
@@ -30,9 +38,9 @@ def q_network(target_update: int = 100) -> QNetwork:
                     target=FixedTarget(target_update))
 
 
-def episodes(agent: Any, steps: int) -> list[float]:
-    """Seed 003's control loop on CartPole-v1: each finished episode's return."""
-    env = GymEnvironment("CartPole-v1")
+def episodes(agent: Any, steps: int, env_id: str = "CartPole-v1") -> list[float]:
+    """Seed 003's control loop on ``env_id``: each finished episode's return."""
+    env = GymEnvironment(env_id)
     env.reset()
     returns, episode = [], 0.0
     for _ in range(steps):
@@ -103,6 +111,30 @@ def test_vqn_and_vsarsa_as_alls_on_parallel_environments(agent_class: type) -> N
     assert max(last(returns[:end], 20) for end in range(20, len(returns))) > 100
 
 
+def ddpg_parts() -> tuple[QContinuous, DeterministicPolicy, Any]:
+    space = GymEnvironment("Pendulum-v1").action_space
+    q_model = nn.Sequential(nn.Linear(4, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
+                            nn.Linear(64, 1))
+    model = nn.Sequential(nn.Linear(3, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
+                          nn.Linear(64, 1))
+    q = QContinuous(q_model, optim.Adam(q_model.parameters(), lr=1e-3),
+                    target=PolyakTarget(0.005))
+    policy = DeterministicPolicy(model, optim.Adam(model.parameters(), lr=1e-3), space,
+                                 target=PolyakTarget(0.005))
+    return q, policy, space
+
+
+def test_ddpg_as_alls() -> None:
+    """``DDPG(q, policy, replay_buffer, action_space, discount_factor, minibatch_size, noise,
+    replay_start_size, update_frequency)`` learns Pendulum (random play: about -1,200)."""
+    seed_everything(0)
+    q, policy, space = ddpg_parts()
+    agent = DDPG(q, policy, ExperienceReplayBuffer(10000, device="cpu"), space,
+                 minibatch_size=64, noise=0.1, replay_start_size=1000)
+    assert policy.noise == 0.1 and agent.q is q
+    assert last(episodes(agent, 7000, "Pendulum-v1"), 5) > -600
+
+
 def test_alls_arguments_that_looprl_cannot_honour_are_one_line() -> None:
     q = q_network()
     policy = GreedyPolicy(q, 2, epsilon=0.1)
@@ -124,3 +156,13 @@ def test_alls_arguments_that_looprl_cannot_honour_are_one_line() -> None:
     model = mlp(2 * 51)
     with pytest.raises(ValueError, match=r"^Rainbow's eps is ALL's default \(1e-5\) only"):
         Rainbow(QDist(model, None, 2, 51), buffer, eps=1e-3)
+    q_continuous, actor, space = ddpg_parts()
+    with pytest.raises(ValueError, match=r"^DDPG learns from one-step transitions, got a 3-step "
+                                         r"replay: pass the replay buffer without "
+                                         r"NStepReplayBuffer$"):
+        DDPG(q_continuous, actor, NStepReplayBuffer(3, 0.9, ExperienceReplayBuffer(10)), space,
+             discount_factor=0.9 ** 3)
+    with pytest.raises(ValueError, match=r"^DDPG's action_space \(Box\(-1.0, 1.0.*is not its "
+                                         r"policy's \(Box \[-2.0\]\.\.\[2.0\]\): give the "
+                                         r"DeterministicPolicy the same space$"):
+        DDPG(q_continuous, actor, buffer, gym.spaces.Box(-1.0, 1.0, (1,)))

@@ -3,6 +3,7 @@ extend: ``ContinuousPolicy``, ``DDPGTrainer`` and the critics."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -13,7 +14,7 @@ from torch import nn
 from looprl.agents.losses.continuous import critic_loss, deterministic_actor_loss, twin_critic_loss
 from looprl.agents.losses.value import td_target
 from looprl.agents.segments import ApproximationPolicy, PolicyTrainer, on_device
-from looprl.agents.shell import ReplayAgent
+from looprl.agents.shell import ReplayAgent, all_replay, looprl_form
 from looprl.approximation import Approximation
 from looprl.approximation.q_continuous import ContinuousQ
 from looprl.core import (
@@ -24,7 +25,9 @@ from looprl.core import (
     TrainerStepResult,
     deterministic_rows,
 )
+from looprl.core.ranges import check_ranges
 from looprl.nn.fields import observation_tensor, single_field
+from looprl.policies.deterministic import DeterministicPolicy
 
 
 class TwinQ(nn.Module):
@@ -166,4 +169,40 @@ class DDPGTrainer(PolicyTrainer):
 
 
 class DDPG(ReplayAgent):
-    """Local DDPG agent (single environment; ``ReplayAgent``'s arguments)."""
+    """The DDPG agent (single environment, seed 003): ALL's ``DDPG(q, policy, replay_buffer,
+    action_space, discount_factor=0.99, minibatch_size=32, noise=0.1, replay_start_size=5000,
+    update_frequency=1)`` (``q`` a ``QContinuous``, ``policy`` its ``DeterministicPolicy``, whose
+    ``noise`` it sets: the exploration's standard deviation in half action ranges), or looprl's
+    ``ReplayAgent(policy, trainer, replay_buffer, ...)``, as the presets build it."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        if looprl_form(args, kwargs):
+            super().__init__(*args, **kwargs)
+        else:
+            self._from_all(*args, **kwargs)
+
+    def _from_all(self, q: Any, policy: Any, replay_buffer: Any, action_space: Any,
+                  discount_factor: float = 0.99, minibatch_size: int = 32, noise: float = 0.1,
+                  replay_start_size: int = 5000, update_frequency: int = 1) -> None:
+        name = type(self).__name__
+        if not (isinstance(q, Approximation) and isinstance(policy, DeterministicPolicy)):
+            raise TypeError(f"{name} takes ALL's (q, policy, replay_buffer, action_space, ...): a "
+                            f"QContinuous and a DeterministicPolicy, or looprl's (policy, "
+                            f"trainer, ...), got {type(q).__name__} and {type(policy).__name__}")
+        low, high = (torch.as_tensor(getattr(action_space, key, math.nan), dtype=torch.float32)
+                     for key in ("low", "high"))
+        if not (torch.equal(low.flatten(), policy.bounds.low)
+                and torch.equal(high.flatten(), policy.bounds.high)):
+            raise ValueError(f"{name}'s action_space ({action_space}) is not its policy's (Box "
+                             f"{policy.bounds.low.tolist()}..{policy.bounds.high.tolist()}): "
+                             "give the DeterministicPolicy the same space")
+        buffer, n_step, gamma = all_replay(name, replay_buffer, discount_factor)
+        if n_step != 1:
+            raise ValueError(f"{name} learns from one-step transitions, got a {n_step}-step "
+                             "replay: pass the replay buffer without NStepReplayBuffer")
+        check_ranges({"noise": noise}, name)
+        policy.noise = noise
+        acting = DDPGPolicy(policy)
+        super().__init__(acting, DDPGTrainer(acting, q, gamma), buffer, minibatch_size,
+                         replay_start_size, update_frequency)
+        self.q, self.replay_buffer = q, replay_buffer  # (ALL's attributes)
