@@ -12,19 +12,8 @@ __all__ = ["AgentLoggers"]
 
 
 class AgentLoggers:
-    """A multi-agent run's returns, logged alike by the local and the Ray runtime: the
-    team's test returns in the run's logger ``run`` (its training returns are any run's,
-    logged by the runtime's loop), each agent's returns in its own ``ExperimentLogger``
-    (``loggers``, made on demand), whose run directory is ``{run dir}/{name}.{agent}/{env}``
-    (a ``MemoryLogger`` when ``run`` writes no files: its ``log_dir`` is ``None``).
-
-    Args:
-        run: the run's logger (an ``ExperimentLogger``, or any logger with a ``log_dir``).
-        agents: agents whose loggers are made now (the others: when first logged).
-        name, env_name, verbose: of the agents' loggers (``None``: ``run``'s ``agent_name``,
-            ``env_name`` and ``verbose``).
-        loggers: the agents' loggers so far (a resumed run's), kept and added to.
-    """
+    """A multi-agent run's returns, on both runtimes: the team's test returns in ``run``'s logs,
+    each agent's in its own (``loggers``, made on demand) in ``{run dir}/{name}.{agent}/{env}``."""
 
     def __init__(self, run: Any, agents: Iterable[str] = (), *, name: str | None = None,
                  env_name: str | None = None, verbose: bool | None = None,
@@ -46,8 +35,7 @@ class AgentLoggers:
         return self.loggers[agent]
 
     def add_episode(self, returns: Mapping[str, float], frame: int) -> None:
-        """Each agent's return (``{agent: return}``) of a training episode that ended at
-        ``frame``."""
+        """Each agent's return (``{agent: return}``) of a training episode ended at ``frame``."""
         for agent, ret in returns.items():
             logger = self[agent]
             logger.frame = frame
@@ -56,8 +44,7 @@ class AgentLoggers:
 
     def add_test_returns(self, team: list[float], returns: Mapping[str, list[float]],
                          frame: int) -> None:
-        """The final evaluation's returns: the team's (``team``) in the run's logs, each
-        agent's (``{agent: returns}``) in its own, at the run's ``frame``."""
+        """The evaluation's returns at ``frame``: the team's in the run's logs, each agent's too."""
         pairs = [(self.run, team), *((self[agent], each) for agent, each in returns.items())]
         for logger, values in pairs:
             logger.frame = frame

@@ -1,5 +1,4 @@
-"""The warnings about a run's budget (``train_steps``), on every runtime: an agent that never
-trained in it, and training that goes on past it."""
+"""The warnings about a run's budget (``train_steps``), on every runtime."""
 
 from __future__ import annotations
 
@@ -15,10 +14,7 @@ log = logging.getLogger(__name__)
 
 
 def warn_trained(experiment: Any, frames: float) -> None:
-    """The warnings once ``experiment.train(frames, ...)`` trained: of a call that went past
-    the budget (``train_steps``) with an episode count only (``frames`` infinite: its frames
-    known now), and of the whole budget spent without one trainer step (what follows,
-    evaluation and saved preset, is of the untrained agent)."""
+    """After ``train``: warn of an episode-count call past the budget, and of no trainer step."""
     if math.isinf(frames):
         warn_budget_extended(experiment.frame, experiment.train_steps)
     learner = getattr(experiment.agent.unwrapped, "learner", None)
@@ -28,9 +24,7 @@ def warn_trained(experiment: Any, frames: float) -> None:
 
 
 def warn_never_trained(name: str, env: str, frames: int) -> None:
-    """The warning of a run (on any runtime) whose budget ended before its first update
-    (once per run, whatever its frames: a search's trials and individuals share their budget,
-    and an ``Experiment``'s later ``train`` calls are parts of its run)."""
+    """Warn (once per run) that a run's budget ended before its first update."""
     warn_once(log, "%s on %s: the agent never trained in its %d frames (its first update needs "
               "more: replay_start_size and update_frequency, n_envs x n_steps or "
               "min_batch_size); its results are those of the untrained agent. Raise the frames "
@@ -38,19 +32,14 @@ def warn_never_trained(name: str, env: str, frames: int) -> None:
 
 
 def warn_past_budget(experiment: Any, frames: float) -> None:
-    """``warn_budget_extended`` before ``experiment.train(frames=...)`` trains past the budget
-    its schedules were planned over (``train_steps``): a call that starts at or past it, or
-    asks for more frames than the whole budget at once (a runner's chunks, which add up to the
-    budget, end a few frames past it: not warned)."""
+    """``warn_budget_extended`` before a ``train`` call starting past the budget or exceeding it."""
     planned, frame = experiment.train_steps, experiment.frame
     if math.isfinite(frames) and frames > frame and (frame >= planned or frames > frame + planned):
         warn_budget_extended(frames, planned)
 
 
 def warn_budget_extended(frames: float, planned: float) -> None:
-    """Warn (once per run, whatever its frames) that a run trained, or resumed, with ``frames``
-    past the ``planned`` budget of its schedules keeps them at their end values (nothing if it
-    is not past)."""
+    """Warn (once per run) that training past the ``planned`` budget ends the schedules."""
     if frames > planned:
         warn_once(log, "Training to %d frames goes past the %d its schedules were planned "
                   "over (train_steps; a resumed run's first budget): the learning rate and "

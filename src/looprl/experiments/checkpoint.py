@@ -1,11 +1,5 @@
-"""Checkpoints of a running experiment: the whole experiment object and the global random
-states in ``checkpoint.pt`` (with ``keep_checkpoints=K``, also the K latest
-``checkpoint_<frame>.pt``). On CPU a resumed run equals an uninterrupted one; Atari
-environments are reset on resume (``needs_reset``) from a seed fixed at saving (one game's
-checkpoints wait for an episode end: ``DuplicateEnvironment.checkpoint_ready``), and those that
-pickle as their constructor's arguments (MuJoCo, PettingZoo's games) from one drawn from the
-restored NumPy generator (``environments.base.Restorable``).
-"""
+"""Checkpoints: the experiment and the global random states in ``checkpoint.pt`` (and the K
+latest ``checkpoint_<frame>.pt``); on CPU a resumed run equals an uninterrupted one."""
 
 from __future__ import annotations
 
@@ -43,10 +37,7 @@ _NUMBERED = re.compile(r"checkpoint_(\d+)\.pt")
 
 def check_checkpointing(every: int | None, keep: int | None, replay: bool,
                         parts: Sequence[Any] = ()) -> int | None:
-    """``keep`` (``keep_checkpoints``), checked with ``every`` (``checkpoint_every``) and
-    ``replay`` (``checkpoint_replay``); with ``every``, a one-line ``TypeError`` naming the
-    first of ``parts`` (an environment, meta components) that a checkpoint cannot hold: before
-    training, not at its first checkpoint."""
+    """``keep``, checked with ``every`` and ``replay``; an error for ``parts`` not pickling."""
     check_count(optional=True, checkpoint_every=every, keep_checkpoints=keep)
     check_flag("checkpoint_replay", replay)
     if keep is not None and every is None:
@@ -65,14 +56,8 @@ def check_checkpointing(every: int | None, keep: int | None, replay: bool,
 
 
 def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: bool = True) -> Path:
-    """Write ``experiment`` and the random states to ``path`` (default: ``checkpoint.pt`` in
-    its run directory); return the path. ``replay=False``: the replay buffers are saved empty.
-
-    Raises:
-        TypeError: a part of the experiment cannot be pickled (named in the message).
-        FileNotFoundError: the directory of ``path`` does not exist.
-        OSError: the file could not be written (a full disk: ``errno.ENOSPC``).
-    """
+    """Write ``experiment`` and the random states to ``path`` (default: the run directory's
+    ``checkpoint.pt``; ``replay=False``: replay buffers saved empty); return the path."""
     keep = getattr(experiment, "keep_checkpoints", None) if path is None else None  # (older)
     given = path
     path = Path(path) if path is not None else Path(experiment.logger.log_dir) / CHECKPOINT
@@ -100,8 +85,7 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
         raise TypeError(f"This experiment cannot be checkpointed: {error} (environments and "
                         "meta components must pickle; register hooks as bound methods; a preset's "
                         "model constructors must be module-level functions)") from None
-    if sum(kept) > LARGE_REPLAY:  # (its first checkpoint: a replay's size is fixed; no path,
-        # which a PBT member's changes at each checkpoint)
+    if sum(kept) > LARGE_REPLAY:  # (no path in the key: a PBT member's changes)
         warn_once(log, "A checkpoint holds %.1f GiB of replay buffer, written at each "
                   "checkpoint; checkpoint_replay=False saves the replay empty", sum(kept) / 2**30)
     if keep is not None:
@@ -110,8 +94,7 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
 
 
 def _write_failed(error: BaseException) -> bool:
-    """Whether ``error`` is torch's writer failing (a full disk: its messages vary with where
-    the write stopped, ``unexpected pos`` for a small file)."""
+    """Whether ``error`` is torch's writer failing (a full disk; its messages vary)."""
     return any(text in str(error) for text in ("write failed", "unexpected pos", "failed writing"))
 
 
@@ -137,9 +120,7 @@ def numbered_checkpoints(run_dir: str | Path) -> dict[int, Path]:
 
 
 def resumable(run_dir: str | Path) -> list[Path]:
-    """The checkpoint a resume takes from each folder in or under ``run_dir`` that has any:
-    its ``checkpoint.pt``, or where there is none (deleted), its latest ``checkpoint_<frame>.pt``
-    (``looprl run --resume`` and its refusal of a new run there, ``configs.run_dirs``)."""
+    """The checkpoint a resume takes from each folder under ``run_dir`` that has any."""
     folders = sorted({path.parent for path in Path(run_dir).rglob("checkpoint*.pt")
                       if path.name == CHECKPOINT or _NUMBERED.fullmatch(path.name)})
     return [folder / CHECKPOINT if (folder / CHECKPOINT).exists()
@@ -147,9 +128,7 @@ def resumable(run_dir: str | Path) -> list[Path]:
 
 
 def keep_checkpoints(path: Path, frame: int, keep: int) -> Path:
-    """Also keep ``path`` as ``checkpoint_<frame>.pt``, and only the ``keep`` latest such: a
-    hard link (a copy where there are none), the same file as ``path`` until the next save
-    replaces that (docs/coming-from-mighty.md: replace ``path``, never copy over it)."""
+    """Also keep ``path`` as ``checkpoint_<frame>.pt``, and only the ``keep`` latest such."""
     numbered = path.with_name(f"checkpoint_{frame}.pt")
     temporary = numbered.with_name(numbered.name + ".tmp")
     temporary.unlink(missing_ok=True)
@@ -165,19 +144,8 @@ def keep_checkpoints(path: Path, frame: int, keep: int) -> Path:
 
 def load_checkpoint(path: str | Path, run_name: str | None = None,
                     run_info: dict[str, Any] | None = None) -> Any:
-    """The experiment saved at ``path`` (a file, or a run directory holding
-    ``checkpoint.pt``), with the global random states it had restored.
-
-    Args:
-        run_name: go on in a new run directory of this name (under ``{logdir}/{agent}/{env}``)
-            and leave the checkpoint's as it is (a PBT exploit); ``None``: continue it.
-        run_info: more entries of the new ``run.json``.
-
-    Raises:
-        FileNotFoundError: there is no checkpoint there.
-        ValueError: the file holds something else (a saved preset); continuing, its run
-            directory's ``results.csv`` or ``returns100.csv`` is damaged (named).
-    """
+    """The experiment saved at ``path`` (a file or a run directory), the random states restored;
+    with ``run_name``, it goes on in a new run directory of that name (with ``run_info``)."""
     path = Path(path)
     if path.is_dir():
         path = path / CHECKPOINT
@@ -188,12 +156,11 @@ def load_checkpoint(path: str | Path, run_name: str | None = None,
                          "checkpoint_every or save_checkpoint; a saved preset, as preset.pt, "
                          "loads with looprl.presets.load_preset)")
     experiment = state["experiment"]
-    # the files the run goes on writing: its directory's (a checkpoint may lie elsewhere: PBT's)
-    run_dir = getattr(experiment.logger, "log_dir", None)
+    run_dir = getattr(experiment.logger, "log_dir", None)  # (a checkpoint may lie elsewhere)
     if run_name is None and run_dir is not None and Path(run_dir).is_dir():
         check_run_files(Path(run_dir))
-        for name, header in CSV_HEADERS.items():  # (deleted: its rows before the checkpoint
-            if not (Path(run_dir) / name).is_file():  # are gone, its header is not)
+        for name, header in CSV_HEADERS.items():  # (deleted: its header is written anew)
+            if not (Path(run_dir) / name).is_file():
                 (Path(run_dir) / name).write_text(header + "\n", encoding="utf-8")
     if run_name is not None:
         experiment.logger.start_run(run_name, {**(run_info or {}), "hyperparameters": getattr(
@@ -209,8 +176,7 @@ def load_checkpoint(path: str | Path, run_name: str | None = None,
 
 
 def check_run_files(run_dir: Path) -> None:
-    """A ``ValueError`` naming a ``results.csv`` or ``returns100.csv`` of ``run_dir`` that lost
-    its header (a resumed run would append to it)."""
+    """A ``ValueError`` naming a CSV file of ``run_dir`` that lost its header."""
     for name in CSV_HEADERS:
         if (run_dir / name).is_file():
             check_header(run_dir / name, "the resumed run would append to it: restore it, or "
@@ -218,9 +184,7 @@ def check_run_files(run_dir: Path) -> None:
 
 
 def check_unfinished(run_dir: str | Path, frames: Any, done: Any = None) -> None:
-    """A one-line ``ValueError`` if ``run_dir`` holds a run that finished a budget of
-    ``frames`` or more (its ``results.json``'s, which ``looprl run`` wrote), or whose
-    checkpoint is at ``done`` frames or more: resumed, it would only be evaluated again."""
+    """A one-line ``ValueError`` if ``run_dir``'s run (checkpoint: ``done``) reached ``frames``."""
     what = f"'s checkpoint is at frame {done}, past the {frames} frames asked for"
     try:
         if done is None:
@@ -235,18 +199,14 @@ def check_unfinished(run_dir: str | Path, frames: Any, done: Any = None) -> None
 
 
 def check_same_config(run: str | Path, differences: Sequence[str]) -> None:
-    """A one-line ``ValueError`` if the resume of ``run`` changes what it was run with:
-    ``differences``, ``key: old -> new`` each (``looprl run --resume``'s config;
-    ``DistributedRun(resume_from=...)``'s hyperparameters and env wrappers)."""
+    """A one-line ``ValueError`` if resuming ``run`` changes it: ``differences``."""
     if differences:
         raise ValueError(f"{run} was run with another config ({'; '.join(differences)}); "
                          "resume it with its own, or start a new run")
 
 
 def load_saved(path: str | Path, data: bytes | None = None) -> Any:
-    """``torch.load`` of a checkpoint (``data``: its bytes, read elsewhere; a file that cannot
-    be read is one line, naming the latest other ``checkpoint_<frame>.pt`` beside it, which
-    ``keep_checkpoints`` keeps)."""
+    """``torch.load`` of a checkpoint (``data``: its bytes); unreadable, one line of remedy."""
     path = Path(path)
     others = [] if data is not None or not path.parent.is_dir() else [
         kept for kept in numbered_checkpoints(path.parent).values()

@@ -1,8 +1,5 @@
-"""Where a diverged loss came from: after a ``FloatingPointError``, look for NaN or inf from
-the environment in the episode returns, and for NaN, inf or values beyond ``HUGE`` in the batch
-the failing update trained on (the locals of the frames the error passed through), since a
-lower learning rate cannot fix those.
-"""
+"""Where a diverged loss came from: NaN, inf or values beyond ``HUGE`` from the environment in
+the returns or the batch the failing update trained on, which a lower learning rate cannot fix."""
 
 from __future__ import annotations
 
@@ -21,8 +18,7 @@ HUGE = 1.8e19
 
 
 def kind_of(path: str) -> str | None:
-    """``'rewards'`` or ``'observations'`` for a variable path such as ``batch.observation``
-    (a word of the path starts with the marker: ``probs`` holds no observations)."""
+    """``'rewards'``, ``'observations'`` or ``None`` for a path such as ``batch.observation``."""
     words = re.split(r"[^a-z0-9]+", path.lower())
     return next((kind for marker, kind in KINDS if any(w.startswith(marker) for w in words)),
                 None)
@@ -40,9 +36,10 @@ def _tensors(value: Any, path: str, depth: int = 0) -> Iterator[tuple[str, torch
             yield from _tensors(item, f"{path}[{i}]", depth + 1)
 
 
-def _batch_data(error: BaseException) -> Iterator[tuple[str, torch.Tensor]]:
-    """``(kind, tensor)`` of the float environment data (``rewards``, ``observations``) in the
-    locals of looprl's frames that ``error`` passed through."""
+def _bad_batch_data(error: BaseException) -> tuple[list[str], dict[str, float]]:
+    """The kinds of environment data in ``error``'s frames with NaN or inf, and beyond ``HUGE``."""
+    nonfinite: list[str] = []
+    huge: dict[str, float] = {}
     traceback = error.__traceback__
     while traceback is not None:
         frame, traceback = traceback.tb_frame, traceback.tb_next
@@ -51,43 +48,22 @@ def _batch_data(error: BaseException) -> Iterator[tuple[str, torch.Tensor]]:
         for name, value in frame.f_locals.items():
             for path, tensor in _tensors(value, name):
                 kind = kind_of(path)
-                if kind and tensor.is_floating_point() and tensor.numel():
-                    yield kind, tensor
-
-
-def nonfinite_batch_data(error: BaseException) -> list[str]:
-    """Kinds of environment data (``rewards``, ``observations``) holding NaN or inf in the
-    locals of looprl's frames that ``error`` passed through."""
-    found: list[str] = []
-    for kind, tensor in _batch_data(error):
-        if kind not in found and not torch.isfinite(tensor).all():
-            found.append(kind)
-    return found
-
-
-def huge_batch_data(error: BaseException) -> dict[str, float]:
-    """Of the kinds of environment data in ``error``'s frames (as ``nonfinite_batch_data``)
-    holding values beyond ``HUGE`` in size, the largest size of each."""
-    found: dict[str, float] = {}
-    for kind, tensor in _batch_data(error):
-        largest = float(tensor.detach().abs().max())
-        if HUGE < largest > found.get(kind, 0.0):
-            found[kind] = largest
-    return found
+                if not (kind and tensor.is_floating_point() and tensor.numel()):
+                    continue
+                if kind not in nonfinite and not torch.isfinite(tensor).all():
+                    nonfinite.append(kind)
+                largest = float(tensor.detach().abs().max())
+                if HUGE < largest > huge.get(kind, 0.0):
+                    huge[kind] = largest
+    return nonfinite, huge
 
 
 def explain_divergence(error: FloatingPointError, env_name: str, frame: int,
                        nonfinite_episode: tuple[int, int] | None = None,
                        running_return_nonfinite: bool = False) -> str:
-    """The message for a diverged loss: the environment's bad data if there is any, else
-    ``error``'s own message, after the frame.
-
-    Args:
-        nonfinite_episode: ``(episode from 1, frame it ended)`` of the first training
-            episode whose return was not finite.
-        running_return_nonfinite: an episode still running has a non-finite return.
-    """
-    kinds = nonfinite_batch_data(error)
+    """The message for a diverged loss: the environment's bad data if any (``nonfinite_episode``:
+    ``(episode from 1, frame it ended)``), else ``error``'s own message."""
+    kinds, huge = _bad_batch_data(error)
     where = ""
     if nonfinite_episode is not None or running_return_nonfinite:
         kinds = ["rewards", *[k for k in kinds if k != "rewards"]]
@@ -96,7 +72,7 @@ def explain_divergence(error: FloatingPointError, env_name: str, frame: int,
             where = f" (first in training episode {episode}, which ended at frame {end})"
         else:
             where = f" (in an episode running at frame {frame})"
-    if not kinds and (huge := huge_batch_data(error)):
+    if not kinds and huge:
         sizes = " and ".join(f"{kind} as large as {size:.1e}" for kind, size in huge.items())
         return (f"The environment {env_name} returned {sizes}, and training diverged on them "
                 f"at frame {frame:,} (beyond {HUGE:.1e}, their squares overflow float32); this "

@@ -1,5 +1,4 @@
-"""What every experiment loop uses: seeding, the live dashboard's lines and the one loop that
-plays episodes through the collector (``play_episodes``: every evaluation and watch)."""
+"""What every experiment loop uses: seeding, checks, the dashboard and ``play_episodes``."""
 
 from __future__ import annotations
 
@@ -41,12 +40,8 @@ def seed_everything(seed: int) -> None:
 
 @contextlib.contextmanager
 def run_scope(keep: bool = True, said: set[str] | None = None) -> Iterator[None]:
-    """The block (as a decorator: the call) as one run, on every runtime: its warnings said
-    once (``warnings_per_run``, which keeps its own in ``said``), then, with ``keep`` (a seeded
-    run), Python's, NumPy's and torch's global generators as they were before it
-    (``keep=False``: as it left them): the caller's random numbers go on as if it had drawn
-    none (a sweep that draws each trial's values between seeded runs draws new ones, not the
-    same ones again)."""
+    """The block as one run: its warnings said once (kept in ``said``), then, with ``keep`` (a
+    seeded run), the global random generators as they were before it."""
     states = random.getstate(), np.random.get_state()
     cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
     try:
@@ -60,8 +55,7 @@ def run_scope(keep: bool = True, said: set[str] | None = None) -> Iterator[None]
 
 def dashboard(logger: Any, hyperparameters: dict[str, Any],
               agents: Callable[[], dict[str, float]] = dict) -> Callable[[], list[str]]:
-    """The dashboard's lines: the last value of each loss, the current ``hp/*`` values and, of
-    a multi-agent run, each agent's mean return of its last 100 episodes (``agents()``)."""
+    """The dashboard's lines: the last losses, ``hp/*`` values and ``agents()``' returns."""
 
     def lines() -> list[str]:
         losses = sorted(getattr(logger, "last_losses", {}).items())
@@ -90,16 +84,8 @@ def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
                   episodes: int, show: Callable[[], Any] = lambda: None,
                   max_steps: float = math.inf, progress: TrainingProgress | None = None
                   ) -> list[Episode]:
-    """Play ``episodes`` episodes on ``runner`` (from the state it is in), ``act`` answering
-    each of its requests; their ``Episode`` s, as they end.
-
-    Each env copy plays its share (the first ``episodes % n`` copies one more), so that short
-    episodes are not favoured. ``show()`` runs once per state; ``progress`` (started, in
-    episodes) is updated at each step. The runner cuts an episode after ``max_steps`` steps
-    (default: its ``max_episode_steps``, else its ``env_cap``), with a warning at its first
-    cut and their total at the end, and it is counted; in a vector environment every copy then
-    starts a new episode.
-    """
+    """The ``episodes`` episodes played on ``runner`` (each copy its share), ``act`` answering;
+    ``show()`` runs once per state; an episode is cut after ``max_steps`` (the runner's cap)."""
     check_episodes(episodes)
     check_count(optional=True, max_steps=None if max_steps == math.inf else max_steps)
     copies = len(runner.running_returns)
@@ -144,25 +130,19 @@ def check_episodes(episodes: Any, caller: str = "play_episodes", least: int = 0)
 
 def check_test(episodes: Any, env: Any, caller: str,
                kinds: tuple[type, ...] = (Environment, MultiagentEnvironment)) -> None:
-    """``check_episodes(episodes)``, and a one-line ``TypeError`` unless ``env`` is ``None``
-    (the run's own) or one of ``kinds`` (a test plays its own copies of one environment: not
-    an id, nor a vector environment)."""
+    """``check_episodes``; a one-line ``TypeError`` unless ``env`` is ``None`` or of ``kinds``."""
     check_episodes(episodes, caller)
     if env is not None and not isinstance(env, kinds):
+        builds = {Environment: "GymEnvironment(id)",
+                  MultiagentEnvironment: "MultiagentPettingZooEnv(game)"}
         raise TypeError(f"{caller}'s env is one looprl environment ("
                         f"{' or '.join(kind.__name__ for kind in kinds)}), whose copies it "
                         f"plays, got {type(env).__name__} {env!r:.40}: build one, e.g. "
-                        + ("GymEnvironment(id)" if Environment in kinds else "")
-                        + (" or " if len(kinds) > 1 else "")
-                        + ("MultiagentPettingZooEnv(game)" if MultiagentEnvironment in kinds
-                           else ""))
+                        + " or ".join(builds[kind] for kind in kinds))
 
 
 def check_parallel_preset(preset: Any, experiment: str, env: Any = None) -> None:
-    """A one-line ``TypeError`` unless ``preset`` trains in copies (a ``ParallelPreset``: its
-    ``n_envs`` and ``parallel_test_agent``), as ``experiment`` needs; a ``ValueError`` for a
-    vector ``env`` of another number of copies (its batches, schedules and minibatches are
-    sized for ``n_envs``; ALL asserts it)."""
+    """A one-line error unless ``preset`` is a ``ParallelPreset`` of ``env``'s ``n_envs``."""
     if not isinstance(preset, ParallelPreset):
         raise TypeError(f"{experiment} trains a ParallelPreset (its n_envs copies), got the "
                         f"single-environment {type(preset).__name__}: train it with "
@@ -175,9 +155,7 @@ def check_parallel_preset(preset: Any, experiment: str, env: Any = None) -> None
 
 
 def check_spaces(preset: Any, env: Any, where: str = "looprl") -> Any:
-    """``env``; a one-line ``ValueError`` if its observations or actions are not of the kind and
-    shape of those ``preset`` was built for (``preset.env_spaces``; unknown: no check), a
-    ``TypeError`` if it is a Gymnasium environment that ``where`` takes wrapped in looprl's."""
+    """``env``; a one-line error unless it is a looprl one of the spaces ``preset`` expects."""
     refuse_gymnasium(env, where)
     name = getattr(env, "name", type(env).__name__)
     if (agents := getattr(preset, "agent_spaces", None)) is not None:
@@ -199,9 +177,7 @@ def check_spaces(preset: Any, env: Any, where: str = "looprl") -> Any:
 
 def _check_agent_spaces(preset: Any, agents: dict[str, tuple[Any, Any, bool]], env: Any,
                         name: str) -> Any:
-    """``env``; a one-line ``ValueError`` unless it is a multi-agent environment of the agents
-    (in their order: the policies answer the agents by index) and spaces a multi-agent
-    ``preset`` was built for (``preset.agent_spaces``)."""
+    """``env``; a one-line ``ValueError`` unless it has the multi-agent ``preset``'s agents."""
     if not isinstance(env, MultiagentEnvironment):
         raise ValueError(f"The preset was built for the multi-agent {preset.env_name}; {name} "
                          "is a single-agent environment: train it with a single-agent preset "
@@ -241,8 +217,7 @@ def check_window(env: Any) -> None:
 
 
 def window_advice(env: Any) -> tuple[str, str]:
-    """Why ``env`` shows no window, and how to create one that does (``""``: none can, an
-    Atari game): of ``render=True``'s error and ``watch``'s warning."""
+    """Why ``env`` shows no window, and how to create one that does (``""``: none can)."""
     made = f"{env.name!r}, render_mode='human'"
     if isinstance(env, AtariEnvironment):
         return "an Atari game", ""
@@ -253,8 +228,7 @@ def window_advice(env: Any) -> tuple[str, str]:
 
 
 def played_then_closed(env: Any, play: Callable[[], Any]) -> Any:
-    """``play()``, then ``env.close()`` (``None``: nothing to close); also at Ctrl-C or a fault
-    (its window closes), then ignoring an error of ``close``: the first error stands."""
+    """``play()``, then ``env.close()`` (``None``: none), also at an error (which stands)."""
     try:
         result = play()
     except BaseException:

@@ -1,5 +1,4 @@
-"""Local experiments: ``Experiment`` and its forms ``ParallelEnvExperiment`` and
-``SingleEnvExperiment``."""
+"""Local experiments: ``Experiment``, ``ParallelEnvExperiment`` and ``SingleEnvExperiment``."""
 
 from __future__ import annotations
 
@@ -50,21 +49,17 @@ __all__ = ["Experiment", "ParallelEnvExperiment", "SingleEnvExperiment", "evalua
 
 log = logging.getLogger(__name__)
 
-#: A run's evaluation episodes reset with ``seed + TEST_SEED_OFFSET`` (on every runtime:
-#: ``evaluation_seed``).
+#: A run's evaluation episodes reset with ``seed + TEST_SEED_OFFSET`` (``evaluation_seed``).
 TEST_SEED_OFFSET = 10_000
 
 
 def evaluation_seed(seed: int) -> int:
-    """The seed of a run's evaluation (every runtime's): ``seed + TEST_SEED_OFFSET``, wrapped
-    by ``wrapped_seed``, which every environment takes (ale-py's copies' are 32-bit)."""
+    """The seed of a run's evaluation (every runtime's): ``seed + TEST_SEED_OFFSET``, wrapped."""
     return wrapped_seed(seed + TEST_SEED_OFFSET)
 
 
 def logger_object(logger: Any) -> Any:
-    """An ``Experiment``'s ``logger`` argument: a logger object, or ``None`` for the default
-    ``ExperimentLogger``; ALL's name ``"tensorboard"`` (its default) is that default too, and
-    any other name is one ``ValueError`` line."""
+    """An ``Experiment``'s ``logger``: an object, or ``None`` for the default ("tensorboard")."""
     if not isinstance(logger, str):
         return logger
     if logger == "tensorboard":
@@ -91,9 +86,7 @@ def divergence(experiment: Experiment, error: FloatingPointError) -> Exception:
 
 
 def check_train(experiment: Experiment, frames: float, episodes: float) -> None:
-    """A one-line ``ValueError`` for a ``train`` call without a budget, a budget that is no
-    positive number (``math.inf``: none), one that cannot save the checkpoints asked for, or
-    torch's default dtype set to another than float32."""
+    """A one-line ``ValueError`` for a ``train`` call that cannot run as asked."""
     for name, budget in (("frames", frames), ("episodes", episodes)):
         if not is_number(budget) or not budget > 0:
             raise ValueError(f"train()'s {name} is a positive number (math.inf: no limit), "
@@ -116,31 +109,9 @@ def training_runner(experiment: Experiment) -> EnvRunner:
                      process=None if adder is None else body_states(experiment.agent))
 
 
-def flush_logger(logger: Any) -> None:
-    """``logger.flush()``, if it has one (a ``Logger`` of the user's may have none)."""
-    flush = getattr(logger, "flush", None)
-    if flush is not None:
-        flush()
-
-
-def evaluation_copies(env: Any, vector_env: VectorEnvironment, copies: int) -> VectorEnvironment:
-    """``copies`` copies of ``env`` to evaluate in, else a copy of the training environments
-    ``vector_env``, else they."""
-    if isinstance(env, Environment):
-        return env.duplicate(copies)
-    try:
-        return vector_env.copy()
-    except NotImplementedError:
-        log.warning("%s cannot be copied (VectorEnvironment.copy): evaluating in the training "
-                    "environments, which cuts their episodes short (the agent sees them "
-                    "truncated)", type(vector_env).__name__)
-        return vector_env
-
-
 class Experiment:
-    """Trains one preset's agent in ``preset.n_envs`` copies of an environment (a
-    ``VectorEnvironment``, or copies of an ``Environment``) and evaluates it, on the collector
-    the Ray actors run (``looprl.collector.EnvRunner``).
+    """Trains one preset's agent in ``preset.n_envs`` copies of an environment and evaluates
+    it, on the collector the Ray actors run.
 
     Args:
         train_steps: the training budget in frames (schedules anneal over it).
@@ -148,20 +119,18 @@ class Experiment:
         save_freq: also save ``preset.pt`` every this many episodes (ALL's; default: never).
         verbose: write losses and debugging statistics to TensorBoard.
         logger: a logger object (default, and ALL's ``"tensorboard"``: an ``ExperimentLogger``).
-        seed: seeds torch, the environment and the agent's units (``seed_everything(seed)``
-            before building the preset seeds its initial weights).
+        seed: seeds torch, the environment and the agent's units (not the preset's weights).
         meta: meta components run after the preset's own (``preset.meta``).
-        checkpoint_every: save ``checkpoint.pt`` every this many frames.
-        checkpoint_replay: checkpoints hold the replay buffer (``False``: saved empty).
-        keep_checkpoints: also keep the last this many as ``checkpoint_<frame>.pt``.
+        checkpoint_every, keep_checkpoints, checkpoint_replay: save ``checkpoint.pt`` every this
+            many frames, keep the last this many, with the replay buffer (``False``: empty).
     """
 
-    #: ``test`` seeds its episodes with ``seed + TEST_SEED_OFFSET`` (runners turn it on; off
-    #: in a ``SingleEnvExperiment``: the env's own draws, as seed 003)
+    #: ``test`` seeds its episodes with ``seed + TEST_SEED_OFFSET`` (off: the env's own draws)
     seeded_test = True
-    #: a runner's name of the run (``gen001_ind002``: an ES individual's), shown by the
-    #: progress displays (``description``)
+    #: a runner's name of the run (``gen001_ind002``), shown by the progress displays
     label: str | None = None
+    #: a multi-agent run's logger of each agent, flushed and closed with ``logger``
+    agent_loggers: dict[str, Any] = {}  # noqa: RUF012 -- replaced, never mutated
 
     def __init__(self, preset: Preset, env: Any, name: str | None = None,
                  train_steps: float = math.inf, logdir: str = "runs", quiet: bool = False,
@@ -210,7 +179,7 @@ class Experiment:
 
     def agent_returns100(self) -> dict[str, float]:
         """Of a multi-agent run, each agent's mean return of its last 100 episodes."""
-        return {}
+        return {agent: logger.mean_return100 for agent, logger in self.agent_loggers.items()}
 
     @property
     def training_env(self) -> Any:
@@ -316,6 +285,8 @@ class Experiment:
 
     def _act(self) -> None:
         """The policy acts on the new rows (if any: as on Ray); their segments are trained."""
+        for logger in self.agent_loggers.values():  # (each agent's losses: at the run's frame)
+            logger.frame = self.logger.frame
         runner, agent = self.runner, self.agent.unwrapped
         request = runner.request()
         if getattr(agent, "adder", None) is None:
@@ -333,9 +304,7 @@ class Experiment:
         return agent.act(states)
 
     def test(self, episodes: int = 100, env: Any = None) -> list[float]:
-        """The returns of ``episodes`` evaluation episodes of the test agent in ``min(n_envs,
-        episodes)`` copies of the environment (a single one: in it) or of ``env`` (not logged),
-        seeded with ``seed + TEST_SEED_OFFSET`` as a Ray run's, unless ``seeded_test`` is off."""
+        """The returns of ``episodes`` evaluation episodes of the test agent (``env``: unlogged)."""
         check_test(episodes, env, f"{type(self).__name__}.test", (Environment,))
         agent = self._test_agent()
         given = env is not None
@@ -364,22 +333,32 @@ class Experiment:
         return self.preset.parallel_test_agent()
 
     def _test_env(self, copies: int) -> VectorEnvironment:
-        """``evaluation_copies`` of the environment."""
-        return evaluation_copies(self.env, self.vector_env, copies)
+        """``copies`` copies of the environment, else a copy of the training ones, else they."""
+        if isinstance(self.env, Environment):
+            return self.env.duplicate(copies)
+        try:
+            return self.vector_env.copy()
+        except NotImplementedError:
+            log.warning("%s cannot be copied (VectorEnvironment.copy): evaluating in the training "
+                        "environments, which cuts their episodes short (the agent sees them "
+                        "truncated)", type(self.vector_env).__name__)
+            return self.vector_env
 
     def save(self) -> str | None:
-        """Save the preset as trained so far to ``{log_dir}/preset.pt`` (ALL's; ``looprl watch
-        RUN_DIR`` plays it) and its normalizers' statistics; its path (``None``: no log dir)."""
+        """Save the preset and its normalizers' statistics; the path (``None``: no log dir)."""
         log_dir = getattr(self.logger, "log_dir", None)
         return None if log_dir is None else save_preset(self.preset, self.vector_env, log_dir)
 
     def flush_loggers(self) -> None:
         """Write what the experiment's loggers buffer (rows every 100 episodes, scalars)."""
-        flush_logger(self.logger)
+        for logger in (self.logger, *self.agent_loggers.values()):
+            if getattr(logger, "flush", None) is not None:  # (a user's Logger may have none)
+                logger.flush()
 
     def close_loggers(self) -> None:
         """Close the experiment's loggers (safe to call more than once)."""
-        self.logger.close()
+        for logger in (*self.agent_loggers.values(), self.logger):
+            logger.close()
 
     def close(self) -> None:
         """Close the loggers and the environments."""
@@ -390,8 +369,7 @@ class Experiment:
 
 
 class ParallelEnvExperiment(Experiment):
-    """An agent acting in ``preset.n_envs`` copies of an environment at once; ``render``
-    is ignored (with a warning)."""
+    """An agent acting in ``preset.n_envs`` copies of an environment (``render``: ignored)."""
 
     def _check_render(self) -> None:
         if self.render:
@@ -401,9 +379,7 @@ class ParallelEnvExperiment(Experiment):
 
 
 class SingleEnvExperiment(Experiment):
-    """An ``Agent`` acting in one ``Environment`` (seed 003's loop, with logging): the
-    collector over ``DuplicateEnvironment([env])``. Evaluation plays in ``env`` (as ALL's),
-    a runner's (``seeded_test``) in a copy: training goes on as if it had not happened."""
+    """An ``Agent`` acting in one ``Environment`` (seed 003's loop, with logging)."""
 
     seeded_test = False
 

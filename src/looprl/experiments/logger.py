@@ -1,12 +1,5 @@
-"""``ExperimentLogger``: TensorBoard events and CSV files in one run directory.
-
-The run directory ``{logdir}/{agent}/{env}`` (``{env}_2``, ... when taken) holds ``run.json``,
-the events, ``returns100.csv`` (``frame,mean,std,max,min`` every 100 episodes), ``results.csv``
-(``frame,episode,return``), ``test_returns.csv``, ``log.csv`` and, verbose only, ``losses.csv``
-and ``hyperparameters.csv``. CSV rows are appended every 100 episodes and on ``flush``,
-``close`` and garbage collection; TensorBoard scalars go to the writer in batches (256 or
-5 seconds). With ``wandb={...}`` every scalar also goes to a W&B run.
-"""
+"""``ExperimentLogger``: TensorBoard events, ``run.json`` and CSV files in one run directory
+``{logdir}/{agent}/{env}`` (``{env}_2``, ... when taken); with ``wandb={...}``, W&B too."""
 
 from __future__ import annotations
 
@@ -49,9 +42,7 @@ def mean_return(returns: Iterable[float], last: int | None = None) -> float:
 
 @contextmanager
 def checkpoint_dir(directory: str | Path) -> Iterator[None]:
-    """Loggers pickled in this block note where their run directory is relative to
-    ``directory`` (a checkpoint's folder), when it is inside; unpickled in it, they take it
-    there: a run directory copied or moved with its checkpoint goes on where it is now."""
+    """Loggers (un)pickled in this block keep their run directory relative to ``directory``."""
     token = _CHECKPOINT_DIR.set(Path(directory))
     try:
         yield
@@ -71,11 +62,9 @@ def _wandb_run(logger: ExperimentLogger, options: dict[str, Any], run_id: str | 
 
 
 _SCALAR_BATCH, _SCALAR_SECONDS = 256, 5.0  # buffered TensorBoard scalars: at most, oldest
-#: buffered ``losses.csv`` rows at most (else written every 100 episodes: a run whose episodes
-#: are long, or never end, would keep every loss in memory)
+#: buffered ``losses.csv`` rows at most (a run whose episodes never end keeps no more)
 _ROW_BATCH = 4096
-#: the event writer's queue: a batch of scalars fits (with torch's 10, handing one over blocked
-#: on the writer's thread ten times, 0.17 ms per scalar against 0.02)
+#: the event writer's queue: a batch of scalars fits (torch's 10 blocked: 8x slower)
 _WRITER_QUEUE = 4 * _SCALAR_BATCH
 
 
@@ -88,8 +77,7 @@ def _write_scalars(writer: SummaryWriter, scalars: list[tuple[str, float, int, f
 
 def _flush_at_exit(path: Path, lines: list[str], writer: SummaryWriter,
                    scalars: list[tuple[str, float, int, float]]) -> None:
-    """Finalizer of an unclosed logger: write what is still buffered, and close the event
-    writer (its thread would outlive the logger)."""
+    """Finalizer of an unclosed logger: write what is still buffered, close the event writer."""
     try:
         files.append_lines(path, lines)
     except OSError as error:
@@ -141,8 +129,7 @@ def _step(logger: ExperimentLogger, step: str | int) -> int:
 
 
 def _relative_to_checkpoint(state: dict[str, Any]) -> dict[str, Any]:
-    """A logger's ``state`` with its run directory also relative to the checkpoint's folder
-    being written (``_relative``), where the directory is in that folder."""
+    """A logger's ``state`` with its run directory relative to the checkpoint's (``_relative``)."""
     folder = _CHECKPOINT_DIR.get()
     if folder is not None and os.path.relpath(state["log_dir"], folder).split(os.sep)[0] != "..":
         state["_relative"] = {key: os.path.relpath(state[key], folder)
@@ -151,8 +138,7 @@ def _relative_to_checkpoint(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def _moved_with_checkpoint(state: dict[str, Any]) -> dict[str, Any]:
-    """A logger's ``state`` with its run directory where the checkpoint being loaded is now,
-    if it was in the checkpoint's folder (``_relative``)."""
+    """A logger's ``state`` with its run directory where the checkpoint being loaded is now."""
     relative, folder = state.pop("_relative", None), _CHECKPOINT_DIR.get()
     if relative is not None and folder is not None:
         state["_logdir"], state["log_dir"] = (os.path.normpath(folder / relative[key])
@@ -163,17 +149,9 @@ def _moved_with_checkpoint(state: dict[str, Any]) -> dict[str, Any]:
 
 
 class ExperimentLogger(Logger):
-    """Logger writing into one run directory (``log_dir``, absolute: a later ``os.chdir`` moves
-    no file; ``~`` is the home directory); the loop sets its ``frame`` and ``episode`` counters.
-
-    Args:
-        verbose: when False, ``add_loss``, ``add_schedule`` and ``add_info`` write nothing.
-        loss_every: write every ``loss_every``-th ``add_loss`` call per name (the first too).
-        wandb: ``wandb.init`` arguments, to log to W&B too.
-        run_name: the run directory under ``{logdir}/{agent}/{env}`` (``gen001_ind002``);
-            ``None``: ``{logdir}/{agent}/{env}`` itself. ``run_name`` is the current one's.
-        run_info: more entries of ``run.json`` (non-JSON values as their ``repr``).
-    """
+    """Logger writing into one run directory (``log_dir``, absolute; ``run_name``: a new one
+    under ``{logdir}/{agent}/{env}``); ``verbose=False``: no losses, schedules or info;
+    ``loss_every``: one ``add_loss`` call per name in this many; ``wandb``: ``wandb.init``'s."""
 
     def __init__(self, agent_name: str, env_name: str, logdir: str = "runs",
                  verbose: bool = True, loss_every: int = 1, wandb: dict[str, Any] | None = None,
@@ -239,17 +217,14 @@ class ExperimentLogger(Logger):
         return _relative_to_checkpoint(state)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """Continue a checkpoint's run directory: its first write cuts the directory back to the
-        checkpoint's frame and episode (``_saved_at``, ``_start_writing``); loaded to be looked
-        at, or to go on in another run directory (``start_run``), it leaves the directory alone."""
+        """Continue a checkpoint's run directory (cut back to it at the first write)."""
         state = _moved_with_checkpoint(state)
         self.__dict__.update({"_mean": None, **state, "_saved_at": state.get("_saved_at") or (
             state["frame"], state["episode"])})
         self._writer, self._wandb, self._resumed = None, None, True
 
     def _start_writing(self) -> None:
-        """Before a resumed run's first write: cut its files back to the checkpoint, reopen the
-        event file (and the W&B run); nothing to do for a run that writes already."""
+        """Before a resumed run's first write: cut its files back to the checkpoint, reopen them."""
         if not self._resumed:
             return
         self._resumed = False
@@ -261,8 +236,7 @@ class ExperimentLogger(Logger):
             self._wandb = _wandb_run(self, self._wandb_options, self.__dict__.pop("_wandb_id"))
 
     def _scalar(self, tag: str, value: Any, step: str | int) -> None:
-        """Write one scalar (``float()`` only for written values) at ``self.frame`` or
-        ``self.episode``, as ``step`` says."""
+        """Write one scalar at ``self.frame``, ``self.episode`` or ``step``."""
         self._start_writing()
         count = _step(self, step)
         if step == "episode":
@@ -282,8 +256,7 @@ class ExperimentLogger(Logger):
         self._handed = time.monotonic()
 
     def add_loss(self, name: str, value: Any, step: str | int = "frame") -> None:
-        """Log ``loss/<name>`` (every ``loss_every``-th call); ``last_losses`` keeps the last
-        value of each."""
+        """Log ``loss/<name>`` (every ``loss_every``-th call); ``last_losses`` keeps the last."""
         self.last_losses[name] = value
         if not self.verbose:
             return
@@ -303,8 +276,7 @@ class ExperimentLogger(Logger):
 
     def add_hparams(self, hparam_dict: dict[str, Any], metric_dict: dict[str, Any],
                     step: str | int = "frame") -> None:
-        """ALL's: the hyperparameters (those that are numbers, text or tensors) with the metrics
-        they reached, in TensorBoard's HParams tab."""
+        """ALL's: the hyperparameters with their metrics, in TensorBoard's HParams tab."""
         count = _step(self, step)
         kinds = (int, float, str, bool, torch.Tensor)
         hparams = {k: v for k, v in hparam_dict.items() if isinstance(v, kinds)}
@@ -400,9 +372,7 @@ class ExperimentLogger(Logger):
             self.add_summary("returns100", values, step="frame")
 
     def add_test_returns(self, returns: list[float] | dict[str, list[float]]) -> None:
-        """Write test returns (or named sets, ``{"train_set": [...], ...}``) to
-        ``test_returns.csv`` (``return``, or ``set,return``), ``eval/.../returns/mean`` and
-        summaries (also after ``close``: then close again)."""
+        """Write test returns (or named sets) to ``test_returns.csv``, ``eval/`` and summaries."""
         sets = {name: _to_array(values) for name, values in (
             returns.items() if isinstance(returns, dict) else [(None, returns)])}
         for name, array in sets.items():

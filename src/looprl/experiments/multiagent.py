@@ -1,6 +1,4 @@
-"""``MultiagentEnvExperiment``: a ``Multiagent`` trained in a ``MultiagentEnvironment`` on
-the collector (a frame is one agent's move); ``play`` plays games on it, for loops of your own.
-"""
+"""``MultiagentEnvExperiment`` trains a ``Multiagent``; ``play`` plays games, for your loops."""
 
 from __future__ import annotations
 
@@ -24,7 +22,7 @@ from looprl.environments.multiagent import (
 from looprl.environments.srl import Environment
 from looprl.experiments.agent_loggers import AgentLoggers
 from looprl.experiments.episodes import check_spaces, check_test, play_episodes
-from looprl.experiments.experiment import Experiment, evaluation_seed, flush_logger, log_scalars
+from looprl.experiments.experiment import Experiment, evaluation_seed, log_scalars
 from looprl.experiments.progress import evaluation_progress
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks, agent_hub
@@ -32,8 +30,7 @@ from looprl.meta.hub import MetaHub, StreamHooks, agent_hub
 
 def play(env: MultiagentPettingZooEnv, multiagent: Multiagent, episodes: int = 1,
          seed: int | None = None) -> dict[str, list[float]]:
-    """Run ``episodes`` episodes of ``multiagent`` in ``env`` (``seed``: of the first reset);
-    return each agent's returns. An episode is cut after ``episode_cap(env)`` moves."""
+    """Each agent's returns in ``episodes`` episodes of ``multiagent`` in ``env``."""
     check_agent(multiagent, "play")
     runner, act = game(env, multiagent, seed)
     return agent_returns(play_episodes(runner, act, episodes), env.possible_agents)
@@ -41,8 +38,7 @@ def play(env: MultiagentPettingZooEnv, multiagent: Multiagent, episodes: int = 1
 
 def game(env: MultiagentPettingZooEnv, multiagent: Multiagent, seed: int | None = None
          ) -> tuple[EnvRunner, Callable[[RolloutRequest], RolloutResult]]:
-    """The collector over the SRL environment ``env`` is a view of (``env.adapter``) and
-    ``multiagent``'s answer to its requests."""
+    """The collector over ``env.adapter`` and ``multiagent``'s answer to its requests."""
     check_shared_shapes(env, "the multi-agent game loop")
     runner = EnvRunner(lambda: env.adapter, segment_length=None, seed=seed, is_evaluation=True)
     return runner, answers(multiagent, runner, env.possible_agents)
@@ -60,16 +56,12 @@ def agent_returns(played: list[Episode], names: list[str]) -> dict[str, list[flo
 
 
 def training_copy(env: MultiagentPettingZooEnv) -> Environment:
-    """What Ray's actors step for ``env``: ``make`` of its ``remote_env()``, on a copy of its
-    arguments (a game given built is copied)."""
+    """What Ray's actors step for ``env``: ``make`` of (a copy of) its ``remote_env()``."""
     return made(*env.remote_env())
 
 
 class MultiagentEnvExperiment(Experiment):
-    """Trains a multi-agent preset in a ``MultiagentPettingZooEnv`` and evaluates it; the
-    preset's ``agent(logger=...)`` receives one ``ExperimentLogger`` per agent
-    (``agent_loggers``: those of ``agent_logs``). Meta components run per agent, on their own
-    copies (``self.hubs[name]``)."""
+    """Trains a multi-agent preset in a ``MultiagentPettingZooEnv`` (a frame: one agent's move)."""
 
     env: MultiagentPettingZooEnv
     #: one ``MetaHub`` per agent when meta components are attached (``_attach``)
@@ -78,8 +70,7 @@ class MultiagentEnvExperiment(Experiment):
     def __init__(self, preset: Any, env: Any, logdir: str = "runs", name: str | None = None,
                  quiet: bool = False, render: bool = False, save_freq: float = math.inf,
                  train_steps: float = math.inf, verbose: bool = True, **options: Any):
-        """ALL's arguments in ALL's order (``logdir`` third); ``options``: ``Experiment``'s
-        others (``seed``, ``meta``, ``logger``, checkpoints)."""
+        """ALL's arguments in ALL's order; ``options``: ``Experiment``'s others."""
         super().__init__(preset, env, name, train_steps, logdir, quiet, render, save_freq,
                          verbose, **options)
 
@@ -93,8 +84,7 @@ class MultiagentEnvExperiment(Experiment):
         return env
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """A checkpoint's experiment; one saved without ``agent_logs`` gets them over its
-        ``agent_loggers``."""
+        """A checkpoint's experiment (one saved without ``agent_logs`` gets them)."""
         self.__dict__.update(state)
         if "agent_logs" not in state:
             self.agent_logs = AgentLoggers(self.logger, name=self.name, env_name=self.env.name,
@@ -107,8 +97,7 @@ class MultiagentEnvExperiment(Experiment):
         return self.preset.agent(logger=self.agent_loggers, train_steps=self.train_steps)
 
     def _attach(self, components: list[MetaComponent]) -> Any:
-        """One ``MetaHub`` per agent, over its own copies of ``components`` (``hubs``); the
-        hooks that run each agent's on its rows."""
+        """One ``MetaHub`` per agent over its own copies of ``components``; their hooks."""
         agents = getattr(self.agent, "agents", None)
         if agents is None:
             raise ValueError(f"{type(self.agent).__name__} has no per-agent `agents`; meta "
@@ -126,15 +115,6 @@ class MultiagentEnvExperiment(Experiment):
             return functools.partial(getattr, self.env, "adapter")
         return functools.partial(training_copy, self.env)
 
-    def agent_returns100(self) -> dict[str, float]:
-        return {agent: logger.mean_return100 for agent, logger in self.agent_loggers.items()}
-
-    def _act(self) -> None:
-        """``Experiment._act``, each agent's losses logged at the run's frame (as on Ray)."""
-        for logger in self.agent_loggers.values():
-            logger.frame = self.logger.frame
-        super()._act()
-
     def _acts(self, agent: Any, states: StateArray) -> Any:
         return row_actions(agent, states, self.env.possible_agents)
 
@@ -150,10 +130,7 @@ class MultiagentEnvExperiment(Experiment):
         super()._log_episode(episode)
 
     def test(self, episodes: int = 100, env: Any = None) -> dict[str, list[float]]:
-        """Each agent's returns in ``episodes`` episodes over a training copy of ``env`` (default:
-        the experiment's; then logged), played as a Ray run's evaluation: an evaluation
-        ``Actor`` over a copy of the preset's policy, its random numbers and the resets seeded
-        with ``seed + TEST_SEED_OFFSET`` (a preset without ``policy()``: its ``test_agent()``)."""
+        """Each agent's returns in ``episodes`` episodes, as a Ray run's evaluation."""
         check_test(episodes, env, f"{type(self).__name__}.test", (MultiagentEnvironment,))
         played = self.env if env is None else check_spaces(self.preset, env)
         seed = None if self.seed is None else evaluation_seed(self.seed)
@@ -184,13 +161,3 @@ class MultiagentEnvExperiment(Experiment):
         super().close()
         if self.runner is not None:
             self.runner.close()
-
-    def flush_loggers(self) -> None:
-        """Flush the experiment's and the agents' loggers."""
-        for logger in (self.logger, *self.agent_loggers.values()):
-            flush_logger(logger)
-
-    def close_loggers(self) -> None:
-        """Close the experiment's and the agents' loggers (safe to call more than once)."""
-        self.agent_logs.close()
-        self.logger.close()

@@ -1,5 +1,4 @@
-"""``plot_returns_100``: one subplot per environment, one line per run (found by its
-``returns100.csv``), drawn on matplotlib's Agg canvas (no display, pyplot untouched)."""
+"""``plot_returns_100``: one subplot per environment, one line per run (matplotlib's Agg)."""
 
 from __future__ import annotations
 
@@ -44,8 +43,7 @@ class _Run:
 
 
 def rolling_mean_std(values: np.ndarray, window: int = _WINDOW) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and population std of the last (up to) ``window`` values, at every index of the
-    1-d ``values``: ``(mean, std)``, two float arrays shaped like ``values``."""
+    """``(mean, std)`` of the last (up to) ``window`` values at every index of ``values``."""
     check_count(window=window)
     x = np.asarray(values, dtype=np.float64).ravel()
     if x.size == 0:
@@ -71,8 +69,7 @@ def _run_names(csv_path: Path) -> tuple[str, str]:
 
 
 def _read_rows(csv_path: Path, width: int) -> np.ndarray:
-    """The numeric rows (``width`` columns) of a CSV file, blank ones skipped and malformed
-    ones (too few numbers too) skipped with a warning."""
+    """The numeric rows (``width`` columns) of a CSV file (malformed ones: with a warning)."""
     rows = []
     with open(csv_path, newline="", encoding="utf-8", errors="replace") as file:
         for line_no, row in enumerate(csv.reader(file), start=1):
@@ -141,8 +138,7 @@ def _load_runs(runs_dir: Path) -> list[_Run]:
 
 
 def _up_to(runs: list[_Run], timesteps: int, runs_dir: Path) -> list[_Run]:
-    """``runs`` cut at frame ``timesteps`` (if positive); a run with no point left is left out
-    with a warning, and if none has one, a one-line ``ValueError`` says where they begin."""
+    """``runs`` cut at frame ``timesteps`` (if positive); runs with no point left are left out."""
     if timesteps <= 0:
         return runs
     keeps = [run.frame <= timesteps for run in runs]
@@ -163,8 +159,7 @@ def _up_to(runs: list[_Run], timesteps: int, runs_dir: Path) -> list[_Run]:
 
 
 def _run_label(run: _Run, runs: list[_Run]) -> str:
-    """The end of ``run``'s directory path that tells it from the other ``runs``'
-    (``CartPole-v1_2``; a multirun's ``0/dqn/CartPole-v1``)."""
+    """The end of ``run``'s directory path that tells it from the other ``runs``'."""
     parts = run.path.parent.parts
     for depth in range(1, len(parts)):
         if sum(other.path.parent.parts[-depth:] == parts[-depth:] for other in runs) == 1:
@@ -224,17 +219,7 @@ def plot_returns_100(runs_dir: str = "runs", timesteps: int = -1,
     """Plot the 100-episode mean returns of every run under ``runs_dir`` (with a
     ``results.csv``: at every episode, over the raw returns), up to ``timesteps`` frames if
     positive, into ``filename`` (default: ``{runs_dir}/returns100.png``; in the format its
-    suffix names, ``.pdf``, ``.svg``..., else PNG); return its path.
-
-    A run whose points all lie at one frame (a single episode) is drawn as a dot; a run with
-    no point by frame ``timesteps`` is left out with a warning.
-
-    Raises:
-        FileNotFoundError: no ``returns100.csv`` under ``runs_dir``.
-        NotADirectoryError: ``runs_dir`` is a file.
-        ValueError: no run has data (by frame ``timesteps``), or ``timesteps`` is not a
-            finite number.
-    """
+    suffix names, else PNG); return its path. No run to plot is one error line."""
     check_finite("plot_returns_100's ", timesteps=timesteps)
     runs_dir = Path(runs_dir).expanduser()  # (``~/runs``, as the loggers take it)
     runs = _up_to(_load_runs(runs_dir), timesteps, runs_dir)

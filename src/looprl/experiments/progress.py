@@ -45,8 +45,7 @@ def _rate(speed: float | None, unit: str) -> str:
 
 
 def _count(done: int, total: int, unit: str) -> str:
-    """``done/total unit`` (``unit`` empty: no unit), ``done unit`` without a budget, and
-    ``done unit (budget total reached)`` past it (a vector step's last frames go past it)."""
+    """``done/total unit``, ``done unit`` without a budget, and a note past it."""
     unit = f" {unit}" if unit else ""
     if total <= 0:
         return f"{done:,}{unit}"
@@ -80,17 +79,9 @@ def _format_return(mean_return: float | None) -> str:
 
 
 class TrainingProgress:
-    """Progress bar of a training run (a context manager): frames, frames per second, time,
-    episodes, the mean return of the last 100 episodes, and ``status()``'s lines under it.
-
-    Args:
-        unit: what ``total_frames`` and ``update``'s ``frame`` count: ``"frames"``, or
-            ``"episodes"`` (an evaluation: no separate episode count).
-        console: console to draw on (default: a new one on stderr).
-        line_interval: on a console that is not a terminal (plain lines), the most seconds
-            between two lines (one is also printed at every tenth of the run).
-        status: returns lines to show under the bar, called at each redraw.
-    """
+    """Progress bar of a training run (a context manager) in ``unit`` (frames, or an evaluation's
+    episodes) with ``status()``'s lines under it; on a console that is no terminal, plain lines
+    every ``line_interval`` seconds at most and at every tenth of the run."""
 
     def __init__(self, total_frames: int, description: str, quiet: bool = False,
                  console: Console | None = None, refresh_per_second: float = 10.0,
@@ -157,8 +148,7 @@ class TrainingProgress:
             self._draw(frame, episode, mean_return)
 
     def _next_milestone(self, frame: int) -> float:
-        """The first frame of the next tenth of the run after ``frame`` (an evaluation, in
-        episodes: none, its lines come once a minute and at its end)."""
+        """The first frame of the next tenth of the run after ``frame`` (in episodes: none)."""
         if self.total_frames <= 0 or self.unit != "frames":
             return math.inf
         tenth = max(self.total_frames / 10, 1)

@@ -37,8 +37,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class ExperimentResult:
-    """What one (agent, environment) run produced; ``test_returns`` of a multi-agent run are
-    the team's (summed over agents), ``agent_test_returns`` each agent's."""
+    """What one (agent, environment) run produced (a multi-agent run's: the team's returns)."""
 
     agent: str
     env: str
@@ -57,8 +56,7 @@ class ExperimentResult:
         return float(np.std(self.test_returns)) if self.test_returns else math.nan
 
     def summary(self) -> str:
-        """The lines ``run_experiment`` logs (INFO) unless ``quiet`` and ``looprl train`` prints:
-        the frames and episodes trained, and the evaluation's mean return."""
+        """The lines ``run_experiment`` logs: frames, episodes and evaluation's mean return."""
         n = len(self.test_returns)
         return f"{self.agent} on {self.env}: {self.frames:,} frames, {self.episodes:,} episodes" + (
             f"\nevaluation: mean return {self.test_mean:.1f} +/- {self.test_std:.1f} over {n} "
@@ -66,10 +64,7 @@ class ExperimentResult:
 
 
 class TrainingInterrupted(KeyboardInterrupt):
-    """Ctrl-C during ``run_experiment``: the run's logs (in ``log_dir``) were flushed and
-    closed, the preset as trained so far saved there; ``frame``: frames trained until then;
-    ``results``: the ``ExperimentResult`` of each run that completed before it; ``no_logs``:
-    what its line says without a ``log_dir``."""
+    """Ctrl-C during ``run_experiment``: the logs in ``log_dir`` closed, the preset saved there."""
 
     def __init__(self, log_dir: str | None, frame: int, results: Sequence[Any] = (),
                  no_logs: str = "no logs (logdir=None)"):
@@ -86,8 +81,7 @@ def as_list(x: Any) -> list:
 
 
 def check_frames(frames: Any, owner: str) -> None:
-    """A one-line ``ValueError`` naming ``owner``'s ``frames`` unless it is a finite positive
-    number (``math.inf`` is no budget: it would train for ever)."""
+    """A one-line ``ValueError`` unless ``owner``'s ``frames`` is a finite positive number."""
     if not is_number(frames) or not 0 < frames < math.inf:
         infinite = is_number(frames) and frames == math.inf
         finite = ", a finite one (math.inf is no budget)" if infinite else ""
@@ -119,23 +113,15 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
                    meta: Sequence[Any] = (), logger: str = "tensorboard"
                    ) -> list[ExperimentResult]:
     """Train every agent on every environment for ``frames`` frames, then evaluate; one
-    ``ExperimentResult`` per run.
+    ``ExperimentResult`` per run (``FloatingPointError``: one diverged; ``TrainingInterrupted``).
 
     Args:
         agents: preset builders (``classic_control.ppo``) or built presets, one or a list.
-        envs: environments, or ids (``"CartPole-v1"``: made in the form each agent's family
-            acts in), one or a list.
+        envs: environments, or ids (``"CartPole-v1"``: made for each agent's family), one or a list.
         test_episodes: evaluation episodes after training (0 to skip).
         logdir, quiet, render, save_freq, verbose, seed, meta: ``Experiment``'s, for every run
-            (in ALL's order up to ``verbose``); the first run trains the given components
-            (and the builder's), later ones fresh copies; a ``seed`` leaves the global random
-            generators as they were.
-        logger: ALL's argument: ``"tensorboard"`` (TensorBoard and CSV files), the only one.
-
-    Raises:
-        FloatingPointError: a run diverged (its logs until then are kept).
-        TrainingInterrupted: Ctrl-C (its logs until then are kept; ``results``: the runs
-            completed before it).
+            (later runs: fresh copies of the components); a ``seed`` keeps the global generators.
+        logger: ALL's argument: ``"tensorboard"``, the only one.
     """
     check_frames(frames, "run_experiment")
     if not isinstance(logger, str):  # (each run makes its own logger: one cannot be shared)
@@ -175,14 +161,12 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
     return results
 
 
-#: the meta components the first run of a ``run_experiment`` call trained (by ``id``, while
-#: they live): those given, and its builder's
+#: the meta components the first run of a ``run_experiment`` call trained (by ``id``)
 _TRAINED: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 
 
 def note_trained(agent: Any, meta: Sequence[Any]) -> None:
-    """Note the components the first run of a call trains; warn where a builder's new agent
-    gets some an earlier call trained: they go on from their state then (this run differs)."""
+    """Note the components a call's first run trains; warn of those an earlier call trained."""
     given = [*meta, *getattr(agent, "components", ())]  # (a built preset's go on with it)
     trained = [repr(component) for component in given if _TRAINED.get(id(component)) is component]
     if trained and not isinstance(agent, Preset):
@@ -196,9 +180,7 @@ def note_trained(agent: Any, meta: Sequence[Any]) -> None:
 
 
 def fresh_components(agent: Any, meta: Sequence[Any]) -> tuple[tuple[Any, ...], list[Any]]:
-    """Copies of ``agent``'s own components (a builder's ``components``, a preset's ``meta``)
-    and of ``meta``, taken before a run trains them: a later run must not go on from them
-    (copy them again for each run); one line now for hooks that copies cannot take."""
+    """Copies of ``agent``'s own components and of ``meta``, before a run trains them."""
     own = tuple(getattr(agent, "components", getattr(agent, "meta", ())))
     try:
         fresh = copy.deepcopy((own, list(meta)))
@@ -238,9 +220,7 @@ def _env(env: Any) -> Any:
 
 
 def _save(experiment: Experiment) -> None:
-    """``{log_dir}/preset.pt`` of the trained preset, as ALL's ``run_experiment`` writes it
-    (``looprl watch RUN_DIR`` plays it); a preset that cannot be saved is a warning: the run
-    and its results stand."""
+    """``{log_dir}/preset.pt`` of the trained preset (ALL's), else a warning."""
     if not callable(getattr(experiment.preset, "save", None)):
         return
     try:

@@ -1,6 +1,4 @@
-"""The files of a run directory: claiming it, ``run.json``, appending CSV rows, cutting rows
-and TensorBoard events back to a checkpoint's step when a run resumes, and putting a refused
-resume's config back."""
+"""The files of a run directory: claiming it, writing them, cutting them back to a checkpoint."""
 
 from __future__ import annotations
 
@@ -38,8 +36,7 @@ def safe_component(name: str) -> str:
 
 
 def json_value(value: Any) -> Any:
-    """``json.dumps``' ``default``: a number for NumPy and torch scalars, else ``object_path``'s
-    text (``module:qualname`` for a function or a class: ALL's ``model_constructor``)."""
+    """``json.dumps``' ``default``: a number for NumPy and torch scalars, else ``object_path``."""
     try:
         return _finite(value.item())  # numpy and torch scalars
     except (AttributeError, ValueError, RuntimeError):
@@ -64,8 +61,7 @@ def json_text(data: Any, indent: int) -> str:
 
 
 def claim_run_dir(parent: Path, name: str) -> Path:
-    """Create and return the first of ``name``, ``name_2``, ... that is absent or empty, and
-    claim it by creating its ``run.json`` (only one of two processes that start together can)."""
+    """The first of ``name``, ``name_2``, ... absent or empty, claimed by its new ``run.json``."""
     check_writable(parent, _OPTIONS)
     missing = [path for path in (parent, *parent.parents) if not os.path.exists(path)]
     try:
@@ -102,9 +98,7 @@ def removed(run_dir: str | Path) -> FileNotFoundError:
 
 
 def restorer(run_dir: Path, folder: str) -> Callable[[], None]:
-    """A function that puts the files of ``run_dir``'s ``folder`` back as they are now (a
-    refused ``looprl run --resume``: its ``.hydra``, which Hydra wrote anew with the refused
-    overrides), unless a checkpoint (a ``.pt`` file) there changed since: the run went on."""
+    """A function putting ``run_dir/folder``'s files back, unless a checkpoint there changed."""
     def saved() -> dict[Path, tuple[int, int]]:
         return {path: ((stat := path.stat()).st_ino, stat.st_mtime_ns)
                 for path in run_dir.rglob("*.pt")}
@@ -120,8 +114,7 @@ def restorer(run_dir: Path, folder: str) -> Callable[[], None]:
 
 
 def check_header(path: Path, remedy: str) -> None:
-    """A ``ValueError`` naming ``path`` (one of ``CSV_HEADERS``) unless it starts with its
-    header; ``remedy`` says what to do."""
+    """A ``ValueError`` naming ``path`` and ``remedy`` unless it starts with its header."""
     with open(path, encoding="utf-8", errors="replace") as file:
         first = file.readline().strip()
     header = CSV_HEADERS[path.name]
@@ -148,9 +141,7 @@ def keep_rows(path: Path, keep: Callable[[int, str], bool]) -> None:
 
 
 def keep_until(path: Path, last: float, column: int = 0) -> None:
-    """Keep the header of the CSV file ``path`` and the rows whose ``column`` (a frame, an
-    episode) is at most ``last``; a row without a whole number there (a blank or hand-edited
-    line) is dropped, with a warning unless blank."""
+    """Keep the header of the CSV file ``path`` and the rows whose ``column`` is <= ``last``."""
     def keep(index: int, line: str) -> bool:
         cells = line.split(",")
         cell = cells[column].strip() if len(cells) > column else ""
@@ -166,9 +157,7 @@ def keep_until(path: Path, last: float, column: int = 0) -> None:
 
 def cut_back(run_dir: Path, episodes: int, windows: int, frame: int, episode: int,
              episode_tags: set[str]) -> None:
-    """Cut ``run_dir``'s files back to a checkpoint: ``results.csv`` to its first ``episodes``
-    episodes, ``returns100.csv`` to ``windows`` rows, the tables and the TensorBoard events
-    to ``frame`` (the tags counted in episodes, ``episode_tags``: to ``episode``)."""
+    """Cut ``run_dir``'s files back to a checkpoint's ``episodes``, ``windows`` and ``frame``."""
     keep_until(run_dir / "results.csv", episodes, column=1)  # (its episode column)
     keep_rows(run_dir / "returns100.csv", lambda index, _: index < windows)
     for table in ("losses.csv", "hyperparameters.csv", "log.csv"):
@@ -177,9 +166,7 @@ def cut_back(run_dir: Path, episodes: int, windows: int, frame: int, episode: in
 
 
 def keep_events(log_dir: Path, frame: int, episode: int, episode_tags: set[str]) -> None:
-    """Drop the TensorBoard scalars after ``frame`` (for ``episode_tags``: from ``episode``
-    on), so that a resumed run writes each step once; the kept events as written (the
-    non-legacy loader would turn the scalars into tensors, which readers of scalars skip)."""
+    """Drop the TensorBoard scalars after ``frame`` (``episode_tags``: from ``episode`` on)."""
     from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
     from tensorboard.summary.writer.record_writer import RecordWriter
 
@@ -213,8 +200,7 @@ def write_tables(run_dir: Path, loss_rows: list[tuple[int, str, Any]],
                  log_rows: list[tuple[int, str, float]],
                  hp_rows: list[tuple[int, dict[str, Any]]], hp_columns: list[str] | None
                  ) -> list[str] | None:
-    """Append (and empty) the buffered ``losses.csv``, ``log.csv`` and ``hyperparameters.csv``
-    rows; return the hyperparameter columns (fixed by the first row)."""
+    """Append (and empty) the buffered rows of the tables; the hyperparameter columns."""
     for table, rows in (("losses.csv", loss_rows), ("log.csv", log_rows)):
         if rows:
             path = run_dir / table
@@ -235,8 +221,7 @@ def write_tables(run_dir: Path, loss_rows: list[tuple[int, str, Any]],
 
 
 def write_test_returns(run_dir: Path, sets: dict[str | None, Any]) -> None:
-    """``test_returns.csv`` of the returns ``sets`` (a column ``return``, or ``set,return``
-    where the sets have names)."""
+    """``test_returns.csv`` of the returns ``sets`` (``return``, or ``set,return`` if named)."""
     named = None not in sets
     lines = ["set,return" if named else "return"]
     for name, values in sets.items():
@@ -251,9 +236,7 @@ def write_run_json(run_dir: Path, info: dict[str, Any]) -> None:
 
 
 def save_preset(preset: Any, env: Any, directory: str | os.PathLike, prefix: str = "") -> str:
-    """Save ``preset`` to ``{directory}/{prefix}preset.pt`` (``looprl watch`` plays it) and the
-    statistics of ``env``'s normalizers beside it (``save_normalization``; ``env=None``: none);
-    its path."""
+    """Save ``preset`` to ``{directory}/{prefix}preset.pt``, ``env``'s normalizers beside it."""
     path = os.path.join(str(directory), f"{prefix}preset.pt")
     preset.save(path)
     if env is not None:

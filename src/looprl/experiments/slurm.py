@@ -1,9 +1,7 @@
-"""``SlurmExperiment``: ``run_experiment`` over a Slurm cluster, one array task per (agent,
-environment), submitted through submitit (the ``config`` extra)::
+"""``SlurmExperiment``: ``run_experiment`` over a Slurm cluster (or any submitit executor), one
+array task per (agent, environment)::
 
     SlurmExperiment(agents, envs, 10e6, sbatch_args={"partition": "gpu", "gpus-per-node": 1})
-
-Any submitit executor runs it (``submitit.LocalExecutor(folder)``: on this machine).
 """
 
 from __future__ import annotations
@@ -28,16 +26,8 @@ def _run_one(agent: Any, env: Any, frames: float, options: dict[str, Any]) -> Ex
 
 
 class SlurmExperiment:
-    """Submits, on construction, one job array that trains every agent on every environment
-    (as ``run_experiment``); the submitit jobs are in ``jobs``.
-
-    Args:
-        agents, envs, frames, test_episodes, verbose, logdir, seed: ``run_experiment``'s.
-        script_name: ALL's name of the sbatch script (unused: submitit writes its own).
-        outdir: where submitit keeps the jobs' scripts, pickles and logs.
-        sbatch_args: sbatch options over ``DEFAULT_SBATCH_ARGS`` (Slurm executors only).
-        executor: a submitit executor (default: a ``SlurmExecutor`` in ``outdir``).
-    """
+    """Submits one job array (``jobs``) training every agent on every environment, with
+    ``executor`` (default: a ``SlurmExecutor`` in ``outdir``, ``sbatch_args`` its options)."""
 
     def __init__(self, agents: Any, envs: Any, frames: float, test_episodes: int = 100,
                  verbose: bool = False, job_name: str = "looprl",

@@ -1,7 +1,5 @@
-"""Watch a trained agent on screen, or into a GIF file, through the collector
-(``play_and_show``). As in the autonomous-learning-library, this module is callable as its
-``watch`` (``from looprl.experiments import watch; watch(agent, env)``).
-"""
+"""Watch a trained agent on screen, or into a GIF file. As in ALL, this module is callable as
+its ``watch`` (``from looprl.experiments import watch; watch(agent, env)``)."""
 
 from __future__ import annotations
 
@@ -64,15 +62,9 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def preset_family(preset: Any) -> str:
-    """``'classic_control'``, ``'atari'``, ``'continuous'`` or ``'multiagent'`` (a user's
-    preset: ``'classic_control'``, a Gymnasium environment's)."""
-    return family_of(preset) or "classic_control"
-
-
 def shows_in_window(preset: Any) -> bool:
     """Whether ``preset``'s environment can be watched in a window here (Atari cannot)."""
-    return has_display() and preset_family(preset) != "atari"
+    return has_display() and family_of(preset) != "atari"
 
 
 #: the environment variables a watch sets (``offscreen_rendering``'s, and SDL's signals)
@@ -81,11 +73,7 @@ RENDERING_VARIABLES = ("SDL_VIDEODRIVER", "SDL_AUDIODRIVER", "MUJOCO_GL", "SDL_N
 
 @contextlib.contextmanager
 def rendering_kept() -> Iterator[None]:
-    """The block (as a decorator: the call), then ``RENDERING_VARIABLES`` as they were before
-    it, so that a later watch in this process opens its window (was: pygame's dummy driver of
-    an earlier GIF). pygame reads them when it starts, and an environment's ``close`` stops
-    it. (MuJoCo's EGL or OSMesa, once it rendered, set ``PYOPENGL_PLATFORM``, which PyOpenGL
-    read at its import for the rest of the process: MuJoCo's to keep, not restored here.)"""
+    """The block (or the call), then ``RENDERING_VARIABLES`` as they were before it."""
     before = {name: os.environ.get(name) for name in RENDERING_VARIABLES}
     try:
         yield
@@ -98,8 +86,7 @@ def rendering_kept() -> Iterator[None]:
 
 
 def offscreen_rendering() -> None:
-    """Let pygame and MuJoCo (EGL or OSMesa) render without a display (for good: run it
-    inside ``rendering_kept``, as every watch does, to have the variables back)."""
+    """Let pygame and MuJoCo (EGL or OSMesa) render without a display."""
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     if "MUJOCO_GL" not in os.environ:
@@ -110,9 +97,7 @@ def offscreen_rendering() -> None:
 
 
 def render_env(build: Callable[..., Any], window: bool) -> tuple[Any, bool]:
-    """An environment to watch from ``build(render_mode=...)``, and whether it draws its own
-    window: with ``render_mode='human'`` if ``window`` and it then does (``draws_window``), else
-    rendering frames offscreen (``rendering``; also where ``build`` refuses the mode: Atari)."""
+    """An environment to watch from ``build(render_mode=...)``, and whether in its own window."""
     if window:
         try:
             env = build(render_mode="human")
@@ -127,10 +112,7 @@ def render_env(build: Callable[..., Any], window: bool) -> tuple[Any, bool]:
 
 
 def watch_env(preset: Any, env_id: str, window: bool) -> tuple[Any, bool]:
-    """The environment a saved ``preset`` acts in, built as training builds it (``make_env``;
-    for the id it trained on, with the arguments and wrappers it had: its ``env_remote``, a
-    contextual environment's instance set and an Atari game's options among them), by
-    ``render_env``: in a window if ``window`` and it ``shows_in_window``; and whether so."""
+    """The environment a saved ``preset`` acts in, built as training built it, by ``render_env``."""
     remote = getattr(preset, "env_remote", None)
     name, args = remote if isinstance(remote, tuple) else (remote, None)
     if name == "atari" and atari_game(env_id) == args["game"]:  # (the game's options)
@@ -138,7 +120,8 @@ def watch_env(preset: Any, env_id: str, window: bool) -> tuple[Any, bool]:
     if name == "contextual" and args["env_id"] == env_id:
         build = partial(ContextualEnvironment, **args)
     else:
-        build = partial(make_env, f"{preset_family(preset)}.{preset.name}", env_id,
+        family = family_of(preset) or "classic_control"  # (a user's: a Gymnasium env's)
+        build = partial(make_env, f"{family}.{preset.name}", env_id,
                         env_kwargs=args if name == env_id else None)
     env, window = render_env(build, window and shows_in_window(preset))
     _check_spaces(preset, env)
@@ -155,15 +138,13 @@ def _check_spaces(preset: Any, env: Any) -> None:
 
 
 def draws_window(env: Any) -> bool:
-    """Whether ``env`` (or the environment it wraps, its ``env``) draws its own window: it was
-    built with ``render_mode='human'``."""
+    """Whether ``env`` (or the environment it wraps) was built with ``render_mode='human'``."""
     return "human" in (getattr(env, "render_mode", None),
                        getattr(getattr(env, "env", None), "render_mode", None))
 
 
 def warn_unseen(env: Any) -> None:
-    """A warning where ``env`` wraps a Gymnasium or PettingZoo environment made without
-    ``render_mode='human'``: watched without a GIF, its episodes play with no window."""
+    """Warn where ``env`` was made without ``render_mode='human'``: it plays with no window."""
     if not hasattr(getattr(env, "env", None), "render_mode") or draws_window(env):
         return
     why, fix = window_advice(env)
@@ -183,12 +164,8 @@ def default_fps(env: Any) -> float:
 def watch(agent: Any, env: Any, episodes: int | None = None, fps: float | None = None,
           gif: str | Path | None = None, max_steps: int = 10_000, n_episodes: int | None = None,
           ) -> tuple[list[float] | list[dict[str, float]], Path | None]:
-    """Play ``episodes`` (ALL: ``n_episodes``; 1) episodes of ``agent`` in ``env`` and show
-    them: in the environment's window (``gif=None``: create it with ``render_mode='human'``)
-    at ``fps`` (default: ``default_fps(env)``), or ``env.render()`` frames written to ``gif``.
-    An episode is cut after ``max_steps`` steps. Returns the episode returns (``{agent:
-    return}`` dicts for a ``MultiagentPettingZooEnv``) and the GIF path (or ``None``).
-    """
+    """Play ``episodes`` (ALL: ``n_episodes``) episodes of ``agent`` in ``env``, shown in its
+    window at ``fps`` or written to ``gif``; the returns (per agent in a game) and the GIF."""
     episodes = either("episodes", episodes, "n_episodes", n_episodes, 1)
     check_episodes(episodes, "watch", least=1)
     check_agent(agent, "watch")
@@ -222,9 +199,7 @@ def _acting(agent: Any, env: Any) -> tuple[EnvRunner, Callable[[RolloutRequest],
 def play_and_show(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResult],
                   render: Callable[[], Any], episodes: int, fps: float,
                   gif: str | Path | None, max_steps: int) -> tuple[list[Episode], Path | None]:
-    """``play_episodes`` on ``runner``, showing every state for ``1 / fps`` s in a window
-    (``gif=None``), or writing ``render()``'s frames to ``gif``; the episodes and the GIF's
-    path (``None``: a window)."""
+    """``play_episodes`` on ``runner``, shown in a window at ``fps``, or written to ``gif``."""
     check_positive(optional=True, fps=fps)
     if gif is None:
         return play_episodes(runner, act, episodes, lambda: time.sleep(1 / fps), max_steps), None
@@ -243,8 +218,7 @@ def play_and_show(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
 
 
 def check_gif(path: Path) -> None:
-    """A one-line ``ValueError`` before the episodes play, not after, if no GIF can be
-    written at ``path`` (its folder is made here)."""
+    """A one-line ``ValueError`` before the episodes play if no GIF can be written at ``path``."""
     reason = ("it is a directory" if path.is_dir() else "its name does not end in .gif"
               if path.suffix.lower() != ".gif" else None)
     try:
@@ -260,8 +234,7 @@ def check_gif(path: Path) -> None:
 
 
 def rgb_frame(render: Callable[[], Any]) -> np.ndarray:
-    """``render()``'s frame, or a one-line ``ValueError`` if it gives no RGB array (an
-    ``EnvironmentFailure`` if it raises)."""
+    """``render()``'s frame, or a one-line error if it gives no RGB array."""
     env = getattr(render, "__self__", render)
     owner = getattr(env, "name", None) or type(env).__name__
     fix = ("nothing to write to the GIF: build it with render_mode='rgb_array' (an argument "
@@ -288,8 +261,7 @@ def rgb_frame(render: Callable[[], Any]) -> np.ndarray:
 def load_and_watch(filename: str | Path, env: Any, fps: float | None = 60,
                    n_episodes: int = sys.maxsize, **options: Any,
                    ) -> tuple[list[float] | list[dict[str, float]], Path | None]:
-    """``watch`` the test agent of the preset saved at ``filename`` (default: forever), in
-    ``env`` normalized with the training statistics saved beside it (``save_normalization``)."""
+    """``watch`` the test agent of the preset saved at ``filename`` (normalized as trained)."""
     preset = load_preset(str(filename), device=getattr(env, "device", None))
     _check_spaces(preset, env)
     load_normalization(env, preset_normalization(filename, env), env.name)
@@ -297,9 +269,7 @@ def load_and_watch(filename: str | Path, env: Any, fps: float | None = 60,
 
 
 def write_gif(frames: list[np.ndarray], path: Path, fps: float, max_frames: int = 2000) -> None:
-    """Write RGB frames to an animated GIF (every k-th frame beyond ``max_frames``), small
-    ones (Atari's 84 x 84) enlarged to at least 300 pixels; an interrupted write leaves an
-    earlier GIF at ``path`` whole."""
+    """Write RGB frames (every k-th beyond ``max_frames``) to an animated GIF, atomically."""
     from PIL import Image
 
     if not frames:
