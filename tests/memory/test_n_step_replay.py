@@ -284,3 +284,14 @@ def test_the_window_fields_and_the_segment_rows_have_two_names() -> None:
     rows = windows.window_rows(sample, sample.obs)
     assert sorted(rows) == ["action", "done", "obs", "reward", "truncated"]
     assert rows["done"].dtype == torch.bool
+
+
+def test_leaves_takes_a_namedarray_or_one_array() -> None:
+    """``segments.leaves``: a ``NamedArray``'s arrays in field order (nested fields flattened,
+    ``None`` s left out); one array is ``[it]`` (the windows' and ``nbytes``' one path)."""
+    from looprl.core.namedarray import NamedArray
+    from looprl.memory.segments import leaves
+
+    a, b, c = torch.zeros(2), torch.ones(2), torch.full((2,), 2.0)
+    assert leaves(NamedArray(x=a, y=NamedArray(z=b, w=None), v=c)) == [a, b, c]
+    assert leaves(a) == [a] and leaves(None) == []

@@ -1,6 +1,5 @@
-"""ALL's on-policy advantage buffers: ``n_steps`` steps of ``n_envs`` environments through
-``store(states, actions, rewards)``, then ``advantages(next_states)`` returns ``(states,
-actions, advantages)``, flat and time-major, and empties the buffer."""
+"""ALL's on-policy advantage buffers: ``store(states, actions, rewards)`` ``n_steps`` times, then
+``advantages(next_states)`` returns flat ``(states, actions, advantages)`` and empties them."""
 
 from __future__ import annotations
 
@@ -52,7 +51,7 @@ class _AdvantageBuffer:
                             torch.as_tensor(rewards, dtype=torch.float32)))
 
     def _take(self, next_states: StateArray) -> tuple[StateArray, torch.Tensor, torch.Tensor]:
-        """``(states (n_steps + 1, n_envs), actions, rewards (n_steps, n_envs))``; empties."""
+        """``(states [n_steps + 1, n_envs], actions, rewards [n_steps, n_envs])``; empties."""
         self._check_states("advantages(next_states)", next_states)
         if len(self._steps) < self.n_steps:
             raise RuntimeError(f"{type(self).__name__} holds {len(self._steps)} of its "
@@ -72,16 +71,14 @@ class _AdvantageBuffer:
 
     def _gae(self, states: StateArray, rewards: torch.Tensor, values: torch.Tensor,
              lam: float) -> torch.Tensor:
-        """GAE(gamma, ``lam``) of the steps of ``states`` (``[n_steps + 1, n_envs]``), cut at
-        every episode end (terminated or truncated)."""
+        """GAE(gamma, ``lam``) of the steps of ``states``, cut at every episode end."""
         masks = states.mask[1:].float().to(rewards.device)
         ends = torch.as_tensor(states.done[1:], device=rewards.device).bool() | (masks == 0)
         return generalized_advantage_estimate(rewards, values[:-1], values[1:], masks, ends,
                                               self.gamma, lam)
 
     def _transitions(self, states: StateArray, advantages: torch.Tensor) -> torch.Tensor:
-        """``advantages`` at 0 where the state stored ended its episode: the environment resets
-        on the next step and ignores its action, so its row starts no transition."""
+        """``advantages`` at 0 where the stored state ended its episode (its action ignored)."""
         ended = torch.as_tensor(states.done[: self.n_steps], device=advantages.device).bool()
         return advantages.masked_fill(ended, 0.0)
 
@@ -91,10 +88,8 @@ class _AdvantageBuffer:
 
 
 class NStepAdvantageBuffer(_AdvantageBuffer):
-    """n-step advantages ``R_t + gamma^k V(s_{t+k}) - V(s_t)`` (A2C) up to the last step stored
-    or an episode's end (terminated: no bootstrap; truncated: from the state it ended in),
-    ``V(s_{t+k})`` the target network's, ``V(s_t)`` the online one's in eval mode: GAE with
-    ``lambda = 1`` and that baseline."""
+    """n-step advantages ``R_t + gamma^k V(s_{t+k}) - V(s_t)`` (A2C) up to the last step or an
+    episode's end: GAE with ``lambda = 1``, the target network's ``V(s_{t+k})``."""
 
     def advantages(self, states: StateArray) -> tuple[StateArray, torch.Tensor, torch.Tensor]:
         """``(states, actions, advantages)`` of the stored steps, ``states`` the next ones."""

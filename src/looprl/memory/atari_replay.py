@@ -2,18 +2,12 @@
 
 One ring of single frames; stacks are rebuilt when sampling (1M transitions: about 7.1 GB
 instead of 56 GB). Slot ``k`` holds the newest frame of one state and the transition out of
-it, ``links[k]`` the slots of its stack's frames (oldest first, ``k`` last) and ``nexts[k]``
-the slot of the next state of its sequence (-1: none yet). A sequence's first state takes the
-frames of the state it follows as its older ones where they are those (after a lost life,
-the frames go on): the ring's newest state, or for ``put`` with ``stream`` numbers the
-stream's last one. Writing a slot invalidates the transitions that needed the frame it
-overwrites: its own and those of the next ``stack - 1`` states of its chain. The n-step
-windows are cut from each sequence's rows by ``memory.windows.n_step_windows``, as
-``ExperienceReplayBuffer``'s: a transition is sampled once its window is complete, the
-states ``k``, ``nexts[k]``, ... (``steps[k]`` steps). ``put`` goes on with a stream's sequence
-from its last state wherever it is in the ring, while its frames are there: each frame is
-written once, even when streams take turns, and the transitions still waiting for their
-windows are let be sampled when a later column completes them.
+it, ``links[k]`` the slots of its stack's frames (oldest first) and ``nexts[k]`` the slot of
+the next state of its sequence (-1: none yet). A sequence's first state shares the older
+frames of the state it follows where they go on (after a lost life); ``put`` goes on with a
+stream's sequence from its last state wherever it lies in the ring. Overwriting a frame
+invalidates the transitions that needed it. A transition is sampled once its n-step window
+(``n_step_windows``, of the states ``k``, ``nexts[k]``, ...) is complete.
 """
 
 from __future__ import annotations
@@ -48,16 +42,14 @@ _MAX_PENDING_UPDATES = 4096
 
 
 def slot_bytes(frame_bytes: int, action_bytes: int, stack: int) -> int:
-    """The bytes of one slot of the frame ring: its frame, its action, the links to its stack's
-    frames, its state's reward, and its reward, mask, done, window steps and next slot
-    (4 + 4 + 4 + 1 + 2 + 4)."""
+    """The bytes of one slot of the frame ring: its frame, action and links, then its state's
+    reward, reward, mask, done, steps and next slot (4 + 4 + 4 + 1 + 2 + 4)."""
     return frame_bytes + action_bytes + 4 * stack + 19
 
 
 class AtariReplayBuffer(ReplayBuffer):
-    """Uniform replay of (n-step) transitions between stacked frames, shifting by one frame
-    per step (those that do not are skipped, and counted in ``skipped``); ``size``: capacity
-    in frames; ``device``: of sampled batches (storage stays in CPU memory)."""
+    """Uniform replay of (n-step) transitions between stacked frames shifting by one per step
+    (others ``skipped``); ``size``: in frames; ``device``: of samples (storage on the CPU)."""
 
     _min_size = 2
     skipped = 0  # transitions skipped because their frames did not continue
@@ -79,16 +71,14 @@ class AtariReplayBuffer(ReplayBuffer):
         return self._count
 
     def _empty_contents(self) -> dict[str, Any]:
-        # _count: ready transitions; _written: frames written; _open: the rows [slot, oldest,
-        # done, truncated] (_write_frame) of store's sequence from its first transition not
-        # ready yet, _last its last state; _carry: per stream, its waiting rows and last state
+        # _open: the rows [slot, oldest, done, truncated] of store's sequence from its first
+        # transition not ready, _last its last state; _carry: per stream, the same
         counters = {"stack": 0, "_pos": 0, "_filled": 0, "_written": 0, "_count": 0}
         return {**dict.fromkeys(_ARRAYS), **counters, "_open": None, "_last": None,
                 "_carry": {}, "_views": {}}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """Restore a pickled buffer (one pickled by older code: ``_upgraded``); one pickled
-        before links writes the transitions its streams left waiting again, as it did."""
+        """Restore a pickled buffer (older code's: ``_upgraded``, waiting transitions rewritten)."""
         carry = {} if "links" in state else state.get("_carry", {})
         super().__setstate__(_upgraded(state))
         for stream, column in carry.items():
@@ -110,12 +100,11 @@ class AtariReplayBuffer(ReplayBuffer):
 
     def _numpy_views(self) -> dict[str, np.ndarray]:
         """NumPy views of the same memory (cheaper writes)."""
-        arrays = {key: getattr(self, key) for key in _ARRAYS}
-        return {key: array.numpy() for key, array in arrays.items() if array is not None}
+        return {key: array.numpy() for key in _ARRAYS if (array := getattr(self, key)) is not None}
 
     def store(self, state: State | None, action: Any, next_state: State) -> None:
-        """Store the transition ``state --action--> next_state`` (its window is cut when the
-        buffer is next read, or 32 transitions later)."""
+        """Store the transition ``state --action--> next_state`` (its window cut when the buffer
+        is next read, or ``STORE_CHUNK`` transitions later)."""
         check_transition(type(self).__name__, state, action, next_state, batches=False)
         if state is None or state.done:
             return
@@ -139,8 +128,7 @@ class AtariReplayBuffer(ReplayBuffer):
             self._flush()  # (before a write could overwrite its first transition's frames)
 
     def _flush(self, cut: bool = False) -> None:
-        """Let the transitions ``store`` wrote whose windows are complete be sampled (all of
-        them if ``cut``: the sequence ends at its last state)."""
+        """Let ``store``'s transitions whose windows are complete (all if ``cut``) be sampled."""
         rows = self._open
         if rows is not None and len(rows) > 1:
             waiting = self._let_sample(np.array(rows), cut)
@@ -177,9 +165,8 @@ class AtariReplayBuffer(ReplayBuffer):
         self.skipped += count
 
     def _put_column(self, column: dict[str, np.ndarray], stream: int | None) -> None:
-        """Write one segment column ``[L]``: on from its stream's last state if it starts with
-        it (with the transitions left waiting), else and after each end or skipped transition a
-        new sequence; let the complete windows be sampled (``stream`` ``None``: all, cut)."""
+        """Write one segment column ``[L]``, on from its stream's last state if it starts there
+        (else a new sequence); let the complete windows be sampled (``stream`` ``None``: cut)."""
         terminal, truncated, skip = column["done"], column["truncated"], column["skip"]
         rows = np.zeros((len(skip), 4), dtype=np.int64)  # [slot, oldest, done, truncated]
         rows[:, 2], rows[:, 3] = terminal, truncated | skip
@@ -214,9 +201,8 @@ class AtariReplayBuffer(ReplayBuffer):
 
     def _first(self, observation: Any, action: Any, follows: int | None, reward: float
                ) -> tuple[int, int]:
-        """Write a sequence's first state, that came with ``reward``: its newest frame only if
-        its older ones are the newest of state ``follows``'s stack (the frames go on, as after a
-        lost life), else all of them; return its slot and oldest (``_write_frame``)."""
+        """Write a sequence's first state (only its newest frame if the others go on from state
+        ``follows``'s stack); return its slot and oldest (``_write_frame``)."""
         frames, k = as_numpy(observation), -1
         if self.frames is None:
             self._allocate(torch.as_tensor(frames), torch.as_tensor(action))
@@ -228,18 +214,15 @@ class AtariReplayBuffer(ReplayBuffer):
 
     def _next(self, k: int, action: Any, observation: Any, reward: float, mask: float,
               done: bool) -> tuple[int, int]:
-        """Write the transition out of state ``k`` and the newest frame of the next state's
-        stack ``observation``; return that state's slot and oldest (``_write_frame``)."""
+        """Write the transition out of state ``k`` and the next state's frame (``_write_frame``)."""
         n = self._views
         n["action"][k], n["reward"][k], n["mask"][k], n["done"][k] = (
             self._as_stored(as_numpy(action), n["action"].dtype), reward, mask, done)
         return self._write_frame(as_numpy(observation[-1]), k, reward)
 
     def _write_frame(self, frame: np.ndarray, prev: int, reward: float) -> tuple[int, int]:
-        """Write the newest ``frame`` and the ``reward`` of the state after ``prev``'s (-1: none)
-        at the next slot, invalidating the transitions that needed the frame it overwrites (its
-        own and the next ``stack - 1`` states' of its chain); return the slot and "oldest", the
-        number of the write of its stack's oldest frame (all there until ``size`` writes on)."""
+        """Write the state after ``prev`` (-1: none) at the next slot, invalidating the transitions
+        that needed the frame it overwrites; return the slot and its oldest frame's write."""
         p, v, j = self._pos, self._views, self._pos
         steps, links, nexts = v["steps"], v["links"], v["nexts"]
         for _ in range(self.stack):
@@ -257,8 +240,7 @@ class AtariReplayBuffer(ReplayBuffer):
         return p, self._written - 1 - (p - int(links[p, 0])) % self.size
 
     def _let_sample(self, rows: np.ndarray, cut: bool) -> int:
-        """Let the transitions of one sequence's rows ``[L, 4]`` whose windows are complete
-        (``_windows``) and frames still there be sampled; return how many wait."""
+        """Let a sequence's complete transitions still there be sampled; return how many wait."""
         starts, steps, waiting = _windows(rows[:, 2:], self.n_step, cut)
         keep = self._written - rows[starts, 1] <= self.size  # (their frames still there)
         for k, m in zip(rows[starts[keep], 0].tolist(), steps[keep].tolist()):
@@ -284,8 +266,7 @@ class AtariReplayBuffer(ReplayBuffer):
         return torch.cat(chosen)[:batch_size]
 
     def gather(self, index: torch.Tensor) -> SampleBatch:
-        """The windows of ready slots ``index`` as a time-major ``SampleBatch`` (cut windows:
-        the last row repeated, marked ``truncated``; row 0's reward: its state's)."""
+        """The windows of ready slots ``index`` as a time-major ``SampleBatch``."""
         self._settle()
         v, n = self._views, self.n_step
         chain = [index.cpu().numpy()]  # the window's states (past its end: whatever is next)
@@ -347,9 +328,8 @@ class PrioritizedAtariReplayBuffer(Prioritized, AtariReplayBuffer):
 
 
 def _windows(flags: np.ndarray, n: int, cut: bool) -> tuple[np.ndarray, np.ndarray, int]:
-    """``(rows, steps, waiting)`` of a sequence's rows' flags ``[L, 2]`` (done, truncated): the
-    rows that start a complete ``n``-step window (``n_step_windows``), its steps (up to its
-    first end) and how many transitions wait."""
+    """``(rows, steps, waiting)`` of a sequence's flags ``[L, 2]`` (done, truncated): the rows
+    that start a complete ``n``-step window, its steps and how many transitions wait."""
     done, truncated = flags.T[:, :, None] != 0  # [L, 1] each: one column
     items, waiting = n_step_windows({"obs": np.arange(len(flags))[:, None], "done": done,
                                      "truncated": truncated}, np.zeros(1, dtype=np.int64), n, cut)
@@ -359,29 +339,24 @@ def _windows(flags: np.ndarray, n: int, cut: bool) -> tuple[np.ndarray, np.ndarr
 
 
 def _upgraded(state: dict[str, Any]) -> dict[str, Any]:
-    """The state of a buffer pickled by older code as this code's: linked (``_linked``), and
-    without states' rewards, those 0 (as it sampled them)."""
-    state = state if "links" in state else _linked(state)
+    """The state of a buffer pickled by older code as this code's: linked as it lay (each stack
+    in the slots up to its newest, each state followed by the next slot's), rewards of states 0."""
+    if "links" not in state:
+        size, stack, pos, filled = state["size"], state["stack"], state["_pos"], state["_filled"]
+        written = filled + (pos if filled == size else 0)  # (a count of writes ending at _pos)
+        links = nexts = None
+        if state["frames"] is not None:
+            slots = torch.arange(size)
+            links = ((slots[:, None] + torch.arange(1 - stack, 1)) % size).int()
+            nexts = ((slots + 1) % size).int()
+        rows = state["_open"] and [[k, written - stack - (pos - 1 - k) % size, done, truncated]
+                                   for k, done, truncated in state["_open"]]  # (_write_frame)
+        state.pop("_tail", None)
+        state = {**state, "links": links, "nexts": nexts, "_written": written, "_open": rows,
+                 "_carry": {}}
     if "state_reward" not in state:
         state["state_reward"] = None if state["frames"] is None else torch.zeros(state["size"])
     return state
-
-
-def _linked(state: dict[str, Any]) -> dict[str, Any]:
-    """The state of a buffer pickled before links, linked as it lay: each stack in the slots
-    up to its newest, each state followed by the next slot's."""
-    size, stack, pos, filled = state["size"], state["stack"], state["_pos"], state["_filled"]
-    written = filled + (pos if filled == size else 0)  # (a count of writes that ends at _pos)
-    links = nexts = None
-    if state["frames"] is not None:
-        slots = torch.arange(size)
-        links = ((slots[:, None] + torch.arange(1 - stack, 1)) % size).int()
-        nexts = ((slots + 1) % size).int()
-    rows = state["_open"] and [[k, written - stack - (pos - 1 - k) % size, done, truncated]
-                               for k, done, truncated in state["_open"]]  # (oldest, _write_frame)
-    state.pop("_tail", None)
-    return {**state, "links": links, "nexts": nexts, "_written": written, "_open": rows,
-            "_carry": {}}
 
 
 def _breaks(rows: dict[str, np.ndarray]) -> np.ndarray:
@@ -394,14 +369,12 @@ def _breaks(rows: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether ``a`` and ``b`` hold the same frames (their bytes compared: cheaper than
-    ``np.array_equal``)."""
+    """Whether ``a`` and ``b`` hold the same frames (bytes compared: cheaper than array_equal)."""
     return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
 def _follows(views: dict[str, np.ndarray], k: int, frames: np.ndarray) -> bool:
-    """Whether the older frames of the stack ``frames`` are the newest of state ``k``'s stack
-    (its newest compared first, the cheaper miss)."""
+    """Whether the older frames of the stack ``frames`` are the newest of state ``k``'s stack."""
     ring = views["frames"]
     return len(frames) < 2 or (_same(ring[k], frames[-2])
                                and _same(ring[views["links"][k, 1:]], frames[:-1]))
@@ -420,8 +393,7 @@ def _frames(obs: Any) -> torch.Tensor:
 
 def check_room(size: int, stack: int, n_step: int, owner: str = "AtariReplayBuffer") -> None:
     """One line for an ``n_step`` past a slot's ``steps`` (int16), or a ``size`` that cannot
-    hold a stack of ``stack`` frames and a window (the ring's, as it allocates; the Atari
-    presets', when built)."""
+    hold a stack of ``stack`` frames and a window."""
     if n_step > _MAX_STEPS:
         raise ValueError(f"{owner} keeps windows of at most {_MAX_STEPS} steps (int16), got "
                          f"n_step={n_step}: lower it")

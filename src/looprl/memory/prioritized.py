@@ -1,9 +1,5 @@
-"""Prioritized experience replay (Schaul et al., 2016, https://arxiv.org/abs/1511.05952).
-
-Transition ``i`` is sampled with probability ``P(i) = p_i^alpha / sum_k p_k^alpha``; batches
-carry the importance weights ``(N P(i))^-beta / max w``; new transitions enter at the largest
-priority seen so far.
-"""
+"""Prioritized experience replay (Schaul et al., 2016, https://arxiv.org/abs/1511.05952):
+``P(i) = p_i^alpha / sum_k p_k^alpha``, new transitions at the largest priority seen so far."""
 
 from __future__ import annotations
 
@@ -73,14 +69,9 @@ class SumTree:
 
 
 class Prioritized:
-    """Proportional prioritization over a buffer's slots (arguments in ALL's order).
-
-    Args:
-        alpha: how much prioritization is used (``0``: uniform).
-        beta: importance-sampling exponent, a float or a schedule with a ``value``.
-        epsilon: added to the new priorities so that none is zero.
-        buffer_size: ALL's name of ``size``.
-    """
+    """Proportional prioritization over a buffer's slots (arguments in ALL's order): ``alpha``
+    (0: uniform), ``beta`` (a float or a schedule with a ``value``), ``epsilon`` (added to
+    priorities); ``buffer_size``: ALL's name of ``size``."""
 
     def __init__(self, size: int | None = None, alpha: float = 0.6, beta: Any = 0.4,
                  epsilon: float = 1e-5, device: str | torch.device = "cpu",
@@ -155,8 +146,7 @@ class Prioritized:
 
 
 class PrioritizedReplayBuffer(Prioritized, ExperienceReplayBuffer):
-    """Proportional prioritized replay (``Prioritized``) with the interface of
-    ``ExperienceReplayBuffer``."""
+    """``ExperienceReplayBuffer`` with proportional prioritized replay (``Prioritized``)."""
 
     def _advance(self, n: int) -> None:
         """New transitions enter at the largest priority seen so far."""

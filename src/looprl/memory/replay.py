@@ -1,11 +1,9 @@
 """Experience replay: a preallocated ring buffer of transitions with O(1) ``store``.
 
-Each item is a ``SampleBatch`` window of ``n_step + 1`` rows (row 0 holds ``s_t`` and
-``a_t``, row ``k`` what arrived ``k`` steps later), allocated on the first write.
-Transitions out of a ``done`` state are skipped. ``put(segment)`` cuts the collectors'
-``[T + 1, B]`` segments into windows; with ``n_step > 1`` a stream's windows span its
-segments, and a window is written once its ``n_step`` steps arrived or its episode ended.
-``store`` (ALL's) gathers steps and ``put`` s them as one segment (``looprl.memory.store``).
+Each item is a window of ``n_step + 1`` rows (row 0 holds ``s_t`` and ``a_t``, row ``k`` what
+arrived ``k`` steps later). ``put(segment)`` cuts the collectors' ``[T + 1, B]`` segments into
+windows (with ``n_step > 1`` spanning a stream's segments); ``store`` (ALL's) gathers steps and
+``put`` s them as one segment (``looprl.memory.store``).
 """
 
 from __future__ import annotations
@@ -20,20 +18,12 @@ import torch
 
 from looprl.core import SampleBatch, State, StateArray
 from looprl.core.leaves import as_numpy
-from looprl.core.namedarray import NamedArray
+from looprl.core.namedarray import NamedArray, concat, recursive_apply
 from looprl.core.suggest import check_count, check_device, check_fits, is_out_of_memory
 from looprl.memory.returns import n_step_bootstrap
 from looprl.memory.segments import leaves
 from looprl.memory.store import check_transition, gathered_segment, goes_on, shape_error
-from looprl.memory.windows import (
-    fields,
-    joined,
-    leaves_of,
-    n_step_windows,
-    same_rows,
-    stream_numbers,
-    window_rows,
-)
+from looprl.memory.windows import fields, n_step_windows, same_rows, stream_numbers, window_rows
 
 __all__ = ["ExperienceReplayBuffer", "ReplayBuffer", "replay_contents_saved", "transitions"]
 
@@ -58,10 +48,8 @@ def replay_contents_saved(saved: bool) -> Iterator[list[int]]:
 
 
 class ReplayBuffer:
-    """Base of the replay buffers (ALL's ``ReplayBuffer``): storing through the subclass's
-    ``store`` (ALL's) and ``put``, sampling through its ``sample_indices`` and ``gather``;
-    pickling that may leave out the transitions (``_empty_contents()``) and leaves out the
-    NumPy views of the storage (``_views``, made again by ``_numpy_views()``)."""
+    """Base of the replay buffers (ALL's ``ReplayBuffer``): sampling through the subclass's
+    ``sample_indices`` and ``gather``; pickling without its NumPy views (maybe its contents)."""
 
     _min_size = 1
 
@@ -108,9 +96,7 @@ class ReplayBuffer:
     @contextmanager
     def _allocating(self, item_bytes: int, device: Any = None, empty: bool = True
                     ) -> Iterator[None]:
-        """Allocate the storage of ``size`` items of ``item_bytes`` bytes on ``device`` (default:
-        the buffer's): torch's or NumPy's failure is one line (``ValueError``) naming the size
-        to lower, the buffer left ``empty`` (``False``: the fresh contents failed)."""
+        """Allocate ``size`` items of ``item_bytes`` bytes: out of memory is one line."""
         try:
             yield
         except (RuntimeError, MemoryError) as error:
@@ -123,17 +109,17 @@ class ReplayBuffer:
                        "replay_buffer_size)", device or self.device, error)
 
     def _as_stored(self, action: Any, dtype: Any) -> Any:
-        """``action`` (a number, an array or a tensor) of ``dtype``, the stored actions' (the
-        first's): cast, but for numbers with a fraction into integers (a one-line
-        ``TypeError``: 1.7 was stored as 1)."""
+        """``action`` cast to ``dtype``, the stored actions'; fractions cast to integers are a
+        one-line ``TypeError`` (1.7 was stored as 1)."""
         action = action if isinstance(action, torch.Tensor) else np.asarray(action)
         if action.dtype == dtype:
             return action
         fractions = action[action % 1 != 0] if _is_float(action.dtype) else []
         if len(fractions) and not _is_float(dtype):
-            raise TypeError(f"{type(self).__name__}: actions of {_name(action.dtype)} with a "
+            given, stored = (str(d).removeprefix("torch.") for d in (action.dtype, dtype))
+            raise TypeError(f"{type(self).__name__}: actions of {given} with a "
                             f"fraction ({fractions[:3].tolist()}) after actions of "
-                            f"{_name(dtype)}: a buffer keeps its first action's dtype, and "
+                            f"{stored}: a buffer keeps its first action's dtype, and "
                             "would cut them; give the actions one dtype (integers for a "
                             "Discrete action space, floats for a Box)")
         return action.to(dtype) if isinstance(action, torch.Tensor) else action.astype(dtype)
@@ -147,12 +133,9 @@ class ReplayBuffer:
 
 
 def transitions(batch: SampleBatch, discount_factor: float | None = None) -> tuple:
-    """ALL's ``(states, actions, rewards, next_states, weights)`` (seed 003) of windows
-    ``[n + 1, B]``: one-step windows (``ValueError`` for longer ones), or, given
-    ``discount_factor``, ``n``-step windows, ``rewards`` their returns (``n_step_bootstrap``).
-    ``next_states`` are the states bootstrapped from: ``reward`` is ``rewards``, ``mask`` 0
-    after a termination and, given ``discount_factor``, ``discount`` its ``k``-th power for
-    the ``k`` steps taken."""
+    """ALL's ``(states, actions, rewards, next_states, weights)`` of one-step windows (or, given
+    ``discount_factor``, ``n``-step ones: ``rewards`` their returns, ``next_states`` the states
+    bootstrapped from, with ``discount_factor ** k`` as ``discount``)."""
     steps, n = batch.reward.shape[0] - 1, batch.reward.shape[1]
     device = batch.reward.device
     if discount_factor is None:
@@ -178,13 +161,11 @@ def transitions(batch: SampleBatch, discount_factor: float | None = None) -> tup
 
 def _nbytes(rows: dict[str, Any]) -> int:
     """The bytes of the tensors of ``rows`` (fields of ``NamedArray`` s too)."""
-    return sum(x.nbytes for value in rows.values()
-               for x in (leaves(value) if isinstance(value, NamedArray) else [value]))
+    return sum(x.nbytes for value in rows.values() for x in leaves(value))
 
 
 def _entries(obs: Any, at: Any) -> dict[str, Any]:
-    """A ``StateArray``'s entries from the rows ``at`` of a batch's ``obs``: its field ``obs``
-    the observation, its other fields entries (``store``'s and the collectors' layout)."""
+    """A ``StateArray``'s entries from the rows ``at`` of a batch's ``obs`` (``obs.obs``)."""
     if not isinstance(obs, NamedArray):
         return {"observation": obs[at]}
     rows = {key: value[at] for key, value in obs.items()}
@@ -199,8 +180,7 @@ class ExperienceReplayBuffer(ReplayBuffer):
         return self._len
 
     def _empty_contents(self) -> dict[str, Any]:
-        # _carry: each stream's last n_step rows, [n_step, slots, ...]; _waiting: how many of
-        # them wait for their windows; _steps: what store gathered
+        # _carry: each stream's last n_step rows [n_step, slots, ...], _waiting of them
         return {"_storage": None, "_pos": 0, "_len": 0, "_carry": None, "_waiting": None,
                 "_slots": {}, "_steps": [], "_views": {}}
 
@@ -217,10 +197,8 @@ class ExperienceReplayBuffer(ReplayBuffer):
         self._views = self._numpy_views()
 
     def store(self, state: State | None, action: Any, next_state: State) -> None:
-        """Store one transition (or one per row when given ``StateArray`` batches): the steps
-        are gathered and ``put`` as one segment when the buffer is next read, or every
-        ``STORE_CHUNK`` steps (a single state's one-step transition into CPU storage is
-        written at once: ``_write_step``)."""
+        """Store one transition (one per row of ``StateArray`` s), gathered and ``put`` when the
+        buffer is next read or every ``STORE_CHUNK`` steps."""
         check_transition(type(self).__name__, state, action, next_state)
         single = not isinstance(state, StateArray)
         if state is None or (single and state.done):  # no previous state; a discarded action
@@ -239,8 +217,7 @@ class ExperienceReplayBuffer(ReplayBuffer):
             self._flush()
 
     def _write_step(self, state: State, action: Any, next_state: State) -> None:
-        """Write one single state's one-step window into the NumPy views of the storage
-        (ALL's ``store``, once per env step: a fifth of the cost of a ``put``)."""
+        """Write one single state's one-step window into the NumPy views (a fifth of a ``put``)."""
         s, pos, terminal = self._views, self._pos, float(next_state.mask) == 0
         action = as_numpy(action)
         try:
@@ -263,51 +240,33 @@ class ExperienceReplayBuffer(ReplayBuffer):
     def _numpy_views(self) -> dict[str, Any]:
         """NumPy views of the storage (``{}`` unless all are CPU tensors NumPy can view)."""
         storage = self._storage or {}
-        if storage and all(isinstance(v, torch.Tensor) and v.device.type == "cpu"
-                           for v in storage.values()):
-            try:
-                return {key: value.numpy() for key, value in storage.items()}
-            except TypeError:  # bfloat16
-                pass
-        return {}
+        if not all(isinstance(v, torch.Tensor) and v.device.type == "cpu"
+                   for v in storage.values()):
+            return {}
+        try:
+            return {key: value.numpy() for key, value in storage.items()}
+        except TypeError:  # bfloat16
+            return {}
 
     def __getstate__(self) -> dict[str, Any]:
         self._flush()
         return super().__getstate__()
 
     def _flush(self) -> None:
-        """``put`` the steps ``store`` gathered: one segment ``[L, B]`` of their states (one
-        env's: ``B = 1``), a stream per column."""
+        """``put`` the steps ``store`` gathered as one segment (``gathered_segment``)."""
         if not self._steps:
             return
         steps = list(self._steps)
         self._steps.clear()
         self.put(gathered_segment(type(self).__name__, steps, self._carry or self._storage))
 
-    def write(self, items: dict[str, Any]) -> None:
-        """Store windows ``{field: [k, rows, ...]}``, overwriting the oldest."""
-        if self._storage is None:
-            self._allocate({key: value[0] for key, value in items.items()})
-        n = len(items["reward"])
-        if n > self.size:  # only the last `size` survive, where writing all would leave them
-            self._pos = (self._pos + n - self.size) % self.size
-            items = {key: value[n - self.size :] for key, value in items.items()}
-            n = self.size
-        pos = self._pos
-        index = (slice(pos, pos + n) if pos + n <= self.size  # a slice: plain copies
-                 else ((torch.arange(n) + pos) % self.size).to(self.device))
-        for key, value in items.items():
-            self._storage[key][index] = value
-        self._advance(n)
-
     def _advance(self, n: int) -> None:
         self._pos = (self._pos + n) % self.size
         self._len = min(self._len + n, self.size)
 
     def put(self, sample: SampleBatch, current_version: int | None = None) -> bool:
-        """Store each training row of ``[T + 1, B]`` segments as an ``n_step`` window; with
-        ``sample.stream`` a window that runs past row ``T`` waits for the stream's next
-        segment, else it is cut there. ``current_version`` is ignored. Returns ``True``."""
+        """Store each row of ``[T + 1, B]`` segments as an ``n_step`` window (with ``stream``
+        one past row ``T`` waits for the stream's next segment); returns ``True``."""
         self._flush()
         if self.n_step == 1 and self._views and self._put_steps(sample):
             return True
@@ -361,10 +320,10 @@ class ExperienceReplayBuffer(ReplayBuffer):
             for key in ("reward", "done", "truncated"):  # what arrived with it: as held
                 rows[key] = torch.cat([torch.where(joint, held[key][-1], rows[key][0])[None],
                                        rows[key][1:]])
-        rows = {key: joined(held[key], value) for key, value in rows.items()}
+        rows = {key: concat([held[key][:-1], value]) for key, value in rows.items()}
         self._waiting[slots] = self._write_windows(rows, n - 1 - waiting, cut=False)
         for key, value in rows.items():
-            self._carry[key][:, slots] = leaves_of(value, lambda x: x[-n:])
+            self._carry[key][:, slots] = recursive_apply(value, lambda x: x[-n:])
 
     def _slots_of(self, streams: list[int]) -> torch.Tensor:
         """The carry's slots of ``streams`` (a new stream gets an empty one)."""
@@ -380,10 +339,23 @@ class ExperienceReplayBuffer(ReplayBuffer):
 
     def _write_windows(self, rows: dict[str, Any], start: torch.Tensor, cut: bool
                        ) -> torch.Tensor:
-        """Write the complete windows of ``rows`` (``n_step_windows``); return ``waiting``."""
+        """Write the complete windows of ``rows`` over the oldest; return ``waiting``."""
         items, waiting = n_step_windows(rows, start, self.n_step, cut)
-        if len(items["reward"]):
-            self.write(items)
+        n = len(items["reward"])
+        if not n:
+            return waiting
+        if self._storage is None:
+            self._allocate({key: value[0] for key, value in items.items()})
+        if n > self.size:  # only the last `size` survive, where writing all would leave them
+            self._pos = (self._pos + n - self.size) % self.size
+            items = {key: value[n - self.size :] for key, value in items.items()}
+            n = self.size
+        pos = self._pos
+        index = (slice(pos, pos + n) if pos + n <= self.size  # a slice: plain copies
+                 else ((torch.arange(n) + pos) % self.size).to(self.device))
+        for key, value in items.items():
+            self._storage[key][index] = value
+        self._advance(n)
         return waiting
 
     def sample_indices(self, batch_size: int) -> torch.Tensor:
@@ -403,8 +375,3 @@ class ExperienceReplayBuffer(ReplayBuffer):
 def _is_float(dtype: Any) -> bool:
     """Whether ``dtype`` (NumPy's or torch's) is a floating-point one."""
     return dtype.kind == "f" if isinstance(dtype, np.dtype) else dtype.is_floating_point
-
-
-def _name(dtype: Any) -> str:
-    """``dtype`` (NumPy's or torch's) as NumPy names it: ``int64``, ``float32``..."""
-    return str(dtype).removeprefix("torch.")

@@ -19,8 +19,7 @@ def generalized_advantage_estimate(rewards: torch.Tensor, values: torch.Tensor,
 
 
 def discounted_sums(deltas: torch.Tensor, decay: torch.Tensor) -> torch.Tensor:
-    """``x_t = deltas_t + decay_t * x_{t+1}`` backwards along dimension 0 (``x_T = 0`` past
-    the end)."""
+    """``x_t = deltas_t + decay_t * x_{t+1}`` backwards along dimension 0 (0 past the end)."""
     if deltas.shape[0] == 0:
         return torch.empty_like(deltas)
     steps = zip(reversed(deltas.unbind(0)), reversed(decay.unbind(0)), strict=True)
@@ -34,10 +33,9 @@ def discounted_sums(deltas: torch.Tensor, decay: torch.Tensor) -> torch.Tensor:
 def n_step_bootstrap(reward: torch.Tensor, done: torch.Tensor, truncated: torch.Tensor,
                      gamma: float, n_step: int, rows: int | None = None
                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(returns, bootstrap_row, discount)`` ``[rows, B]`` of the first ``rows`` rows of
-    ``[T + 1, B]`` segments: ``sum_{k<K} gamma^k reward[t + 1 + k]``, ``t + K`` and ``gamma^K``
-    (0 if row ``t + K`` is terminal), ``K`` the transitions up to ``n_step``, the first
-    episode end or row ``T``."""
+    """``(returns, bootstrap_row, discount)`` ``[rows, B]`` of ``[T + 1, B]`` segments: ``sum_{k<K}
+    gamma^k reward[t + 1 + k]``, ``t + K`` and ``gamma^K`` (0 if terminal), ``K`` the steps up
+    to ``n_step``, the first episode end or row ``T``."""
     last = reward.shape[0] - 1
     rows = last if rows is None else min(rows, last)
     streams = reward.shape[1]

@@ -1,9 +1,8 @@
 """``SegmentBuffer``: the rows a collector writes, cut into ``SampleBatch`` segments.
 
 A *stream* is one env copy (or one agent of one copy). Every ``segment_length`` rows a stream
-completes a ``[segment_length + 1]`` segment, whose last row starts the next one; with
-``whole_episodes`` (VPG), only at the end of the episode that brings it to ``segment_length``
-steps. Rows live in preallocated ``[T + 1, streams]`` NumPy arrays.
+completes a segment, whose last row starts the next one (``whole_episodes``: at the end of the
+episode that brings it there). Rows live in preallocated ``[T + 1, streams]`` NumPy arrays.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import torch
 
 from looprl.core import RolloutResult, SampleBatch
 from looprl.core.leaves import as_numpy
@@ -22,15 +20,12 @@ from looprl.core.suggest import check_count
 __all__ = ["SegmentBuffer", "leaves", "rows_of", "segment_rows"]
 
 
-def leaves(x: NamedArray) -> list[Any]:
-    """The arrays of ``x``, nested fields flattened, in field order (``None`` s left out)."""
-    found = []
-    for value in x.values():
-        if isinstance(value, NamedArray):
-            found += leaves(value)
-        elif value is not None:
-            found.append(value)
-    return found
+def leaves(x: Any) -> list[Any]:
+    """The arrays of ``x``: of a ``NamedArray``, nested fields flattened in field order
+    (``None`` s left out); of an array, ``[x]``."""
+    if not isinstance(x, NamedArray):
+        return [] if x is None else [x]
+    return [leaf for value in x.values() for leaf in leaves(value)]
 
 
 class SegmentBuffer:
@@ -56,9 +51,8 @@ class SegmentBuffer:
 
     def write(self, streams: np.ndarray | None, rows: SampleBatch,
               ended: np.ndarray | None) -> None:
-        """Write one row for each of ``streams`` (``None``: all): ``rows`` a ``SampleBatch`` of
-        ``[len(streams), ...]`` arrays, ``ended`` whether each row ends its episode (read with
-        ``whole_episodes`` only: ``None`` will do without)."""
+        """Write ``rows`` (``[len(streams), ...]``) of ``streams`` (``None``: all); ``ended``:
+        whether each ends its episode (read with ``whole_episodes`` only)."""
         every = streams is None
         if self.rows is None:
             self._allocate(rows)
@@ -93,13 +87,10 @@ class SegmentBuffer:
         self._nested = any(isinstance(value, NamedArray) for value in rows.values())
 
     def _leaves(self, rows: SampleBatch) -> list[Any]:
-        """``leaves(rows)``; rows of no nested field (as the first ones): one comprehension."""
-        nested = self._nested
-        if nested is None:  # (a buffer pickled before the flag: from its storage)
-            nested = self._nested = any(isinstance(v, NamedArray) for v in self.rows.values())
-        if nested:
-            return leaves(rows)
-        return [value for value in rows.values() if value is not None]
+        """``leaves(rows)``: one comprehension for rows of no nested field (as the first ones)."""
+        if self._nested is False:
+            return [value for value in rows.values() if value is not None]
+        return leaves(rows)
 
     def _cut(self, streams: np.ndarray, ended: np.ndarray | None) -> None:
         """Copy out the segments the rows just written complete."""
@@ -168,18 +159,15 @@ def batched(segments: Sequence[SampleBatch]) -> list[SampleBatch]:
 def segment_rows(obs: Any, action: np.ndarray, reward: np.ndarray, done: np.ndarray,
                  truncated: np.ndarray, result: RolloutResult, version: np.ndarray,
                  policy_state: Any = None, agent: np.ndarray | None = None) -> SampleBatch:
-    """One row per stream for ``SegmentBuffer.write``, the collector's and the ``Actor``'s alike:
-    what the stream saw (``obs``, and the ``reward``, ``done`` and ``truncated`` that came with
-    it), its ``action``, the policy's ``log_prob`` and ``value`` (of ``result``, as float32), the
-    ``policy_state`` it acted from, the policy's ``version`` (one per row) and each ``agent``."""
+    """One row per stream for ``SegmentBuffer.write`` (the collector's and the ``Actor``'s): what
+    it saw and did, ``result``'s ``log_prob`` and ``value`` as float32, ``version`` per row."""
     return SampleBatch(obs=obs, action=action, reward=reward, done=done, truncated=truncated,
                        policy_state=policy_state, log_prob=_float32(result.log_prob),
                        value=_float32(result.value), policy_version=version, agent=agent)
 
 
 def _float32(value: Any) -> np.ndarray | None:
-    if isinstance(value, torch.Tensor) and value.dtype == torch.float32:
-        return as_numpy(value)  # (a view: what policies answer, once per step)
+    """``value`` as a float32 array (of a float32 tensor: a view)."""
     return None if value is None else np.asarray(as_numpy(value), dtype=np.float32)
 
 

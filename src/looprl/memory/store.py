@@ -1,7 +1,5 @@
-"""ALL's ``store``: what a buffer's ``store`` cannot take, one line (``check_transition``,
-``check_action``); the steps a replay buffer's ``store`` gathered, as one segment that its
-``put`` windows (``gathered_segment``), checked as they are stacked (one line for another shape
-than the stored one, or a missing entry)."""
+"""ALL's ``store``: one line for what a buffer's ``store`` cannot take; the steps a replay
+buffer's ``store`` gathered, checked and stacked as one segment for its ``put``."""
 
 from __future__ import annotations
 
@@ -22,9 +20,8 @@ _KEPT = frozenset({"observation", "reward", "done", "mask"})
 
 def check_transition(owner: str, state: Any, action: Any, next_state: Any, batches: bool = True
                      ) -> None:
-    """One line (``TypeError``) for what ``owner``'s ``store(state, action, next_state)`` (ALL's)
-    cannot take: no ``State`` s (an array, a dict), batches (``StateArray`` s) unless it takes
-    ``batches``, or no action (``check_action``)."""
+    """One line (``TypeError``) for what ``owner``'s ``store(state, action, next_state)`` cannot
+    take: no ``State`` s, batches unless it takes ``batches``, or no action (``check_action``)."""
     call = f"{owner}.store(state, action, next_state)"
     if state is not None and not (isinstance(state, State) and isinstance(next_state, State)):
         raise TypeError(f"{call} takes States, got {type(state).__name__} and "
@@ -38,9 +35,8 @@ def check_transition(owner: str, state: Any, action: Any, next_state: Any, batch
 
 
 def check_action(call: str, state: Any, action: Any) -> None:
-    """One line (``TypeError``) naming ``call`` for an ``action`` of ``None`` out of a ``state``:
-    ``None`` is the action of an episode's first call, ``store(None, None, state)``, and of a
-    single state that ended (its action discarded), not of a batch's (a ``StateArray``)."""
+    """One line (``TypeError``) naming ``call`` for an ``action`` of ``None`` out of a ``state``
+    other than ``None`` or a single state that ended (ALL's first and discarded actions)."""
     if action is None and state is not None and (isinstance(state, StateArray)
                                                  or not bool(state.done)):
         what = ("a batch of states (a StateArray); pass the actions taken in them"
@@ -50,10 +46,8 @@ def check_action(call: str, state: Any, action: Any) -> None:
 
 
 def gathered_segment(owner: str, steps: list[tuple[Any, State]], known: Any) -> SampleBatch:
-    """The ``(action, next state)`` ``steps`` that ``owner``'s ``store`` gathered (the first:
-    ``(None, state)``) as one segment ``[L, B]`` of their states (one env's: ``B = 1``), a
-    stream per column; ``known``: the windows stored so far (their shapes and entries), or
-    ``None``."""
+    """The ``(action, next state)`` ``steps`` (the first: ``(None, state)``) as one segment
+    ``[L, B]``, a stream per column; ``known``: the windows stored so far, or ``None``."""
     actions, states = zip(*steps)
     column = not isinstance(states[0], StateArray)
 
@@ -65,8 +59,14 @@ def gathered_segment(owner: str, steps: list[tuple[Any, State]], known: Any) -> 
         leaf = None if known is None else known[fields[0]]
         if isinstance(leaf, NamedArray):
             leaf = leaf[fields[1]]
-        return _stacked_entry(owner, what, values, stacked,
-                              None if leaf is None else tuple(leaf.shape[2:]))
+        shape = None if leaf is None else tuple(leaf.shape[2:])
+        try:
+            rows = stacked(values)
+        except ValueError:  # (of different shapes)
+            rows = None
+        if rows is not None and (shape is None or rows.shape[2:] == shape):
+            return rows
+        raise shape_error(owner, what, values, shape)
 
     action = checked("the actions", actions[1:], "action")
     ended, terminal = stacked([s.done for s in states]), stacked([s.mask for s in states]) == 0
@@ -84,10 +84,8 @@ def gathered_segment(owner: str, steps: list[tuple[Any, State]], known: Any) -> 
 
 
 def _entries_kept(owner: str, states: tuple[State, ...], known: Any) -> list[str]:
-    """The further entries of ``states`` that ``store`` keeps: those its first stored
-    transitions' states all had as numbers or arrays of them (the storage's layout; others,
-    such as an info entry of some steps only, a string or a dict, are left out, as ALL's
-    ``State.array`` leaves them out); a state without one is a one-line ``ValueError``."""
+    """The further entries of ``states`` kept: the numeric ones all the first stored states had
+    (as ALL's ``State.array``); a state without one is a one-line ``ValueError``."""
     if known is None:
         first = states[0]
         return [key for key in first if key not in _KEPT and _is_numeric(first[key])
@@ -113,24 +111,9 @@ def _is_numeric(value: Any) -> bool:
         return False
 
 
-def _stacked_entry(owner: str, what: str, values: list[Any], stacked: Any,
-                   shape: tuple[int, ...] | None) -> np.ndarray:
-    """``stacked(values)`` ``[L, B, ...]`` of ``what`` (``the observations``): values of
-    different shapes, or of another than the stored ``shape`` ``(...)``, are one line
-    (``ValueError``) naming ``owner``."""
-    try:
-        rows = stacked(values)
-    except ValueError:
-        rows = None
-    if rows is not None and (shape is None or rows.shape[2:] == shape):
-        return rows
-    raise shape_error(owner, what, values, shape)
-
-
 def shape_error(owner: str, what: str, values: list[Any], shape: tuple[int, ...] | None
                  ) -> ValueError:
-    """The ``ValueError`` line of ``what`` in the shapes of ``values``, not the stored
-    ``shape``."""
+    """The ``ValueError`` line of ``what`` in the shapes of ``values``, not the stored ``shape``."""
     shapes = sorted({tuple(np.shape(as_numpy(value))) for value in values}, key=str)
     stored = "" if shape is None else f" after ones of shape {shape} were stored"
     return ValueError(f"{owner}.store: {what} come in shapes {shapes}{stored}; a buffer keeps "
@@ -138,8 +121,8 @@ def shape_error(owner: str, what: str, values: list[Any], shape: tuple[int, ...]
 
 
 def goes_on(last: State, state: State) -> bool:
-    """Whether ``state`` is where the steps ``store`` gathered stopped, at ``last``: ``last``
-    itself, or a state of the same kind and observation (of single states: no episode end)."""
+    """Whether ``state`` goes on from ``last``, where ``store``'s steps stopped: ``last`` itself,
+    or one of the same kind and observation (single states: no episode end)."""
     if last is state:
         return True
     single = not isinstance(state, StateArray)

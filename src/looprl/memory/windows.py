@@ -1,5 +1,5 @@
 """N-step windows: the rows ``t .. t + n`` of a stream that one replay item holds, cut out of
-``{field: rows}`` dicts whose ``obs`` is a tensor or a ``NamedArray`` of them."""
+``{field: rows}`` dicts (``obs`` a tensor or a ``NamedArray``)."""
 
 from __future__ import annotations
 
@@ -9,23 +9,20 @@ from typing import Any
 import numpy as np
 import torch
 
-from looprl.core.namedarray import NamedArray, concat, recursive_apply
+from looprl.core.namedarray import recursive_apply
 from looprl.memory.segments import leaves
 
-__all__ = ["fields", "joined", "leaves_of", "n_step_windows", "same_rows", "stream_numbers",
-           "window_rows"]
+__all__ = ["fields", "n_step_windows", "same_rows", "stream_numbers", "window_rows"]
 
 
 def n_step_windows(rows: dict[str, Any], start: Any, n: int, cut: bool
                    ) -> tuple[dict[str, Any], Any]:
     """``({field: [k, n + 1, ...]}, waiting)``: the complete ``n``-step windows of ``rows``
-    ``{field: [L, B, ...]}`` and, per column, how many transitions wait for theirs.
+    ``{field: [L, B, ...]}`` (tensors or all NumPy arrays), and per column how many wait.
 
     Row ``t`` of column ``b`` is a transition when ``start[b] <= t < L - 1`` and it ends no
-    episode; its window (rows ``t .. t + n``) is complete when its ``n`` steps are there or its
-    episode ends by row ``L - 1``. With ``cut``, one running past row ``L - 1`` ends there,
-    that row marked ``truncated`` and repeated. ``rows`` and ``start`` are tensors, or all
-    NumPy arrays (the Atari frame ring's bookkeeping: cheaper on a few rows).
+    episode; its window is complete when its ``n`` steps are there or its episode ends by row
+    ``L - 1``; with ``cut``, one running past row ``L - 1`` ends there, marked ``truncated``.
     """
     ended = rows["done"] | rows["truncated"]  # [L, B]
     xp = np if isinstance(ended, np.ndarray) else torch
@@ -46,9 +43,8 @@ def n_step_windows(rows: dict[str, Any], start: Any, n: int, cut: bool
 
 @functools.lru_cache(maxsize=64)
 def _window_rows(length: int, n: int, device: Any) -> tuple[Any, ...]:
-    """Each window's rows ``[L - 1, n + 1]`` (clamped at row ``L - 1``), which of them run
-    past it, and whether its ``n`` steps fit ``[L - 1, 1]`` (NumPy arrays for ``device``
-    ``None``)."""
+    """Each window's rows ``[L - 1, n + 1]`` (clamped at row ``L - 1``), which run past it, and
+    whether its ``n`` steps fit ``[L - 1, 1]`` (NumPy arrays for ``device`` ``None``)."""
     last = length - 1
     index = np.arange(last)[:, None] + np.arange(n + 1)
     past = (index >= last) & (index[:, -1:] > last)
@@ -59,25 +55,14 @@ def _window_rows(length: int, n: int, device: Any) -> tuple[Any, ...]:
 
 def fields(rows: dict[str, Any], fn: Any) -> dict[str, Any]:
     """``fn`` applied to every leaf of ``rows``."""
-    return {key: leaves_of(value, fn) for key, value in rows.items()}
-
-
-def joined(held: Any, rows: Any) -> Any:
-    """All but the last row of ``held``, then ``rows`` (along time)."""
-    return (concat if isinstance(rows, NamedArray) else torch.cat)([held[:-1], rows])
+    return {key: recursive_apply(value, fn) for key, value in rows.items()}
 
 
 def same_rows(held: Any, rows: Any) -> torch.Tensor:
     """Per column, whether the last row of ``held`` equals the first of ``rows``."""
-    pairs = (zip(leaves(held), leaves(rows), strict=True) if isinstance(rows, NamedArray)
-             else [(held, rows)])
-    equal = [(a[-1] == b[0]).reshape(b.shape[1], -1).all(1) for a, b in pairs]
+    equal = [(a[-1] == b[0]).reshape(b.shape[1], -1).all(1)
+             for a, b in zip(leaves(held), leaves(rows), strict=True)]
     return torch.stack(equal).all(0)
-
-
-def leaves_of(x: Any, fn: Any) -> Any:
-    """``fn`` applied to a tensor, or to every leaf of a ``NamedArray``."""
-    return recursive_apply(x, fn) if isinstance(x, NamedArray) else fn(x)
 
 
 def window_rows(sample: Any, obs: Any) -> dict[str, Any]:
