@@ -1,6 +1,5 @@
 """Environments: seed 003's (``Environment``, ``VectorEnvironment``, ``MultiagentEnvironment``)
-and seed 004's SRL API (``SRLEnvironment``, ``make``); each outside library is called from one
-place (ARCHITECTURE.md, "Environments: one interface inside, adapters at the edge")."""
+and seed 004's SRL API (``SRLEnvironment``, ``make``); outside libraries called from one place."""
 
 from looprl.environments.ale import atari_games
 from looprl.environments.atari import AtariEnvironment, AtariVectorEnvironment
@@ -44,12 +43,11 @@ from looprl.environments.vector import GymVectorEnvironment
 
 __all__ = [
     "ContextualEnv", "ContextualEnvironment", "contextual_envs", "DeepSea", "DuplicateEnvironment",
-    "sample_contexts",
-    "AtariEnvironment", "AtariVectorEnvironment", "Body", "EpisodicLife", "FrameStack",
-    "ObservationNormalization", "RewardClipping", "RunningMeanStd", "TimeFeature", "atari_games",
-    "deepmind_atari_body", "AgentView", "MujocoEnvironment", "MultiagentEnvironment",
-    "MultiagentAtariEnv",
-    "MultiagentPettingZooEnv", "Environment", "GymEnvironment", "GymVectorEnvironment",
+    "sample_contexts", "AtariEnvironment", "AtariVectorEnvironment", "Body", "EpisodicLife",
+    "FrameStack", "ObservationNormalization", "RewardClipping", "RunningMeanStd", "TimeFeature",
+    "atari_games", "deepmind_atari_body", "AgentView", "MujocoEnvironment", "MultiagentAtariEnv",
+    "MultiagentEnvironment", "MultiagentPettingZooEnv", "Environment", "GymEnvironment",
+    "GymVectorEnvironment",
     "VectorEnvironment", "check_env_id", "SRLEnvironment", "AtariGameEnvironment",
     "GymnasiumEnvironment", "PettingZooEnvironment", "StepResult", "make", "register",
     "registered_environments", "step_result", "EnvironmentFailure", "PolicyActionError",

@@ -23,8 +23,7 @@ DEEPMIND_OPTIONS: dict[str, Any] = {
     "full_action_space": False,
 }
 
-#: The valid values of the numeric options (ale-py hangs on a stack or a screen of 0 and takes
-#: a negative no-op count or a sticky-action probability above 1); the others are True or False.
+#: The valid values of the numeric options (ale-py hangs or misbehaves out of them); others: bools.
 OPTION_RANGES = {"noop_max": WHOLE, "frame_skip": COUNT, "frame_stack": COUNT,
                  "screen_size": COUNT, "repeat_action_probability": UNIT,
                  "max_episode_frames": WHOLE}
@@ -40,8 +39,7 @@ def _import_ale() -> Any:
 
 
 def ale_rom_folder() -> str | None:
-    """The folder of the ROMs ale-py ships (``pong.bin``, ...), where PettingZoo's Atari games
-    find theirs (its ``auto_rom_install_path``); ``None`` without ale-py."""
+    """The folder of ale-py's ROMs, where PettingZoo's Atari games find theirs (or ``None``)."""
     try:
         import ale_py.roms
     except ImportError:
@@ -64,8 +62,7 @@ def game_name(name: str) -> str:
 
 
 def atari_game(name: str) -> str | None:
-    """``game_name(name)``, or ``None`` if ``name`` is no game ale-py ships (or ale-py is not
-    installed)."""
+    """``game_name(name)``, or ``None`` if it is no game ale-py ships (or ale-py is missing)."""
     try:
         return game_name(name)
     except (ImportError, ValueError):
@@ -73,8 +70,7 @@ def atari_game(name: str) -> str | None:
 
 
 def rom_id(name: str) -> str:
-    """ale-py's ROM id of a game name: ``'Breakout'``, ``'ALE/Breakout-v5'`` and
-    ``'BreakoutNoFrameskip-v4'`` all give ``'breakout'``; ``ValueError`` for an unknown game."""
+    """ale-py's ROM id of a game name (``'Breakout'``, ``'ALE/Breakout-v5'``: ``'breakout'``)."""
     if not isinstance(name, str):
         raise TypeError(f"An Atari game is named by text ('Breakout' or 'ALE/Breakout-v5'), "
                         f"got {type(name).__name__} {name!r:.40}")
@@ -90,8 +86,7 @@ def rom_id(name: str) -> str:
 
 
 def make_ale_vector_env(name: str, n_envs: int, num_threads: int | None = None, **options: Any):
-    """ale-py's ``AtariVectorEnv`` of ``n_envs`` copies with the DeepMind preprocessing
-    (``options`` override ``DEEPMIND_OPTIONS``) and next-step autoreset."""
+    """ale-py's ``AtariVectorEnv`` of ``n_envs`` copies (``options``: over ``DEEPMIND_OPTIONS``)."""
     ale_py = _import_ale()
     unknown = set(options) - set(DEEPMIND_OPTIONS)
     if unknown:

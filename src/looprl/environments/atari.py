@@ -1,11 +1,6 @@
-"""Atari 2600 games with the DeepMind preprocessing (Mnih et al., 2015), in ale-py's native
-``AtariVectorEnv`` (``ale.DEEPMIND_OPTIONS``; ``(4, 84, 84)`` uint8 observations); one
-environment is a vector of one. Episodic life and reward clipping are agent-side
-(``bodies.deepmind_atari_body``): states carry ``lives`` and ``life_lost``.
-
-The environments pickle without their emulator: the unpickled one must be reset
-(``needs_reset``), with the seed ``prepare_checkpoint(frame)`` derives from the run's seed.
-"""
+"""Atari 2600 games with the DeepMind preprocessing (``ale.DEEPMIND_OPTIONS``) in ale-py's native
+``AtariVectorEnv`` (one environment: a vector of one); episodic life and reward clipping are
+agent-side (``bodies``). They pickle without the emulator: the unpickled one ``needs_reset``."""
 
 from __future__ import annotations
 
@@ -25,15 +20,13 @@ from looprl.environments.vector import NumpyVectorEnvironment, state_array_from_
 
 
 def derived_seed(root: int, frame: int, n_envs: int = 1) -> int:
-    """The reset seed a checkpoint at ``frame`` fixes for a run seeded with ``root`` (below
-    ``2**31 - n_envs``: ale-py seeds copy ``i`` with ``seed + i``, an int32)."""
+    """The reset seed a checkpoint at ``frame`` fixes for a run seeded with ``root``."""
     words = np.random.SeedSequence([root % 2**32, frame]).generate_state(1)
     return int(words[0]) % (2**31 - n_envs)
 
 
 def ale_seed(name: str, seed: Any, n_envs: int, optional: bool = True) -> int | None:
-    """``check_seed``'s seed, also at most ``2**31 - 1 - n_envs`` (ale-py seeds copy ``i`` with
-    ``seed + i``, an int32), else a one-line ``ValueError``."""
+    """``check_seed``'s seed, at most ``2**31 - 1 - n_envs`` (ale-py's copies' are int32)."""
     seed = check_seed(name, seed, optional)
     highest = 2**31 - 1 - n_envs
     if seed is not None and seed > highest:
@@ -43,8 +36,7 @@ def ale_seed(name: str, seed: Any, n_envs: int, optional: bool = True) -> int | 
 
 
 class AtariVectorEnvironment(NumpyVectorEnvironment):
-    """``n_envs`` copies of an Atari game stepped by ale-py's native vector env on
-    ``num_threads`` (default: ``min(n_envs, cpu count)``); the rest is ``AtariEnvironment``'s."""
+    """``n_envs`` copies of an Atari game in ale-py's native vector env, on ``num_threads``."""
 
     def __init__(self, name: str, n_envs: int, device: str | torch.device = "cpu",
                  seed: int | None = None, num_threads: int | None = None, **options: Any):
@@ -130,8 +122,7 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
 
 
 class AtariEnvironment(Environment):
-    """One Atari game (``'Breakout'`` or ``'ALE/Breakout-v5'``) with the DeepMind preprocessing
-    (``options``: overrides of ``DEEPMIND_OPTIONS``); ``seed``: of the first reset."""
+    """One Atari game (``'Breakout'``, ``'ALE/Breakout-v5'``; ``options``: ``DEEPMIND_OPTIONS``)."""
 
     def __init__(self, name: str, device: str | torch.device = "cpu", seed: int | None = None,
                  **options: Any):
@@ -168,19 +159,17 @@ class AtariEnvironment(Environment):
         return {**self.__dict__, "_state": None}
 
     def reset(self, seed: int | None = None) -> State:
-        self._state = self._single(self._vector.reset(seed=seed))
-        return self._state
+        return self._keep(self._vector.reset(seed=seed))
 
     def step(self, action: Any) -> State:
-        self._state = self._single(self._vector.step(action))
-        return self._state
+        return self._keep(self._vector.step(action))
 
-    @staticmethod
-    def _single(states: StateArray) -> State:
+    def _keep(self, states: StateArray) -> State:
         x = {"observation": states.observation[0], "reward": float(states.reward[0]),
              "done": bool(states.done[0]), "mask": float(states.mask[0]),
              "life_lost": bool(states["life_lost"][0]), "lives": int(states["lives"][0])}
-        return State(x, device=states.device)
+        self._state = State(x, device=states.device)
+        return self._state
 
     @property
     def observation_space(self) -> gym.Space:

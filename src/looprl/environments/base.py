@@ -13,8 +13,7 @@ from gymnasium.utils import EzPickle
 from looprl.core import StateArray
 from looprl.core.suggest import check_seed
 
-#: Seeds looprl derives from a run's (its evaluation's, a rebuilt copy's) wrap below it, which
-#: every environment takes (ale-py seeds its copy ``i`` with ``seed + i``, an int32).
+#: Seeds looprl derives from a run's wrap below it, which every environment (ale-py's) takes.
 SEED_SPAN = 2**31 - 2**16
 
 
@@ -24,9 +23,8 @@ def wrapped_seed(seed: int) -> int:
 
 
 class Restorable:
-    """What a checkpoint needs of an environment wrapper (``env``: Gymnasium's or PettingZoo's,
-    or ``looprl``: a looprl one): ``needs_reset`` after loading when the wrapped environment
-    came back without its episode, and the seed of that reset (``_reset_seed``)."""
+    """What a checkpoint needs of an environment wrapper: ``needs_reset`` when the wrapped one came
+    back without its episode, and the seed of that reset (``_reset_seed``)."""
 
     #: ``reset`` must come before the next ``step`` (restored from a checkpoint)
     needs_reset: bool = False
@@ -35,13 +33,11 @@ class Restorable:
     given_seed: int | None = None  # the latest given (of the constructor or ``seed``): copies'
 
     def seed(self, seed: int) -> None:
-        """Seed the next ``reset`` and the copies ``duplicate`` makes (ALL's ``env.seed(s)``;
-        ``reset(seed=s)`` seeds one reset)."""
+        """Seed the next ``reset`` and the copies ``duplicate`` makes (ALL's ``env.seed(s)``)."""
         self._seed = self.given_seed = check_seed(self.name, seed, optional=False)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """Restore a pickled environment; one that pickles as its constructor's arguments
-        (``EzPickle``: MuJoCo, Box2D, PettingZoo's games) comes back without its episode."""
+        """Restore a pickled environment (one pickled as its arguments: ``needs_reset``)."""
         if "seed" in state:  # (pickled when the seed given was the attribute ``seed``)
             state["given_seed"] = state.pop("seed")
         self.__dict__.update(state)
@@ -52,14 +48,12 @@ class Restorable:
                 self.needs_reset = True
 
     def _next_seed(self, seed: Any = None) -> int | None:
-        """The seed of this reset: ``seed`` (checked), else the one ``seed()`` gave the next
-        reset (used up)."""
+        """The seed of this reset: ``seed`` (checked), else the one ``seed()`` gave (used up)."""
         seed, self._seed = check_seed(self.name, self._seed if seed is None else seed), None
         return seed
 
     def _reset_seed(self, seed: Any = None) -> int | None:
-        """``_next_seed``, else after a restore one from NumPy's global generator (which a
-        checkpoint restores: a resumed run repeats itself)."""
+        """``_next_seed``, else after a restore one from NumPy's (checkpointed) generator."""
         seed = self._next_seed(seed)
         if seed is None and self.needs_reset:
             seed = int(np.random.randint(SEED_SPAN))
@@ -141,9 +135,8 @@ class Environment(_Spaces):
 
 
 class VectorEnvironment(_Spaces):
-    """``n_envs`` environments stepped together, producing ``StateArray`` batches, with
-    next-step autoreset: the action sent to a ``done`` row is ignored and the row comes back
-    as the first state of a new episode with reward 0."""
+    """``n_envs`` environments stepped together into ``StateArray`` batches, with next-step
+    autoreset: a ``done`` row ignores its action and comes back as a new episode's first state."""
 
     n_envs: int
 

@@ -17,8 +17,7 @@ __all__ = [
 
 
 class Body(AgentWrapper, Agent, ParallelAgent):
-    """Wraps an ``Agent`` or ``ParallelAgent``: ``act(state)`` is
-    ``process_action(agent.act(process_state(state)))``; subclasses override those two."""
+    """Wraps an agent: ``act`` is ``process_action(agent.act(process_state(state)))``."""
 
     def act(self, state: Any) -> Any:
         return self.process_action(self.agent.act(self.process_state(state)))
@@ -42,10 +41,8 @@ class Body(AgentWrapper, Agent, ParallelAgent):
 
 
 class FrameStack(Body):
-    """The last ``size`` observations concatenated along their first axis after the batch
-    dimensions, as ALL's ``FrameStack``: ``(1, 84, 84)`` frames become ``(size, 84, 84)``,
-    flat ``(n,)`` ones ``(size * n,)`` (a 0-d observation: ``(size,)``). A new episode starts
-    with ``size`` copies of its first observation."""
+    """The last ``size`` observations concatenated along their first axis after the batch ones, as
+    ALL's ``FrameStack``; a new episode starts with ``size`` copies of its first observation."""
 
     def __init__(self, agent: Any, size: int = 4):
         super().__init__(agent)
@@ -84,8 +81,7 @@ class RewardClipping(Body):
 
 
 class EpisodicLife(Body):
-    """A lost life (``state['life_lost']``) is a terminal state for learning (``done``,
-    ``mask = 0``); the game itself goes on (Mnih et al., 2015)."""
+    """A lost life (``state['life_lost']``) is terminal for learning; the game goes on."""
 
     def process_state(self, state: State) -> State:
         if "life_lost" not in state:
@@ -101,8 +97,7 @@ class EpisodicLife(Body):
 
 
 class TimeFeature(Body):
-    """Append the time ``t`` in the current episode to flat observations: ``1 - t /
-    max_steps`` (Pardo et al., 2018) when ``max_steps`` is given, else ``scale * t`` (ALL's)."""
+    """Append the time ``t`` to flat observations: ``1 - t / max_steps``, else ``scale * t``."""
 
     def __init__(self, agent: Any, scale: float = 0.001, max_steps: int | None = None):
         super().__init__(agent)
@@ -129,8 +124,7 @@ class TimeFeature(Body):
 
 
 class RunningMeanStd:
-    """Running mean and variance of batches of ``shape`` observations (Chan et al.'s parallel
-    update), from an initial pseudo-count ``epsilon``."""
+    """Running mean and variance of batches of ``shape`` observations, from a count ``epsilon``."""
 
     def __init__(self, shape: tuple[int, ...] | torch.Size, epsilon: float = 1e-4):
         self.mean = torch.zeros(shape, dtype=torch.float64)
@@ -151,9 +145,8 @@ class RunningMeanStd:
 
 
 class ObservationNormalization(Body):
-    """``clip((obs - mean) / sqrt(var + epsilon), -clip, clip)`` with running statistics
-    ``stats`` (a ``RunningMeanStd``, made from the first observation if ``None``), which
-    ``update`` folds observations into (``False`` for evaluation)."""
+    """``clip((obs - mean) / sqrt(var + epsilon), -clip, clip)`` with the running statistics
+    ``stats`` (``None``: made from the first observation), updated unless ``update=False``."""
 
     def __init__(self, agent: Any, stats: RunningMeanStd | None = None, update: bool = True,
                  clip: float = 10.0, epsilon: float = 1e-8):
@@ -218,8 +211,7 @@ class BodyStates:
 
 
 def body_states(agent: Any) -> BodyStates | None:
-    """``BodyStates`` of the bodies ``agent`` wears (``None``: none); ``ValueError`` if a body
-    changes actions, which the collector cannot apply."""
+    """``BodyStates`` of the bodies ``agent`` wears (``None``: none); none may change actions."""
     bodies = []
     while isinstance(agent, Body):
         if type(agent).process_action is not Body.process_action:

@@ -1,15 +1,10 @@
-"""Contextual environments: Gymnasium's own environments with their physics as a context.
-
-As in CARL (Benjamin et al., 2023, https://arxiv.org/abs/2110.02102), a *context* is a set of
-physical parameters (gravity, masses, ...) and an *instance set* maps instance ids to contexts.
-Curricula (PLR, SPaCE) steer the wrappers that ``contextual_envs`` finds.
-
+"""Contextual environments, as in CARL (Benjamin et al., 2023): Gymnasium's environments with
+their physical parameters as a *context*, and an *instance set* of contexts by instance id.
 Example:
     >>> train = sample_contexts('CartPole-v1', 8, {'length': (0.25, 1.0)}, seed=0)
     >>> env = ContextualEnvironment('CartPole-v1', train, seed=0).duplicate(4)
     >>> len(contextual_envs(env))
-    4
-"""
+    4"""
 
 from __future__ import annotations
 
@@ -31,6 +26,7 @@ from looprl.environments.gym_helpers import deep_copy, make_gym_env
 from looprl.environments.mujoco import require_mujoco
 from looprl.environments.srl_adapters import GymnasiumEnvironment
 from looprl.environments.vector import GymVectorEnvironment
+from looprl.environments.wrappers import _wrappers
 
 log = logging.getLogger(__name__)
 Context = dict[str, float]
@@ -59,8 +55,7 @@ _MUJOCO_TORSO_MASS = {"HalfCheetah-v5": 6.25020920502092, "Hopper-v5": 3.6651914
                       "Walker2d-v5": 3.6651914291880923, "Ant-v5": 0.32724923474893675}
 
 
-#: The context features of each supported environment id, in the order they are appended to
-#: observations (defaults: Gymnasium's values).
+#: The context features of each supported id, in observation order (defaults: Gymnasium's).
 CONTEXT_FEATURES: dict[str, dict[str, ContextFeature]] = {
     "CartPole-v1": {
         "gravity": ContextFeature(9.8, 0.1, 100.0),
@@ -182,12 +177,8 @@ def _instance_rng(seed: int | None) -> np.random.Generator:
 
 
 class ContextualEnv(gym.Wrapper):
-    """A Gymnasium environment (a ``CONTEXT_FEATURES`` id, made with ``make_kwargs``, or an env
-    made from one) whose physics is set on every reset from the instance ``next_instance``,
-    else one that ``instance_mode`` draws (``'random'``, seeded with ``seed``, or
-    ``'round_robin'``) of ``contexts`` (instance id -> context, missing features at their
-    defaults; ``None``: instance 0 with the default context); ``instance_id`` is in every info.
-    ``hide_context=False`` appends the context's features to the observation."""
+    """A Gymnasium environment (a ``CONTEXT_FEATURES`` id) whose physics each reset sets from
+    ``next_instance`` or an instance ``instance_mode`` draws; ``hide_context=False`` observes it."""
 
     def __init__(self, env_or_id: str | gym.Env,
                  contexts: Mapping[int, Mapping[str, float]] | None = None,
@@ -247,8 +238,7 @@ class ContextualEnv(gym.Wrapper):
         self._next = instance_id
 
     def set_instance_set(self, contexts: Mapping[int, Mapping[str, float]] | None) -> None:
-        """Replace the instance set (from the next reset on; round robin starts again, a
-        ``next_instance`` not in the new set is cleared)."""
+        """Replace the instance set from the next reset on (round robin starts again)."""
         self._instances = _check_instance_set(self.env_id, contexts)
         self._cursor = 0
         if self._next not in self._instances:
@@ -308,8 +298,7 @@ class ContextualEnv(gym.Wrapper):
 
 def sample_contexts(env_id: str, n: int, features: Mapping[str, tuple[float, float]],
                     seed: int | None = None) -> dict[int, Context]:
-    """``n`` instances (ids ``0..n-1``) with ``features`` drawn uniformly in their ``(low,
-    high)`` ranges (within the features' bounds); the other features keep their defaults."""
+    """``n`` instances with ``features`` drawn uniformly in their ``(low, high)`` ranges."""
     if not is_whole(n) or n < 1:
         raise ValueError(f"n must be a positive number of instances, got {n!r}")
     if not isinstance(features, Mapping):
@@ -335,9 +324,9 @@ def _check_range(env_id: str, name: str, span: Any) -> tuple[float, float]:
 
 
 def contextual_envs(env: Any) -> list[ContextualEnv]:
-    """The ``ContextualEnv`` of each copy in ``env`` (a looprl or Gymnasium (vector)
-    environment, or a list of them: a Ray actor's SRL copies), in order."""
-    found = [_find_contextual(single) for single in _gym_envs(env)]
+    """The ``ContextualEnv`` of each copy in ``env`` (a looprl or Gymnasium env, or a list)."""
+    found = [next((wrapper for wrapper in _wrappers(single) if isinstance(wrapper, ContextualEnv)),
+                  None) for single in _gym_envs(env)]
     if not found or any(wrapper is None for wrapper in found):
         if isinstance(env, list | tuple):  # a Ray actor's copies (SRL environments)
             raise ValueError(f"the env copies ({type(env[0]).__name__ if env else 'none'}) hold "
@@ -368,17 +357,8 @@ def _gym_envs(env: Any) -> list[gym.Env]:
     raise TypeError(f"contextual_envs needs a looprl or Gymnasium environment, got {env!r}")
 
 
-def _find_contextual(env: gym.Env) -> ContextualEnv | None:
-    while not isinstance(env, ContextualEnv):
-        if not isinstance(env, gym.Wrapper):
-            return None
-        env = env.env
-    return env
-
-
 class ContextualEnvironment(GymEnvironment):
-    """A ``GymEnvironment`` around a ``ContextualEnv`` (the arguments are theirs);
-    ``duplicate(n)`` makes ``n`` deep copies, each choosing its own instances."""
+    """A ``GymEnvironment`` around a ``ContextualEnv`` (the arguments are theirs)."""
 
     def __init__(self, env_id: str, contexts: Mapping[int, Mapping[str, float]] | None = None,
                  hide_context: bool = True, instance_mode: str = "random", seed: int | None = None,
@@ -403,23 +383,20 @@ class ContextualEnvironment(GymEnvironment):
 
 
 def _copy(env: ContextualEnv, name: str) -> ContextualEnv:
-    """A deep copy of ``env`` with RNGs of its own, its round robin at the start again (the
-    copy's seeding reset took the first instance)."""
+    """A deep copy of ``env`` with RNGs of its own, its round robin at the start again."""
     clone = deep_copy(env, name)
     clone._cursor = 0
     return clone
 
 
 def contextual_copies(env_args: dict[str, Any], one_by_one: bool, n: int) -> VectorEnvironment:
-    """``local_copies`` of ``ContextualEnvironment(**env_args)`` (``remote_env``'s arguments):
-    what a Ray actor steps for a contextual environment, the local experiment's copies."""
+    """``local_copies`` of ``ContextualEnvironment(**env_args)`` (``remote_env``'s arguments)."""
     return local_copies(functools.partial(ContextualEnvironment, **env_args), one_by_one, n)
 
 
 def contextual_environment(env_id: str, contexts: Any = None, hide_context: bool = True,
                            instance_mode: str = "random", **make_kwargs: Any
                            ) -> GymnasiumEnvironment:
-    """A ``ContextualEnv`` (same arguments) as a single-agent SRL environment, registered as
-    ``"contextual"``: what Ray actors play for a ``ContextualEnvironment``."""
+    """A ``ContextualEnv`` as a single-agent SRL environment, registered as ``"contextual"``."""
     return GymnasiumEnvironment(ContextualEnv(env_id, contexts, hide_context, instance_mode,
                                               **make_kwargs))

@@ -1,11 +1,6 @@
-"""DeepSea: the exploration benchmark of bsuite (Osband et al., 2019,
-https://arxiv.org/abs/1908.03568) as a Gymnasium environment, ``looprl/DeepSea-v0``.
-
-An ``N x N`` grid: every step moves the agent down one row and one column left or right, so an
-episode lasts ``N`` steps. Moving right costs ``0.01 / N``; moving right out of the
-bottom-right cell pays ``+1``: random actions find it once in ``2**N`` episodes. Observations
-are the one-hot position as ``N * N`` floats, all zeros after the last step.
-"""
+"""DeepSea, bsuite's exploration benchmark (Osband et al., 2019), as ``looprl/DeepSea-v0``: an
+``N x N`` grid descended one row a step, moving left or right; moving right costs
+``move_cost / N``, and out of the bottom-right cell pays 1."""
 
 from __future__ import annotations
 
@@ -18,9 +13,8 @@ __all__ = ["DeepSea"]
 
 
 class DeepSea(gym.Env):
-    """The deterministic DeepSea of bsuite, of side ``size``; ``randomize_actions`` draws which
-    action is 'right' per cell (from ``mapping_seed``), else it is 1; ``move_cost``: of ``N``
-    moves right."""
+    """The deterministic DeepSea of side ``size``; ``randomize_actions``: which action is 'right'
+    per cell is drawn (from ``mapping_seed``), else it is 1. Observations: the one-hot position."""
 
     def __init__(self, size: int = 10, randomize_actions: bool = True, mapping_seed: int = 0,
                  move_cost: float = 0.01):

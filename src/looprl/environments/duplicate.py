@@ -1,6 +1,4 @@
-"""``DuplicateEnvironment``: the autonomous-learning-library's vector environment over a list
-of looprl environments, stepped one after another (``SingleEnvExperiment`` steps
-``DuplicateEnvironment([env])``: keep it cheap per step)."""
+"""``DuplicateEnvironment``: ALL's vector environment over a list of looprl environments."""
 
 from __future__ import annotations
 
@@ -36,11 +34,8 @@ def state_arrays(state: State) -> tuple[Any, float, bool, bool]:
 
 
 class DuplicateEnvironment(VectorEnvironment):
-    """``envs`` (distinct objects, the same spaces) stepped as one batch, next-step autoreset;
-    ``reset(seed=s)`` seeds copy ``i`` with ``wrapped_seed(s + i)`` (``s + i`` below
-    ``2**31 - 2**16``). The batch keeps the single-number entries that every copy's ``State``
-    has (``AtariEnvironment``'s ``life_lost``); copies of ``GymEnvironment``
-    (``MujocoEnvironment`` too) step as arrays, without their info entries."""
+    """``envs`` (distinct, of the same spaces) stepped one after another as one batch, next-step
+    autoreset, copy ``i`` seeded with ``wrapped_seed(s + i)``; it keeps their common scalars."""
 
     def __init__(self, envs: Sequence[Environment], device: str | torch.device = "cpu"):
         check_device(device)
@@ -81,8 +76,7 @@ class DuplicateEnvironment(VectorEnvironment):
         return self._advance(as_numpy(action))
 
     def _advance(self, action: Any, seed: int | None = None) -> tuple[np.ndarray, ...]:
-        """Step the copies with their rows of ``action``, or reset those whose episode is over,
-        and write their rows (and the entries all ``states`` have) into new arrays."""
+        """Step each copy with its row of ``action`` (reset it if its episode ended) into arrays."""
         if action is not None and _rows(action) != self.n_envs:
             got = f"{_rows(action)} rows" if _rows(action) is not None else "one"
             raise ValueError(f"{self.name}: step() takes one action per environment, a list "
@@ -138,9 +132,7 @@ class DuplicateEnvironment(VectorEnvironment):
         return self.envs[0].render(**kwargs)
 
     def checkpoint_ready(self) -> bool:
-        """Whether a checkpoint taken now resumes as the run goes on: one Atari game only at an
-        episode end (a checkpoint cannot hold its emulator: the resumed run starts a new
-        episode, as this one does next, from the seed ``prepare_checkpoint`` fixes)."""
+        """Whether a checkpoint now resumes as the run goes on (one Atari game: at episode ends)."""
         one_game = self.n_envs == 1 and isinstance(self.envs[0], AtariEnvironment)
         return bool(self._over[0]) or not one_game
 
@@ -177,8 +169,7 @@ def _common_extras(states: list[State]) -> dict[str, np.ndarray]:
 
 def local_copies(build: Callable[[], Environment], one_by_one: bool, n: int
                  ) -> VectorEnvironment:
-    """``n`` copies of the environment ``build()`` makes: a ``DuplicateEnvironment`` of ``n``
-    of them (``one_by_one``: a single-environment preset's loop), else ``duplicate(n)``."""
+    """``n`` copies of ``build()``: a ``DuplicateEnvironment`` (``one_by_one``), else duplicated."""
     if one_by_one:
         return DuplicateEnvironment([build() for _ in range(n)])
     first = build()
@@ -202,8 +193,7 @@ def atari_copies(env_args: dict[str, Any], one_by_one: bool, n: int) -> VectorEn
 
 
 def _copy(env: Environment) -> Environment:
-    """An independent copy of a ``GymEnvironment``, over a deep copy of its ``gymnasium.Env``
-    (a ``MujocoEnvironment`` stays one, with its ``no_info``)."""
+    """A copy of a ``GymEnvironment`` (or ``MujocoEnvironment``) over a deep copy of its env."""
     if isinstance(env, MujocoEnvironment):
         return MujocoEnvironment(deep_copy(env.env, env.name), device=env.device, name=env.name,
                                  no_info=env.no_info)
@@ -238,8 +228,7 @@ def _checked(envs: Any) -> list[Environment]:
 
 
 def _layout(env: Environment) -> tuple[Any, ...]:
-    """What the agent acting in ``env`` relies on: its observations' shape and its actions'
-    kind, number and shape (not the bounds, which may differ between contexts)."""
+    """What an agent relies on: the observations' shape and the actions' kind, number and shape."""
     actions = env.action_space
     return (getattr(env.observation_space, "shape", None), type(actions),
             getattr(actions, "n", None), getattr(actions, "shape", None))

@@ -22,8 +22,7 @@ OLD_GYM = ("the old gym API: port the environment to gymnasium.Env (step returns
 
 
 class EnvironmentFailure(RuntimeError):
-    """An exception raised in ``environment``'s ``method`` (``"reset"``, ``"step"`` or
-    ``"close"``), at ``episode`` and ``step`` (from 1) when known."""
+    """An exception raised in ``environment``'s ``method``, at ``episode``/``step`` when known."""
 
     def __init__(self, message: str, environment: str, method: str,
                  episode: int | None = None, step: int | None = None):
@@ -37,20 +36,17 @@ class EnvironmentFailure(RuntimeError):
 
 
 class EnvironmentOutputError(TypeError):
-    """What an environment's ``step`` or ``reset`` returned is not Gymnasium's API (a reward
-    that is not one number, a ``terminated`` that is not a bool, the old gym API, ...)."""
+    """What an environment's ``step`` or ``reset`` returned is not Gymnasium's API."""
 
 
 class PolicyActionError(ValueError):
-    """An action the policy gave that no environment can take (NaN, say): the policy's fault, so
-    the collector raises it instead of rebuilding the env copy."""
+    """An action the policy gave that no environment can take (NaN, say): the policy's fault."""
 
 
 def failure(name: str, method: str, error: BaseException, episode: int | None = None,
             step: int | None = None, copy: int | None = None, hint: str | None = None,
             where: str | None = None) -> EnvironmentFailure:
-    """The ``EnvironmentFailure`` of ``error`` in ``name``'s ``method`` (at ``episode``/``step``
-    of copy ``copy``, where known, or ``where`` in words; ``hint``: what to do)."""
+    """The ``EnvironmentFailure`` of ``error`` in ``name``'s ``method`` (where known; ``hint``)."""
     parts = [f"copy {copy}" if copy is not None else "",
              place(episode, step if method == "step" else None), where or ""]
     where_text = ", ".join(part for part in parts if part)
@@ -71,9 +67,7 @@ _NO_DICT = "object has no attribute 'items'"  # (Gymnasium reading an info)
 
 
 def unpack_hint(error: BaseException, method: str) -> str | None:
-    """The hint for an unpacking error in Gymnasium's vector environment (the copies return
-    something other than Gymnasium's API; an info that is no dict: a bare reset observation of
-    two entries unpacked as the pair), or ``None``."""
+    """The hint for an unpacking error in Gymnasium's vector env (not its API), or ``None``."""
     unpacked = isinstance(error, (ValueError, TypeError)) and _UNPACK.search(str(error))
     if not unpacked and not (isinstance(error, AttributeError) and _NO_DICT in str(error)):
         return None
@@ -82,8 +76,7 @@ def unpack_hint(error: BaseException, method: str) -> str | None:
 
 
 def gym_step_output(output: Any, name: str) -> tuple[Any, Any, Any, Any, Any]:
-    """``output`` of ``name``'s ``step`` if it is Gymnasium's 5-tuple, else
-    ``EnvironmentOutputError`` (a ``TypeError``)."""
+    """``output`` of ``name``'s ``step`` if it is Gymnasium's 5-tuple, else a one-line error."""
     if isinstance(output, tuple) and len(output) == 5:
         if type(output[1]) is not float and not _one_number(output[1]):
             raise EnvironmentOutputError(f"{name}.step() returned the reward "
@@ -95,8 +88,9 @@ def gym_step_output(output: Any, name: str) -> tuple[Any, Any, Any, Any, Any]:
                                          f"beyond float32's range (+-{FLOAT32_MAX:.4g}), in "
                                          "which looprl stores rewards: scale it down, e.g. "
                                          "with gymnasium.wrappers.TransformReward")
-        for index, flag in ((2, "terminated"), (3, "truncated")):
-            if not _one_flag(output[index]):
+        for index, flag in ((2, "terminated"), (3, "truncated")):  # (bools, or uint8 0/1)
+            value = output[index]
+            if not (isinstance(value, bool | np.bool_) or (_one_number(value) and value in (0, 1))):
                 raise EnvironmentOutputError(
                     f"{name}.step() returned {flag} {_described(output[index])}; looprl "
                     f"expects {STEP_API} with {flag} a bool")
@@ -113,8 +107,7 @@ def gym_step_output(output: Any, name: str) -> tuple[Any, Any, Any, Any, Any]:
 
 
 def gym_reset_output(output: Any, name: str) -> tuple[Any, dict[str, Any]]:
-    """``output`` of ``name``'s ``reset`` if it is Gymnasium's pair, else
-    ``EnvironmentOutputError``."""
+    """``output`` of ``name``'s ``reset`` if it is Gymnasium's pair, else a one-line error."""
     if isinstance(output, tuple) and len(output) == 2 and isinstance(output[1], dict):
         return output
     old = "" if isinstance(output, tuple) else f", {OLD_GYM}"
@@ -123,9 +116,7 @@ def gym_reset_output(output: Any, name: str) -> tuple[Any, dict[str, Any]]:
 
 
 def vector_rewards(rewards: Any, name: str, step: int) -> np.ndarray:
-    """The rewards of ``name``'s vector ``step`` (since reset) as float64, or
-    ``EnvironmentOutputError`` for one that is no number (``None`` in an object array, which
-    NumPy makes NaN); looked at one by one only when they are no array of numbers."""
+    """The rewards of ``name``'s vector ``step`` as float64 (one that is no number: one line)."""
     array = np.asarray(rewards)
     if array.dtype.kind not in "biuf":
         bad = next((i for i, value in enumerate(array.ravel()) if not _one_number(value)), None)
@@ -144,11 +135,6 @@ def _one_number(value: Any) -> bool:
     if isinstance(value, np.ndarray | np.generic):
         return value.shape == () and value.dtype.kind in "biuf"
     return isinstance(value, torch.Tensor) and value.dim() == 0 and not value.is_complex()
-
-
-def _one_flag(value: Any) -> bool:
-    """Whether ``value`` is one bool (or one number that is 0 or 1: the ``uint8`` flags)."""
-    return isinstance(value, bool | np.bool_) or (_one_number(value) and value in (0, 1))
 
 
 def _described(value: Any) -> str:

@@ -50,8 +50,7 @@ def _not_an_env(env: Any) -> str:
 
 
 def refuse_gymnasium(env: Any, where: str) -> Any:
-    """``env``; a one-line ``TypeError`` if it is a bare Gymnasium environment (or vector
-    environment), which ``where`` takes wrapped in looprl's."""
+    """``env``; a one-line ``TypeError`` for a bare Gymnasium (vector) environment."""
     if isinstance(env, gym.vector.VectorEnv):
         raise TypeError(f"{where} takes a looprl environment, got the Gymnasium vector "
                         f"environment {type(env).__name__}: wrap it in "
@@ -63,9 +62,8 @@ def refuse_gymnasium(env: Any, where: str) -> Any:
 
 
 class GymEnvironment(Environment):
-    """A Gymnasium environment ``env`` (an id or an import path ``package.module:EnvClass``,
-    made with ``make_kwargs``, or a ``gym.Env``) producing ``State`` objects; ``wrap_env`` wraps
-    it (and every copy); ``seed``: of the first reset; ALL's ``legacy_gym=True`` is refused."""
+    """A Gymnasium environment ``env`` (an id or ``package.module:EnvClass``, made with
+    ``make_kwargs``, or a ``gym.Env``) producing ``State`` objects; ``wrap_env`` wraps each copy."""
 
     _shape: Any = None  # of the first observation (all must have it)
     _outcome: Any = None  # Gymnasium's last reset or step output (``state`` is made from it)
@@ -108,9 +106,7 @@ class GymEnvironment(Environment):
         self._seed = self.given_seed = check_seed(self.name, seed)
 
     def remote_env(self) -> tuple[str, dict[str, Any]] | str:
-        """The id (or import path) given and the ``gym.make`` arguments, ``wrap_env`` among them
-        (not ``name``: it is for logs); text for a ``gymnasium.Env`` given, or a ``wrap_env``
-        that does not pickle, which Ray cannot make again."""
+        """The id given and its ``gym.make`` arguments (``wrap_env`` too), else why Ray cannot."""
         if self._given is not None:
             return (f"{self.name} was given as a gymnasium.Env, which Ray's actors cannot make "
                     "again (they make environments from an id): register it with "
@@ -128,8 +124,7 @@ class GymEnvironment(Environment):
         return self._given_id or self._id, kwargs
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> State:
-        """Start an episode (seeded with ``seed``, or the constructor's for the first; with
-        Gymnasium's reset ``options``, as ALL's ``reset(**kwargs)`` passes them)."""
+        """Start an episode (seeded with ``seed``, or the constructor's first; with ``options``)."""
         self._outcome, self._state = self.reset_output(seed, options), None
         return self.state
 
@@ -221,9 +216,7 @@ class GymEnvironment(Environment):
 
 
 def gym_registrations(*envs: Any) -> dict[str, Any]:
-    """The Gymnasium registrations (``EnvSpec``s) of the ids of ``envs`` (environments, or their
-    ``remote_env()``; a contextual one's ``env_id``) made here (a notebook's
-    ``gymnasium.register``), for the processes of a run on Ray (``install_gym_registrations``)."""
+    """The Gymnasium registrations made here of the ids of ``envs``, for a run's Ray processes."""
     made = [env.remote_env() if isinstance(env, GymEnvironment) else env for env in envs]
     ids = [args.get("env_id") if env_id == "contextual" else env_id
            for env_id, args in (entry for entry in made if isinstance(entry, tuple))]

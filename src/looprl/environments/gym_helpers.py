@@ -36,9 +36,7 @@ _MADE_IDS: set[str] = set()
 
 @contextlib.contextmanager
 def warned_once(env_id: str) -> Iterator[None]:
-    """Around a ``gym.make`` or ``gym.make_vec`` of ``env_id``: Gymnasium's warning that the id
-    is out of date (``CartPole-v0``) at its first make in this process only (Gymnasium warns
-    again after any ``warnings.catch_warnings``: an evaluation's copies repeated it)."""
+    """Around a ``gym.make``/``make_vec``: Gymnasium's out-of-date id warning at the first only."""
     if env_id not in _MADE_IDS:
         _MADE_IDS.add(env_id)
         yield
@@ -49,8 +47,7 @@ def warned_once(env_id: str) -> Iterator[None]:
 
 
 def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
-    """``gym.make`` with a one-line error for unknown environment ids (and MuJoCo ones that
-    ``require_mujoco`` refuses)."""
+    """``gym.make`` with one-line errors (an unknown id, a missing dependency, bad arguments)."""
     check_env_id(env_id)
     if "mujoco" in str(gym.registry[env_id].entry_point):
         require_mujoco()
@@ -80,14 +77,7 @@ def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
 
 
 def check_text_arguments(env_id: str, kwargs: dict[str, Any]) -> None:
-    """A one-line ``TypeError`` for an argument of ``env_id`` given as text where its
-    constructor's default is no text (a number, a bool, a list: ``looprl run
-    +env_kwargs.x=abc``), or as a fraction where it is an int (``frame_skip=2.5``: annotated
-    ``int``, or not annotated with an int default; ``Ant-v5``'s ``forward_reward_weight: float
-    = 1`` takes 0.5), which the environment takes, to fail at a step or to read as true; a
-    whole float there is made that int in ``kwargs`` (``frame_skip=2.0``, as hyperparameters)."""
-    if not any(isinstance(value, str | float) for value in kwargs.values()):
-        return
+    """``check_argument_types`` of ``env_id``'s registered constructor."""
     entry_point = gym.registry[env_id].entry_point
     try:
         creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
@@ -97,8 +87,8 @@ def check_text_arguments(env_id: str, kwargs: dict[str, Any]) -> None:
 
 
 def check_argument_types(env_id: str, creator: Any, kwargs: dict[str, Any]) -> None:
-    """``check_text_arguments`` against the signature of ``creator`` (the class or function
-    that makes the environment ``env_id``: a Gymnasium entry point, an SRL registration)."""
+    """A one-line ``TypeError`` for an argument of ``creator`` (making ``env_id``) given as text
+    where its default is no text, or as a fraction for an int (a whole float is made that int)."""
     if not any(isinstance(value, str | float) for value in kwargs.values()):
         return
     try:
@@ -130,8 +120,7 @@ class RenderModeError(ValueError):
 
 
 def check_render_mode(env_id: str, kwargs: dict[str, Any], vector: bool = False) -> None:
-    """A one-line ``RenderModeError`` for a ``render_mode`` ``env_id`` (its vector env) lacks,
-    which Gymnasium takes (``gym.make`` wraps ``'human'`` of ``'rgb_array'``, ``MODE_list``)."""
+    """A one-line ``RenderModeError`` for a ``render_mode`` ``env_id`` (its vector env) lacks."""
     mode = kwargs.get("render_mode")
     if mode is None:
         return
@@ -152,9 +141,7 @@ def check_render_mode(env_id: str, kwargs: dict[str, Any], vector: bool = False)
 
 
 def require_mujoco() -> None:
-    """``ImportError`` unless the ``mujoco`` package is installed and imports with the
-    ``MUJOCO_GL`` rendering backend set; route its warnings to logging (not a
-    ``MUJOCO_LOG.TXT`` file)."""
+    """``ImportError`` unless ``mujoco`` imports (``MUJOCO_GL`` set); its warnings go to logging."""
     if importlib.util.find_spec("mujoco") is None:
         raise ImportError("MuJoCo environments need the 'mujoco' package: pip install "
                           "'looprl[mujoco]'")
@@ -173,9 +160,7 @@ def require_mujoco() -> None:
 
 
 def drop_frames(error: BaseException) -> None:
-    """Free the locals of the frames ``error`` left, unheard: a MuJoCo viewer Gymnasium left
-    half-made there (no OpenGL backend, a wrong ``MUJOCO_GL``) would print a traceback from its
-    ``__del__`` when collected, after looprl's one line."""
+    """Free the locals of the frames ``error`` left (a half-made MuJoCo viewer's), silently."""
     hook, sys.unraisablehook = sys.unraisablehook, lambda _: None
     try:
         traceback.clear_frames(error.__traceback__)
@@ -198,26 +183,24 @@ ZOO_FAMILIES = ("classic", "butterfly", "sisl", "mpe", "atari")
 
 
 def zoo_modules(name: str) -> list[str]:
-    """The PettingZoo modules a game's name may stand for: ``"tictactoe_v3"`` is
-    ``pettingzoo.tictactoe_v3`` or ``pettingzoo.<family>.tictactoe_v3``, and ``"simple_v3"``
-    ``mpe2.simple_v3`` too (PettingZoo's MPE games, a package of their own since 1.25)."""
+    """The PettingZoo modules a game's name may stand for (``pettingzoo[.<family>].NAME``...)."""
     derived = [] if name.startswith("pettingzoo.") else [f"pettingzoo.{name}"]
     return derived + ([f"pettingzoo.{family}.{name}" for family in ZOO_FAMILIES] +
                       [f"mpe2.{name}"] if "." not in name else [])
 
 
 def is_pettingzoo_game(name: str) -> bool:
-    """Whether ``name`` (``"tictactoe_v3"``, ``"classic.tictactoe_v3"``) names a PettingZoo game
-    (looked up only for a name of that form: no ``-v`` of a Gymnasium id)."""
-    if not re.fullmatch(r"[\w.]+_v\d+", name):
+    """Whether ``name`` (``"tictactoe_v3"``, ``"classic.tictactoe_v3"``) names a PettingZoo game."""
+    return bool(re.fullmatch(r"[\w.]+_v\d+", name)) and any(
+        module_exists(candidate) for candidate in (name, *zoo_modules(name)))
+
+
+def module_exists(name: str) -> bool:
+    """Whether the module ``name`` is there to import (``False`` where its parent is not)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
         return False
-    for candidate in (name, *zoo_modules(name)):  # (as make_zoo_env tries them)
-        try:
-            if importlib.util.find_spec(candidate) is not None:
-                return True
-        except (ImportError, ValueError):
-            continue
-    return False
 
 
 def atari_hint(env_id: str, game: str, preset: str = "ppo") -> str:
@@ -227,16 +210,15 @@ def atari_hint(env_id: str, game: str, preset: str = "ppo") -> str:
 
 
 def check_env_id(env_id: str) -> None:
-    """A ``ValueError`` naming close ids (or the Atari or multi-agent presets) if ``env_id`` is
-    unregistered; an ``ImportError`` naming the version to use if it is one of Gymnasium's
-    placeholders of the ids it dropped (MuJoCo's v2/v3, which needed mujoco-py)."""
+    """A one-line ``ValueError`` (naming close ids, or the presets) if ``env_id`` is unknown, an
+    ``ImportError`` (naming the version to use) if Gymnasium dropped it."""
     if env_id in gym.registry:
         dropped = gym.registry[env_id]
         needs = _needs(dropped.entry_point)
         if not needs:  # (one that does not import: gym.make says what to install)
             return
-        newest = max((spec for spec in gym.registry.values() if _imports(spec.entry_point) and (
-            spec.namespace, spec.name) == (dropped.namespace, dropped.name)),
+        newest = max((spec for spec in gym.registry.values() if _needs(spec.entry_point) is None
+                      and (spec.namespace, spec.name) == (dropped.namespace, dropped.name)),
             key=lambda spec: spec.version or 0, default=None)
         if newest is None:  # (shimmy's: Gymnasium's line says what to install)
             return
@@ -257,23 +239,15 @@ def check_env_id(env_id: str) -> None:
 
 
 def makeable_ids() -> Iterator[str]:
-    """The Gymnasium ids ``gym.make`` can make here (what to suggest): not Gymnasium's
-    placeholders of the ids it dropped (MuJoCo's v2/v3 of mujoco-py, shimmy's), nor ids whose
-    module does not import (Box2D's without box2d, the jax ones without jax)."""
-    return (env_id for env_id, spec in list(gym.registry.items()) if _imports(spec.entry_point))
-
-
-def _imports(entry_point: Any) -> bool:
-    """Whether a Gymnasium spec's ``entry_point`` (``module:Class`` or a callable) makes one."""
-    return _needs(entry_point) is None
+    """The Gymnasium ids ``gym.make`` can make here (what to suggest)."""
+    return (env_id for env_id, spec in list(gym.registry.items())
+            if _needs(spec.entry_point) is None)
 
 
 @functools.cache
 def _needs(entry_point: Any) -> str | None:
-    """What a Gymnasium spec's ``entry_point`` needs that is not here: ``"mujoco-py"`` (or
-    ``"shimmy"``) for Gymnasium's placeholders of the ids it dropped (its own functions that
-    raise; before Gymnasium 1.2, the MuJoCo v2/v3 classes, which raise when made without
-    mujoco-py), ``""`` for one that does not import; ``None``: it makes one."""
+    """What a Gymnasium ``entry_point`` needs that is not here: ``"mujoco-py"``/``"shimmy"`` for
+    Gymnasium's placeholders of the ids it dropped, ``""`` if it does not import, else ``None``."""
     if not isinstance(entry_point, str):
         if getattr(entry_point, "__module__", "") == "gymnasium.envs":
             name = entry_point.__name__.removeprefix("_raise_").removesuffix("_error")
@@ -289,10 +263,7 @@ def _needs(entry_point: Any) -> str | None:
 
 
 def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) -> Any:
-    """An agent's action (tensor, array or number; with ``n_envs``, one per row) as what
-    ``space`` (of one environment) expects; ``Box`` actions are clipped to its bounds (and
-    rounded to the nearest whole number for an integer ``Box``); a NaN or infinite one is a
-    ``PolicyActionError``."""
+    """An agent's action (``n_envs``: one per row) as ``space`` expects it (``Box``: clipped)."""
     action = as_numpy(action)
     if isinstance(space, gym.spaces.Discrete) and n_envs is None:
         if isinstance(action, np.integer) or type(action) is int:  # (a row of an int array)
@@ -319,9 +290,7 @@ def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) ->
 
 
 def check_finite_actions(actions: Any, space: gym.Space | None = None) -> None:
-    """A ``PolicyActionError`` if ``actions`` (an array; for ``space``, where known) hold a NaN
-    or an infinity: no environment can take them (MuJoCo only warns, an integer ``Box`` gets
-    ``INT_MIN``, an environment of your own gets them)."""
+    """A ``PolicyActionError`` if ``actions`` (for ``space``, where known) hold NaN or infinity."""
     array = np.asarray(actions)
     if array.dtype.kind == "f" and not np.isfinite(array).all():
         raise PolicyActionError(
@@ -336,8 +305,7 @@ def _shown(array: np.ndarray) -> str:
 
 
 def discrete_actions(action: Any, space: gym.Space, n_envs: int) -> np.ndarray:
-    """One whole number per environment (a list, an array or a tensor of ``n_envs``, as a
-    column too) as an ``int64`` array, else a one-line ``ValueError``."""
+    """One whole number per environment as an ``int64`` array, else a one-line ``ValueError``."""
     if type(action) is np.ndarray and action.dtype == np.int64 and action.shape == (n_envs,):
         return action  # (a policy's argmax, every step: as it is)
     try:
@@ -388,8 +356,7 @@ def space_name(space: gym.Space) -> str:
 
 
 def shown_space(space: gym.Space) -> str:
-    """``space`` as Gymnasium prints it, else (a ``Box`` whose bounds are arrays, as a
-    ``FrameStackObservation``'s, which NumPy prints on several lines) its kind and shape."""
+    """``space`` as Gymnasium prints it, else (printed on several lines) its kind and shape."""
     text = str(space)
     if "\n" not in text:
         return text
@@ -406,9 +373,7 @@ def space_shape_error(name: str, space: gym.Space, shape: Any = None) -> ValueEr
 #: NumPy's words (in Gymnasium's vector environments) for an observation of the wrong shape
 SHAPE_ERRORS = ("wrong shape", "wrong dimensionality", "could not broadcast")
 
-
-#: Evaluation steps of an episode whose environment names no ``max_episode_steps`` (Atari's
-#: 108,000 frames at a frame skip of 4).
+#: Evaluation steps of an episode without ``max_episode_steps`` (Atari's 108,000 frames / 4).
 DEFAULT_EPISODE_CAP = 27_000
 
 

@@ -16,23 +16,18 @@ DEFAULT_VERSION = "v5"
 
 
 def versioned(env_id: str) -> str:
-    """``env_id`` with the newest version where it gives none (``'HalfCheetah-v5'`` for
-    ``'HalfCheetah'``)."""
+    """``env_id`` with the newest version where it gives none (``'HalfCheetah-v5'``)."""
     return env_id if re.search(r"-v\d+$", env_id, re.IGNORECASE) else f"{env_id}-{DEFAULT_VERSION}"
 
 
 def is_mujoco_id(env_id: str) -> bool:
-    """Whether ``env_id`` (``HalfCheetah-v5``, or ``HalfCheetah`` for it) is a registered
-    Gymnasium MuJoCo environment."""
+    """Whether ``env_id`` (``HalfCheetah-v5`` or ``HalfCheetah``) is a MuJoCo environment."""
     spec = gym.registry.get(versioned(env_id))
     return spec is not None and "mujoco" in str(spec.entry_point)
 
 
 def other_gymnasium_env(env_id: str) -> tuple[str, str] | None:
-    """The family (``'classic-control'``) and id (the newest version of a name without one:
-    ``'CartPole-v1'`` for ``'CartPole'``) of ``env_id`` if it is one of Gymnasium's own
-    environments but no MuJoCo one, else ``None`` (a MuJoCo id, or one Gymnasium does not
-    ship: a user's own may run MuJoCo)."""
+    """The family and newest id of one of Gymnasium's own non-MuJoCo environments, else ``None``."""
     specs = [gym.registry.get(env_id)] if re.search(r"-v\d+$", env_id) else sorted(
         (spec for spec in gym.registry.values() if spec.namespace is None
          and spec.name == env_id), key=lambda spec: -(spec.version or 0))
@@ -45,9 +40,7 @@ def other_gymnasium_env(env_id: str) -> tuple[str, str] | None:
 
 
 class MujocoEnvironment(GymEnvironment):
-    """A ``GymEnvironment`` of a MuJoCo id (``'HalfCheetah-v5'`` or ``'HalfCheetah'``); as in
-    ALL, its states leave out Gymnasium's ``info`` entries (``x_position``, ``reward_run``, ...)
-    unless ``no_info=False``."""
+    """A ``GymEnvironment`` of a MuJoCo id; states leave ``info`` out unless ``no_info=False``."""
 
     no_info = True  # (environments pickled before it was kept)
 
@@ -76,8 +69,7 @@ class MujocoEnvironment(GymEnvironment):
         return (*output[:4], {}) if self.no_info else output
 
     def render(self, **kwargs: Any) -> Any:
-        """Its ``render_mode``'s frame or window; without one ``None`` and a warning, as for
-        Gymnasium's other environments (MuJoCo's own ``render()`` would raise)."""
+        """Its ``render_mode``'s frame or window; without one ``None`` and a warning."""
         if getattr(self.env, "render_mode", None) is None:
             gym.logger.warn(f"{self.name}.render() does nothing: create it with "
                             "render_mode='human' (a window) or 'rgb_array' (frames)")

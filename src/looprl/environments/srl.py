@@ -1,12 +1,7 @@
-"""The SRL multi-agent environment API (seed 004): ``StepResult`` lists, ``register`` and ``make``.
-
-``reset()`` and ``step(actions)`` both return a list of one ``StepResult`` per agent, ``None``
-for an agent that does not act this step; ``step`` takes one action per agent in the same
-order (``None`` for an agent that got ``None``). Observations are dicts of numpy arrays;
-``reward``, ``done`` and ``truncated`` are arrays of shape ``(1,)`` (real numbers, bool, bool;
-``step_result`` keeps the reward a float64, which the episode's return sums). After
-every agent is done or truncated the caller calls ``reset()``.
-"""
+"""The SRL multi-agent environment API (seed 004): ``reset()`` and ``step(actions)`` return one
+``StepResult`` per agent (``None``: it does not act now), ``step`` takes one action per agent
+in that order; observations are dicts of arrays, ``reward``/``done``/``truncated`` ``(1,)``
+arrays. When every agent is done or truncated, the caller resets."""
 
 from __future__ import annotations
 
@@ -28,9 +23,8 @@ from looprl.environments.gym_helpers import check_argument_types, makeable_ids
 
 @dataclasses.dataclass
 class StepResult:
-    """What one agent receives from ``reset`` or ``step`` (SRL's field order): observation
-    arrays by name (``{"obs": ..., "action_mask": ...}``), the reward since its previous one,
-    whether its episode terminated, ``info`` (not learned from), whether it was truncated."""
+    """What one agent receives from ``reset`` or ``step`` (SRL's field order): observation arrays by
+    name, the reward since its previous one, ``done`` (terminated), ``info``, ``truncated``."""
 
     obs: dict[str, np.ndarray]
     reward: np.ndarray
@@ -41,8 +35,7 @@ class StepResult:
 
 def step_result(obs: dict[str, Any], reward: float, done: bool, info: dict | None = None,
                 truncated: bool = False) -> StepResult:
-    """A ``StepResult`` from plain values: arrays of shape ``(1,)`` with the standard dtypes;
-    ``obs``: arrays by name (a ``TypeError`` if it is none)."""
+    """A ``StepResult`` from plain values (``obs``: arrays by name), as ``(1,)`` arrays."""
     if not callable(getattr(obs, "items", None)):
         raise TypeError(f"step_result's obs is a dict of arrays by name, {{'obs': array}} (SRL's "
                         f"observations), got {type(obs).__name__}")
@@ -52,15 +45,16 @@ def step_result(obs: dict[str, Any], reward: float, done: bool, info: dict | Non
 
 
 def checked_results(results: Any, env: Environment, call: str) -> list[StepResult | None]:
-    """What ``env.reset()`` or ``env.step()`` (``call``) returned, as a list of one
-    ``StepResult`` or ``None`` per agent; ``ValueError`` if not (or if no agent is to act)."""
+    """``env.reset()``'s or ``env.step()``'s results: one ``StepResult`` or ``None`` per agent."""
     if not isinstance(results, list | tuple) or len(results) != env.agent_count:
         n = len(results) if isinstance(results, list | tuple) else type(results).__name__
         raise ValueError(f"{type(env).__name__}.{call}() returned {n} results for "
                          f"{env.agent_count} agents; return one StepResult (or None) per agent")
     for agent, result in enumerate(results):
         if result is not None and not isinstance(getattr(result, "obs", None), Mapping):
-            raise ValueError(f"{type(env).__name__}.{call}() returned {_what(result)} for agent "
+            what = type(result).__name__ + (f" whose obs is a {type(result.obs).__name__}, not a "
+                                            "dict of arrays" if hasattr(result, "obs") else "")
+            raise ValueError(f"{type(env).__name__}.{call}() returned a {what} for agent "
                              f"{agent}; return a StepResult(obs={{'obs': array, ...}}, reward, "
                              "done, info) (looprl.environments.step_result(...) builds one) or "
                              "None")
@@ -71,8 +65,7 @@ def checked_results(results: Any, env: Environment, call: str) -> list[StepResul
 
 
 def result_scalars(result: Any) -> tuple[float, bool, bool]:
-    """``(reward, done, truncated)`` of a ``StepResult``, checked to be shape-``(1,)`` arrays
-    (the flags bools or 0/1: ``done=np.array([2])`` or ``0.5`` is no flag)."""
+    """``(reward, done, truncated)`` of a ``StepResult``, checked to be ``(1,)`` arrays."""
     try:
         if len(result.reward) == len(result.done) == len(result.truncated) == 1:
             done, truncated = result.done[0], result.truncated[0]
@@ -84,14 +77,6 @@ def result_scalars(result: Any) -> tuple[float, bool, bool]:
                      f"got {result.reward!r}, {result.done!r}, {result.truncated!r} (done and "
                      "truncated: True/False or 0/1); build results with "
                      "looprl.environments.step_result(...)")
-
-
-def _what(result: Any) -> str:
-    """How a result that is not a ``StepResult`` reads in an error."""
-    if not hasattr(result, "obs"):
-        return f"a {type(result).__name__}"
-    return (f"a {type(result).__name__} whose obs is a {type(result.obs).__name__}, not a dict "
-            "of arrays")
 
 
 def action_value(action: Any) -> Any:
@@ -109,9 +94,8 @@ def action_value(action: Any) -> Any:
 
 
 class Environment(ABC):
-    """An SRL environment (see the module docstring): ``agent_count``, ``reset`` and ``step``;
-    optional: the spaces (``observation_spaces``/``action_spaces``, or the seed's
-    ``observation_space``/``action_space``, for ``test_environment``) and the rest."""
+    """An SRL environment: ``agent_count``, ``reset`` and ``step``; optional: the spaces
+    (``observation_spaces``/``action_spaces``, or the seed's singular ones) and the rest."""
 
     @property
     @abstractmethod
@@ -138,8 +122,7 @@ class Environment(ABC):
                                  "test_stepping=False)")
 
     def _seed_spaces(self, name: str, advice: str) -> list[Any]:
-        """The seed's ``observation_space``/``action_space`` (``name``: a property or a method,
-        one space or one per agent) as one space per agent."""
+        """The seed's ``observation_space``/``action_space`` (one, or one per agent), per agent."""
         found = getattr(self, name, None)
         if callable(found):
             found = found()
@@ -182,9 +165,8 @@ def _environments() -> Registry:
 
 
 def register(name: str, env_class: type | str, module: str | None = None) -> None:
-    """Register an ``Environment`` subclass or a function returning one, or a lazy
-    ``"package.module:ClassName"`` path of either (SRL's ``register(name, "ClassName",
-    "package.module")`` too), under ``name`` for ``make``; ``Registry.register``'s errors."""
+    """Register under ``name`` for ``make`` an ``Environment`` class, a function returning one, or
+    a lazy ``"package.module:ClassName"`` (SRL's ``register(name, "ClassName", "module")`` too)."""
     if isinstance(env_class, str) and module is not None:
         env_class = f"{module}:{env_class}"
     _environments().register(name, env_class)  # (``TypeError`` if no class, factory or path)
@@ -196,8 +178,8 @@ def registered_environments() -> list[str]:
 
 
 def make(name: str, /, **env_args: Any) -> Environment:
-    """The environment registered as ``name`` made with ``env_args``; also any Gymnasium id (the
-    ``"gym"`` adapter; ``"atari"`` with ``atari_wrappers=True``) and ``"my_pkg.envs:MyEnv"``."""
+    """The environment ``name`` made with ``env_args``: a registered one, any Gymnasium id (the
+    ``"gym"`` adapter; ``"atari"`` with ``atari_wrappers=True``) or ``"my_pkg.envs:MyEnv"``."""
     environments = _environments()
     if name not in _REGISTRY and is_import_path(name):  # "package.module:NAME"
         _, name = import_environment(name)  # registered here, or a Gymnasium id
@@ -215,10 +197,8 @@ def make(name: str, /, **env_args: Any) -> Environment:
 
 
 def import_environment(path: str) -> tuple[str, str]:
-    """Import the module of ``path`` (``package.module:NAME``) and say what ``NAME`` is:
-    ``("srl", name)`` for an ``Environment`` subclass (registered as ``path``) or a name the
-    module registered; ``("gym", id)`` for a ``gymnasium.Env`` subclass (registered with
-    Gymnasium as ``package.module.NAME``) or a Gymnasium id the module registered."""
+    """Import ``path``'s module (``package.module:NAME``): ``("srl", name)`` for an ``Environment``
+    class or an SRL name it registered, ``("gym", id)`` for a ``gymnasium.Env`` class or an id."""
     module_name, _, attr = path.partition(":")
     found = getattr(import_module(module_name, f"environment {path!r}"), attr, None)
     if isinstance(found, type) and issubclass(found, Environment):

@@ -1,19 +1,13 @@
-"""Gymnasium, Atari and PettingZoo environments as SRL environments, registered as ``"gym"``,
-``"atari"`` and ``"pettingzoo"``; PettingZoo is called from here alone (``make_zoo_env``,
-``PettingZooEnvironment``: seed 003's ``MultiagentPettingZooEnv`` is a view of it).
-
-Observations: a Gymnasium/PettingZoo ``Dict`` observation keeps its keys; a
-PettingZoo ``{"observation", "action_mask"}`` observation becomes
-``{"obs": ..., "action_mask": <bool array>}``; any other observation becomes ``{"obs": ...}``.
-``done`` is termination and ``truncated`` truncation, never both folded together.
-"""
+"""Gymnasium, Atari and PettingZoo environments as SRL environments (``"gym"``, ``"atari"``,
+``"pettingzoo"``); PettingZoo is called from here alone. A ``Dict`` observation keeps its keys,
+PettingZoo's ``{"observation", "action_mask"}`` becomes ``{"obs", "action_mask"}`` (a bool
+mask), any other ``{"obs": ...}``; ``done`` is termination, ``truncated`` truncation."""
 
 from __future__ import annotations
 
 import copy
 import functools
 import importlib
-import importlib.util
 import types
 from collections.abc import Callable
 from contextlib import suppress
@@ -29,7 +23,12 @@ from looprl.environments.atari import AtariVectorEnvironment
 from looprl.environments.base import Restorable
 from looprl.environments.faults import EnvironmentFailure, failure
 from looprl.environments.gym import GymEnvironment
-from looprl.environments.gym_helpers import action_to_numpy, check_env_id, zoo_modules
+from looprl.environments.gym_helpers import (
+    action_to_numpy,
+    check_env_id,
+    module_exists,
+    zoo_modules,
+)
 from looprl.environments.srl import (
     Environment,
     StepResult,
@@ -46,15 +45,13 @@ MASK = "action_mask"
 
 
 def make_zoo_env(name: str, parallel: bool = False, **kwargs: Any) -> Any:
-    """The ``env(**kwargs)`` (``parallel_env`` with ``parallel``) of a PettingZoo module:
-    ``"pettingzoo.classic.tictactoe_v3"``, ``"classic.tictactoe_v3"``, ``"tictactoe_v3"``, or
-    any ``"package.module:factory"``; ``ValueError`` if there is none."""
+    """The ``env(**kwargs)`` (``parallel_env``) of a PettingZoo module (``"tictactoe_v3"``, ...)."""
     module_name, _, factory = name.partition(":")
     factory = factory or ("parallel_env" if parallel else "env")
     derived = zoo_modules(module_name)
-    module = _import_module(name, module_name, must_exist=False)
+    module = _import_module(name, module_name)
     for candidate in derived:
-        module = module or _import_module(name, candidate, must_exist=True)
+        module = module or (_import_module(name, candidate) if module_exists(candidate) else None)
     if module is None:
         tried = ", ".join(repr(c) for c in [module_name, *derived])
         raise ValueError(f"Unknown PettingZoo environment {name!r} (tried {tried}; the "
@@ -67,14 +64,8 @@ def make_zoo_env(name: str, parallel: bool = False, **kwargs: Any) -> Any:
     return getattr(module, factory)(**kwargs)
 
 
-def _import_module(env: str, name: str, must_exist: bool) -> Any:
-    """The module ``name``, ``None`` if there is none (``must_exist``: or none to search)."""
-    if must_exist:
-        try:
-            if importlib.util.find_spec(name) is None:
-                return None
-        except (ImportError, ValueError):
-            return None
+def _import_module(env: str, name: str) -> Any:
+    """The module ``name`` (of the game ``env``), ``None`` if there is none."""
     try:
         return importlib.import_module(name)
     except ImportError as error:
@@ -89,8 +80,7 @@ def _import_module(env: str, name: str, must_exist: bool) -> Any:
 
 
 def observation_part(space: gym.Space) -> tuple[gym.Space, bool]:
-    """``space``'s observation part (of a PettingZoo ``{"observation", "action_mask"}`` space)
-    and whether it has an action mask."""
+    """``space``'s observation part (of PettingZoo's masked spaces) and whether it is masked."""
     masked = isinstance(space, gym.spaces.Dict) and {MASK, "observation"} <= set(space.spaces)
     return (space["observation"] if masked else space), masked
 
@@ -127,11 +117,10 @@ class _Adapter(Environment, Restorable):
 
     env: Any
     _seed: int | None = None
-    #: it clips Box actions into their bounds itself (the collector leaves them as they are)
-    clips_actions = True
+    clips_actions = True  # (Box actions into their bounds: the collector leaves them as they are)
 
     @property
-    def name(self) -> str:  # (what ``Copies`` names the environment by)
+    def name(self) -> str:
         return type(self.env).__name__
 
     def seed(self, seed: int) -> int:
@@ -149,8 +138,7 @@ class _Adapter(Environment, Restorable):
 
 
 class _SingleAgent(_Adapter):
-    """A view of ``looprl`` (a ``GymEnvironment`` or an ``AtariVectorEnvironment`` of one copy);
-    observations as obs dicts of ``_obs_space``."""
+    """A view of ``looprl`` (a ``GymEnvironment`` or a one-copy ``AtariVectorEnvironment``)."""
 
     looprl: Any
     _obs_space: gym.spaces.Dict
@@ -187,8 +175,7 @@ class _SingleAgent(_Adapter):
 
 
 class GymnasiumEnvironment(_SingleAgent):
-    """A Gymnasium environment (an id, made with ``gym_kwargs`` and wrapped by ``wrap_env``, or a
-    ``gym.Env``) for SRL; its ``obs`` as ``GymEnvironment``'s states hold it (``float32``)."""
+    """A Gymnasium environment (an id or a ``gym.Env``) for SRL; ``obs`` as ``GymEnvironment``'s."""
 
     _cast = False  # (adapters pickled before it: their observations as the env gave them)
 
@@ -218,9 +205,8 @@ class GymnasiumEnvironment(_SingleAgent):
 
 
 class AtariGameEnvironment(_SingleAgent):
-    """An Atari game (``AtariEnvironment``'s pipeline, ``options`` and scores) as an SRL
-    environment: observations ``{"obs": (4, 84, 84) uint8}``, ``info["lives"]``. ``game_name``:
-    SRL's name for ``game``."""
+    """An Atari game as ``AtariEnvironment`` plays it (``options``) as an SRL environment:
+    observations ``{"obs": (4, 84, 84) uint8}``, ``info["lives"]``; ``game_name``: SRL's game."""
 
     render_fps = 15.0  # 60 Hz, 4 frames a step
 
@@ -245,8 +231,7 @@ class AtariGameEnvironment(_SingleAgent):
 
 
 class SRLGymEnv(gym.Env):
-    """A one-agent SRL environment ``env`` as a ``gymnasium.Env``: its observations' ``"obs"``
-    field (their only one), its reward, ``done`` and ``truncated``."""
+    """A one-agent SRL environment ``env`` as a ``gymnasium.Env`` (its ``"obs"`` observations)."""
 
     def __init__(self, env: Environment, name: str):
         check_count(**{f"{type(env).__name__}.agent_count (a property)": env.agent_count})
@@ -298,8 +283,7 @@ class SRLGymEnv(gym.Env):
 
 
 class SRLAgentEnvironment(GymEnvironment):
-    """Seed 003's single-agent view of a one-agent SRL environment ``env`` (``SRLGymEnv``);
-    Ray's actors step SRL copies of ``remote``: its ``make`` name and arguments."""
+    """Seed 003's view of a one-agent SRL environment; Ray's actors make it from ``remote``."""
 
     def __init__(self, env: Environment, remote: tuple[str, dict[str, Any]]):
         super().__init__(SRLGymEnv(env, remote[0]), name=remote[0])
@@ -332,12 +316,8 @@ def check_agent_action(name: str, agent: str, value: Any, space: gym.Space) -> N
 
 
 class PettingZooEnvironment(_Adapter):
-    """A PettingZoo environment (AEC or parallel, or a name for ``make_zoo_env``) as an SRL
-    environment; result and action ``i`` belong to ``agent_names[i]``. Parallel: every live
-    agent gets a ``StepResult`` and must act. AEC: the agent whose turn is next gets one (its
-    ``reward``: all since its previous one), and agents that finish a final one. ``turns``: the
-    agents of the latest results in the game's order (AEC: those that finished first).
-    ``flatten``: ``"obs"`` flattened to float32 (as ``MultiagentPettingZooEnv`` has them)."""
+    """A PettingZoo game (AEC or parallel, or its name) as an SRL environment, agent ``i`` being
+    ``agent_names[i]``; ``turns``: the agents of the latest results (AEC: whose turn, finished)."""
 
     def __init__(self, env: Any, parallel: bool = False, flatten: bool = False,
                  **env_kwargs: Any):
@@ -366,8 +346,7 @@ class PettingZooEnvironment(_Adapter):
 
     @property
     def name(self) -> str:
-        """The class of the game given; for a PettingZoo wrapper of one (``OrderEnforcingWrapper``
-        around ``tictactoe_v3.env()``'s), the game's name."""
+        """The class of the game given; for a PettingZoo wrapper of one, the game's name."""
         wrapper = type(self.env).__module__.startswith("pettingzoo.utils")
         return (wrapper and getattr(self.env, "metadata", {}).get("name")) or super().name
 

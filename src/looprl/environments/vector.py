@@ -39,8 +39,7 @@ from looprl.environments.gym_helpers import (
 
 def make_vector_env(env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: Any
                     ) -> gym.vector.VectorEnv:
-    """Gymnasium's own vector env of ``env_id`` (an id or a factory; one with next-step
-    autoreset), else a ``SyncVectorEnv``; ``kwargs``: ``gym.make``'s, of an id only."""
+    """Gymnasium's own vector env of ``env_id`` (next-step autoreset), else a ``SyncVectorEnv``."""
     if "vectorization_mode" in kwargs or "vector_kwargs" in kwargs:
         raise TypeError("GymVectorEnvironment(env, n_envs) steps its copies in this process and "
                         "takes no vectorization_mode or vector_kwargs: for Gymnasium's other "
@@ -66,16 +65,13 @@ def make_vector_env(env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: 
             if _autoreset_mode(made) == gym.vector.AutoresetMode.NEXT_STEP:
                 return made
             made.close()  # (it resets a done copy in the same step, or never: copies instead)
-        # (not make_vec's "sync" mode: it makes its copies with a closure, which a checkpoint
-        # cannot pickle)
+        # (not make_vec's "sync" mode: its copies' closure does not pickle into a checkpoint)
         env_id = partial(make_gym_env, env_id, **kwargs)
     return gym.vector.SyncVectorEnv([partial(CheckedOutput.made, env_id)] * n_envs)
 
 
 class CheckedOutput(gym.Wrapper):
-    """A copy whose ``step`` and ``reset`` outputs are checked as ``GymEnvironment``'s (a reward
-    that is not one number, a ``terminated`` that is not a bool: one line, not stored as it
-    comes by the vector environment)."""
+    """A copy whose ``step`` and ``reset`` outputs are checked as ``GymEnvironment``'s."""
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
@@ -98,19 +94,14 @@ class CheckedOutput(gym.Wrapper):
 
 
 def _odd_shape(vector_env: gym.vector.VectorEnv, expected: tuple[int, ...]) -> Any:
-    """The shape of the first ``CheckedOutput`` copy's last observation (an array or a number)
-    not of shape ``expected``, else None."""
-    for one in getattr(vector_env, "envs", ()):
-        observation = getattr(one, "observation", None)
-        if isinstance(observation, np.ndarray | np.generic | int | float):
-            if np.shape(observation) != expected:
-                return np.shape(observation)
-    return None
+    """The odd shape of a ``CheckedOutput`` copy's last observation (not ``expected``), or None."""
+    shapes = (np.shape(one.observation) for one in getattr(vector_env, "envs", ()) if isinstance(
+        getattr(one, "observation", None), np.ndarray | np.generic | int | float))
+    return next((shape for shape in shapes if shape != expected), None)
 
 
 def tuple_rows(obs: Any, space: gym.Space) -> Any:
-    """A batch of a ``Tuple`` space (a tuple of batches, one per item) as one row per copy,
-    as one copy's tuple is one observation; any other batch as it is."""
+    """A ``Tuple`` space's batch (one per item) as one row per copy; any other batch as it is."""
     if isinstance(space, gym.spaces.Tuple) and isinstance(obs, tuple):
         with suppress(ValueError):  # (items of different shapes: not numbers of one shape)
             return np.stack(obs, axis=1)
@@ -172,8 +163,7 @@ class NumpyVectorEnvironment(VectorEnvironment):
                                                self.name, batch_dims=1)), info
 
     def _kept_shape(self, obs: np.ndarray) -> np.ndarray:
-        """``obs``, whose rows must keep the shape of the first reset's (else a one-line
-        ``ValueError``: a ``VectorEnv`` of the user's returns what it makes, unchecked)."""
+        """``obs``, whose rows must keep the first reset's shape (else a one-line error)."""
         if self._shape is None:
             self._shape = obs.shape[1:]
         elif obs.shape[1:] != self._shape:
@@ -203,9 +193,7 @@ class NumpyVectorEnvironment(VectorEnvironment):
             raise self._failure("close", error) from error
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        """As ``object``'s, refused in one line over an ``AsyncVectorEnv`` (in vector wrappers
-        too): a copy of its pipes to the subprocesses would close the original's when it is
-        dropped."""
+        """As ``object``'s, refused over an ``AsyncVectorEnv``, whose pipes a copy would close."""
         if isinstance(self.env.unwrapped, gym.vector.AsyncVectorEnv):
             raise TypeError(f"{self.name}: a {type(self).__name__} over a gymnasium "
                             "AsyncVectorEnv (copies in subprocesses) cannot be copied or "
@@ -214,9 +202,8 @@ class NumpyVectorEnvironment(VectorEnvironment):
 
 
 class GymVectorEnvironment(NumpyVectorEnvironment):
-    """``n_envs`` copies of a Gymnasium environment (an id, or a function making one) stepped
-    as a batch, ``GymVectorEnvironment('CartPole-v1', 8)``, or ALL's ``GymVectorEnvironment(
-    vec_env, name, device=...)`` of a made ``VectorEnv``; ``seed``: of the first reset."""
+    """``n_envs`` copies of a Gymnasium environment (an id or a factory), ``GymVectorEnvironment(
+    'CartPole-v1', 8)``, or ALL's ``GymVectorEnvironment(vec_env, name)`` of a ``VectorEnv``."""
 
     def __init__(self, env: str | Callable[[], gym.Env] | gym.vector.VectorEnv,
                  n_envs: int | str | None = None, device: str | torch.device = "cpu",

@@ -1,7 +1,5 @@
-"""Gymnasium's wrappers in looprl: ``env_wrappers`` by import path (``Wrappers``), vector
-wrappers refused where each copy is wrapped, and the normalizers' running statistics carried
-from training into evaluation (``sync_normalization``) and saved with a run
-(``save_normalization``)."""
+"""Gymnasium's wrappers in looprl: ``env_wrappers`` by import path, vector wrappers refused, and
+the normalizers' statistics carried into evaluation and saved with a run."""
 
 from __future__ import annotations
 
@@ -30,10 +28,7 @@ log = logging.getLogger(__name__)
 
 
 class Wrappers:
-    """A ``wrap_env`` of Gymnasium wrapper classes given by import path
-    (``gymnasium.wrappers.FlattenObservation`` or ``my_pkg.wrappers:MyWrapper``), applied in
-    order, each called as ``Wrapper(env)``: Mighty's ``env_wrappers``. It pickles as the paths,
-    so Ray's actors wrap their copies alike."""
+    """A ``wrap_env`` of Gymnasium wrapper classes by import path, applied in order (pickles so)."""
 
     def __init__(self, paths: Sequence[str]):
         if isinstance(paths, str) or not all(isinstance(p, str) for p in paths):
@@ -68,8 +63,7 @@ class Wrappers:
 
 
 def refuse_vector_wrapper(wrapper: Any, given: str) -> None:
-    """A one-line ``TypeError`` if ``wrapper`` (``given``) is a class of Gymnasium's vector
-    wrappers, given where each copy (a ``gymnasium.Env``) is wrapped."""
+    """A one-line ``TypeError`` if ``wrapper`` (``given``) is one of Gymnasium's vector wrappers."""
     if isinstance(wrapper, type) and issubclass(wrapper, gym.vector.VectorWrapper):
         raise TypeError(f"{given} wraps vector environments, but it is given to wrap each "
                         "copy (a gymnasium.Env): give the single-environment wrapper of "
@@ -78,8 +72,7 @@ def refuse_vector_wrapper(wrapper: Any, given: str) -> None:
 
 
 def _required_arguments(made: Any) -> list[str]:
-    """The names of the arguments ``made`` (a class or a function) cannot be called without
-    (none where its signature is unknown)."""
+    """The arguments ``made`` cannot be called without (none where its signature is unknown)."""
     try:
         parameters = inspect.signature(made).parameters.values()
     except (TypeError, ValueError):  # (a builtin's)
@@ -94,8 +87,7 @@ NORMALIZERS = (gym.wrappers.NormalizeObservation, gym.wrappers.NormalizeReward,
 
 
 def _wrappers(env: Any) -> list[Any]:
-    """The wrappers of a Gymnasium (vector) environment, outermost first, but looprl's
-    ``CheckedOutput`` (of a vector environment's copies: not of a single one)."""
+    """A Gymnasium (vector) environment's wrappers, outermost first, but ``CheckedOutput``."""
     chain = []
     while isinstance(env, (gym.Wrapper, gym.vector.VectorWrapper)):
         if not isinstance(env, CheckedOutput):
@@ -105,9 +97,7 @@ def _wrappers(env: Any) -> list[Any]:
 
 
 def _gym_envs(env: Any) -> tuple[list[Any], list[Any]]:
-    """The Gymnasium vector environments and environments that the looprl environment ``env``
-    steps: its ``env`` (a vector one: with its copies), or its ``envs``' (a
-    ``DuplicateEnvironment``'s; those of a list of environments)."""
+    """The Gymnasium vector envs and envs that the looprl environment ``env`` (or a list) steps."""
     inner = getattr(env, "env", None)
     if isinstance(inner, gym.vector.VectorEnv):
         return [inner], list(getattr(inner.unwrapped, "envs", []))
@@ -120,19 +110,15 @@ def _gym_envs(env: Any) -> tuple[list[Any], list[Any]]:
 
 
 def normalizers_of(env: Any) -> list[Any]:
-    """The ``NORMALIZERS`` of the Gymnasium (vector) environments the looprl environment ``env``
-    (or a list of them) steps, each copy's."""
+    """The ``NORMALIZERS`` of each copy the looprl environment ``env`` (or a list of them) steps."""
     return [wrapper for group in _gym_envs(env) for one in group for wrapper in _wrappers(one)
             if isinstance(wrapper, NORMALIZERS)]
 
 
 @contextlib.contextmanager
 def sync_normalization(training: Any, evaluation: Any) -> Iterator[None]:
-    """While it is entered, ``evaluation`` (a looprl environment) scales observations and
-    rewards as ``training`` did (SB3's ``sync_envs_normalization``): the running statistics of
-    the ``NORMALIZERS`` of ``training``'s first copy are copied into those at the same place in
-    each copy of ``evaluation``, frozen there (``update_running_mean = False``; chains that
-    differ: a warning, no copy); ``training`` itself: its normalizers frozen for the while."""
+    """While entered, ``evaluation`` scales observations and rewards as ``training`` did (SB3's
+    ``sync_envs_normalization``): ``load_normalization`` of it, or its normalizers frozen."""
     if training is not evaluation:
         load_normalization(evaluation, read_normalization(training), training.name)
         yield
@@ -149,20 +135,15 @@ def sync_normalization(training: Any, evaluation: Any) -> Iterator[None]:
 
 
 def read_normalization(env: Any) -> list[dict[str, Any] | None]:
-    """The running statistics of the ``NORMALIZERS`` of the first copy of ``env`` (a looprl
-    environment, or a list of them: an ``EnvRunner``'s), as plain, picklable data: of its
-    Gymnasium vector environment and of its first Gymnasium environment (``None``: none), the
-    wrapper chain's class paths and each normalizer's ``mean``, ``var`` and ``count``, in chain
-    order; what ``load_normalization`` takes."""
+    """The statistics of the ``NORMALIZERS`` of the first copy of ``env`` (of its vector env and
+    first env), as picklable data: the wrapper chain's paths and each one's mean, var and count."""
     return [_statistics(group[0]) if group else None for group in _gym_envs(env)]
 
 
 def load_normalization(env: Any, statistics: Sequence[dict[str, Any] | None] | None,
                        name: str, freeze: bool = True) -> None:
-    """Load ``read_normalization`` (of the training environment ``name``) into the
-    ``NORMALIZERS`` at the same place in each copy of ``env``, frozen there (``freeze=False``:
-    updating as before; ``None``: none saved: nothing); chains that differ from the
-    statistics' own: a warning, no load."""
+    """Load ``read_normalization`` (of the training environment ``name``) into the ``NORMALIZERS``
+    at the same place in each copy of ``env``, frozen (chains that differ: a warning, no load)."""
     for source, targets in zip(statistics or (), _gym_envs(env)):
         paths, saved = (source["wrappers"], source["normalizers"]) if source else ([], [])
         for target in targets:
@@ -170,12 +151,13 @@ def load_normalization(env: Any, statistics: Sequence[dict[str, Any] | None] | N
             normalizers = [wrapper for wrapper in tested if isinstance(wrapper, NORMALIZERS)]
             if not saved and not normalizers:
                 continue
-            if paths != [_path(wrapper) for wrapper in tested]:
+            chain = [_path(wrapper) for wrapper in tested]
+            if paths != chain:
+                shown = [", ".join(path.rpartition(".")[2] for path in each) or "none"
+                         for each in (chain, paths)]
                 warn_once(log, "%s: an environment's wrappers (%s) are not those of the "
                           "training one (%s), so its normalization statistics are its own, "
-                          "not training's: wrap its copies alike", name,
-                          _names(tested), ", ".join(path.rpartition(".")[2] for path in paths)
-                          or "none")
+                          "not training's: wrap its copies alike", name, *shown)
                 break
             for frozen, trained in zip(normalizers, saved):
                 for key, values in trained.items():
@@ -188,32 +170,27 @@ def load_normalization(env: Any, statistics: Sequence[dict[str, Any] | None] | N
 
 def most_counted(statistics: Sequence[list[dict[str, Any] | None] | None]
                  ) -> list[dict[str, Any] | None] | None:
-    """Of several environments' ``read_normalization`` (``None``: none), those whose
-    normalizers counted the most steps, the first of those (``None``: none given)."""
+    """Of several ``read_normalization`` (``None``: none), the first that counted the most steps."""
     return max((each for each in statistics if each is not None), default=None,
                key=lambda each: sum(values["count"] for source in each if source
                                     for normalizer in source["normalizers"]
                                     for values in normalizer.values()))
 
 
-#: the file beside a run's ``preset.pt`` (or ``policy.pt``) that holds the training statistics
-#: of its normalizers (``save_normalization``; none without them; ``best_preset.pt``'s: with
-#: the prefix ``best_``)
+#: the file beside a run's ``preset.pt`` holding its normalizers' statistics (``best_``: best's)
 NORMALIZATION_FILE = "normalization.pt"
 
 
 def save_normalization(statistics: list[dict[str, Any] | None] | None,
                        run_dir: str | os.PathLike, prefix: str = "") -> None:
-    """Write ``read_normalization`` to ``run_dir``'s ``NORMALIZATION_FILE`` (after ``prefix``)
-    if they hold a normalizer's (else nothing)."""
+    """Write ``read_normalization`` to ``run_dir``'s ``NORMALIZATION_FILE`` if it has any."""
     if any(source and source["normalizers"] for source in statistics or ()):
         save_atomically(statistics, Path(run_dir) / (prefix + NORMALIZATION_FILE))
 
 
 def saved_normalization(run_dir: str | os.PathLike, prefix: str = "", env: Any = None
                         ) -> list[dict[str, Any] | None] | None:
-    """The statistics ``save_normalization`` wrote to ``run_dir`` (``None``: none, which
-    ``_warn_unsaved`` says where ``env``, that they are for, has normalizers)."""
+    """The statistics ``save_normalization`` wrote to ``run_dir`` (``None``: none)."""
     path = Path(run_dir) / (prefix + NORMALIZATION_FILE)
     if path.is_file():
         return load_file(path, "normalization statistics", "delete it, or train the run again")
@@ -223,9 +200,7 @@ def saved_normalization(run_dir: str | os.PathLike, prefix: str = "", env: Any =
 
 def preset_normalization(preset_file: str | os.PathLike, env: Any = None
                          ) -> list[dict[str, Any] | None] | None:
-    """The statistics saved beside ``preset_file`` for it: ``normalization.pt`` for a
-    ``preset.pt``, ``best_normalization.pt`` for a ``best_preset.pt`` (another name: none;
-    none: ``_warn_unsaved`` of ``env``)."""
+    """The statistics saved beside ``preset_file`` (``[best_]normalization.pt``), or ``None``."""
     path = Path(preset_file)
     statistics = (saved_normalization(path.parent, path.name.removesuffix("preset.pt"))
                   if path.name.endswith("preset.pt") else None)
@@ -235,9 +210,7 @@ def preset_normalization(preset_file: str | os.PathLike, env: Any = None
 
 
 def _warn_unsaved(env: Any, saved: str | os.PathLike) -> None:
-    """A warning where ``env`` has normalizers but no statistics were saved with ``saved`` (a
-    preset file, a run directory): a looprl before ``NORMALIZATION_FILE`` saved none, as a bare
-    ``preset.save`` does, so that ``env`` plays with fresh statistics (was: silently)."""
+    """A warning where ``env`` has normalizers but ``saved`` (a preset file, a run) has none."""
     normalizers = dict.fromkeys(type(wrapper).__name__ for wrapper in normalizers_of(env))
     if normalizers:
         warn_once(log, "%s: no normalization statistics were saved with it (a looprl before "
@@ -258,7 +231,3 @@ def _statistics(first: Any) -> dict[str, Any]:
 
 def _path(wrapper: Any) -> str:
     return f"{type(wrapper).__module__}.{type(wrapper).__qualname__}"
-
-
-def _names(chain: list[Any]) -> str:
-    return ", ".join(type(wrapper).__name__ for wrapper in chain) or "none"
