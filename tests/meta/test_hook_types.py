@@ -1,5 +1,5 @@
-"""The hooks receive one form of every key (``looprl.meta.metrics``' table, made by
-``looprl.meta.views``), whichever loop or runtime drives them: a local run, and a Ray actor's
+"""The hooks receive one form of every key (docs/meta-components.md's table, made by
+``looprl.meta.hub``), whichever loop or runtime drives them: a local run, and a Ray actor's
 collector (``EnvRunner`` with ``meta=``) beside the trainer worker's ``Learner``, whose batches
 are ``NamedArray`` s of NumPy arrays."""
 
@@ -21,7 +21,7 @@ from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment
 from looprl.experiments.experiment import seed_everything
 from looprl.meta import MetaComponent
-from looprl.meta.views import hook_batch
+from looprl.meta.hub import hook_batch
 from looprl.presets.classic_control import a2c, dqn
 
 BUILDERS = {"a2c": a2c.hyperparameters(n_envs=2, n_steps=4, hidden=16),

@@ -1,6 +1,5 @@
 """``MetaComponent``: one list of methods per hook, each called with the run's metrics
-dictionary (``looprl.meta.metrics``), in the order the components were attached and each
-list in the order the component filled it."""
+dictionary, component after component, each list in its order."""
 
 from __future__ import annotations
 
@@ -45,9 +44,8 @@ class MetaComponent:
             setattr(self, name, copy.deepcopy(state[name]))
 
     def seed_run(self, seed: int) -> None:
-        """Seed the component's random numbers from the run's seed (on Ray: its actor's),
-        unless it was given a seed of its own; the collector calls it once, before the first
-        episode. A component without random numbers ignores it."""
+        """Seed the component's random numbers from the run's seed (on Ray: its actor's) unless
+        it has a seed of its own; called once, before the first episode."""
 
     def shared_state(self) -> dict[str, Any] | None:
         """What the update hooks learned that the step hooks need (``None``: nothing)."""
@@ -75,8 +73,7 @@ class MetaStack:
                        for hook in HOOKS}
 
     def has(self, hook: str) -> bool:
-        """Whether any component runs at ``hook`` (a name of ``HOOKS``, checked only when it is
-        not one: the hub asks several times per step)."""
+        """Whether any component runs at ``hook`` (one of ``HOOKS``)."""
         methods = self._hooks.get(hook)
         if methods is None:
             check_choice("hook", hook, HOOKS)
@@ -92,9 +89,8 @@ class MetaStack:
 
 
 def check_hooks(component: MetaComponent) -> None:
-    """A one-line error for hook lists the loop would never call: a ``<name>_methods``
-    attribute whose name is no hook (``post_stpe_methods``), a component that did not call
-    ``MetaComponent.__init__``, or a method that is not callable."""
+    """A one-line error for hook lists the loop would never call (``post_stpe_methods``, no
+    ``MetaComponent.__init__`` call) or would call wrongly (not callable, another copy's)."""
     name = type(component).__name__
     for attribute in vars(component):
         hook = attribute[: -len("_methods")]

@@ -1,6 +1,6 @@
-"""``MetaHub``: the metrics dictionary of one run (``looprl.meta.metrics``) and the calls of
-its components' hooks; as a ``Learner``'s ``hooks`` it runs the update hooks around
-``Trainer.step``."""
+"""``MetaHub``: the metrics dictionary of one run and the calls of its components' hooks (as a
+``Learner``'s ``hooks``, the update hooks around ``Trainer.step``); the one form of what hooks
+receive: observation rows ``[N, ...]`` and update batches of tensors."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import numpy as np
 import torch
 
 from looprl.core import AgentBase, Hyperparameter, SampleBatch, Trainer, TrainerStepResult
-from looprl.core.namedarray import NamedArray
+from looprl.core.leaves import as_tensor
+from looprl.core.namedarray import NamedArray, recursive_apply
 from looprl.environments.base import wrapped_seed
 from looprl.meta.component import MetaComponent, MetaStack
 from looprl.meta.hyperparameters import (
@@ -23,7 +24,6 @@ from looprl.meta.hyperparameters import (
     unknown_hyperparameter,
 )
 from looprl.meta.transition_log import TransitionMeans
-from looprl.meta.views import hook_batch, observation_rows
 
 
 @dataclass
@@ -40,16 +40,14 @@ class Parts(AgentBase):
 
 def written_by(error: KeyError | ValueError, components: Iterable[MetaComponent],
                hook: str) -> KeyError | ValueError:
-    """``error``, a refused ``hp/*`` write, naming the ``components`` that write at ``hook``
-    (``HPSchedule at post_update: hp/clip must be ...``)."""
+    """``error``, a refused ``hp/*`` write, naming the ``components`` that write at ``hook``."""
     names = ", ".join(type(c).__name__ for c in components if c.methods(hook))
     return type(error)(f"{names} at {hook}: {error.args[0]}")
 
 
 class MetaHub:
-    """The metrics dictionary and the meta components of one run; ``agent``: the training
-    agent or a Ray worker's ``Parts``, ``env``: the (vector) environment; ``worker``: on Ray,
-    ``"actor"`` or ``"trainer"``, which sets only its own ``hp/*`` keys (``worker_keys``)."""
+    """The metrics dictionary and the meta components of one run (of ``agent``, or a Ray
+    worker's ``Parts``: its ``hp/*`` keys as ``worker_keys``, ``"actor"`` or ``"trainer"``)."""
 
     #: the sums of the transition keys components added (made when one first adds a key)
     _means: TransitionMeans | None = None
@@ -130,8 +128,8 @@ class MetaHub:
                 raise unknown_hyperparameter(key, published)
 
     def log_scalars(self) -> dict[str, float]:
-        """The ``log/*`` values written since the last call (removed from the dictionary),
-        and the means of the transition keys components added."""
+        """The ``log/*`` values written since the last call (popped) and the means of the
+        transition keys components added."""
         values = self._means.take() if self._means is not None else {}
         if not self._log_keys:
             return values
@@ -171,8 +169,8 @@ class MetaHub:
 
     def after_step(self, transition: dict[str, Any], step: int, ended: Any = None,
                    returns: list[float] = (), lengths: list[int] = ()) -> torch.Tensor:
-        """Publish ``transition``, run the post-step hooks and ``end_episodes`` where
-        ``ended`` (bool per env copy). Returns the reward the hooks left, one per row."""
+        """Run the post-step hooks on ``transition``, then ``end_episodes`` where ``ended``;
+        the reward the hooks left, one per row."""
         self.metrics.update(transition=transition, step=step)
         if self._exploration is not None:
             self.metrics["explored"] = self._exploration.explored
@@ -196,9 +194,8 @@ class MetaHub:
 
 
 class StreamHooks:
-    """The step and episode hooks of a collector's streams: one ``MetaHub`` over all of them
-    (``agents`` ``None``), or one per agent, given its own rows (in ``view(agent, obs)``, if
-    given) and returns; an agent's ``log/*`` keys end in ``/<name>``."""
+    """The step and episode hooks of a collector's streams: one ``MetaHub``, or one per agent
+    (its own rows, in ``view(agent, obs)``, and returns; ``log/*`` keys ending in ``/<name>``)."""
 
     def __init__(self, hubs: list[MetaHub], agents: list[int] | None = None,
                  names: Sequence[str] = (), view: Any = None):
@@ -207,8 +204,7 @@ class StreamHooks:
     @classmethod
     def over(cls, components: Sequence[MetaComponent], policy: Any, env: Any,
              names: Sequence[str] = ()) -> StreamHooks:
-        """A hub over ``components`` for every stream; with agent ``names``, one per agent
-        over its own copies of them (its policy: ``policy.policies[a]``)."""
+        """A hub over ``components``, or with agent ``names`` one per agent over copies."""
         if not names:
             return cls([MetaHub(list(components), Parts(policy), env, "actor")])
         policies = getattr(policy, "policies", None) or [None] * len(names)
@@ -249,8 +245,8 @@ class StreamHooks:
     def after_step(self, transition: dict[str, Any], step: int, ended: np.ndarray,
                    returns: np.ndarray, lengths: list[int], agent: np.ndarray | None
                    ) -> torch.Tensor:
-        """``MetaHub.after_step`` of ``transition`` (its rows' agents: ``agent``);
-        ``returns``: ``[ended, agents]``. Returns the reward the hooks left, one per row."""
+        """``MetaHub.after_step`` of ``transition`` (rows of agents ``agent``; ``returns``:
+        ``[ended, agents]``); the reward the hooks left."""
         if self.agents is None:
             return self.hubs[0].after_step(transition, step, torch.from_numpy(ended),
                                            returns.sum(1).tolist(), lengths)
@@ -285,17 +281,15 @@ def worker_keys(found: dict[str, Hyperparameter], policy: Any, actor: bool
     """``found`` as a Ray worker sets them: an ``actor`` only the exploration's keys (how it
     acts), a trainer only the others; the rest are read-only (a one-line ``ValueError``)."""
     acting = list(acting_values(policy))
+    why = (f"the trainer's, and step and episode hooks run in the actors, which set only the "
+           f"exploration's keys ({', '.join(acting) or 'none'}): write it in an update hook "
+           "(e.g. HPSchedule(..., per='update'))" if actor else "the actors' exploration, and "
+           "update hooks run in the trainer: write it in a step or episode hook (e.g. "
+           "HPSchedule(..., per='step'))")
 
     def refuse(key: str) -> Any:
         def setter(value: Any) -> None:
-            if actor:
-                raise ValueError(f"on Ray, {key} is the trainer's, and step and episode hooks "
-                                 "run in the actors, which set only the exploration's keys "
-                                 f"({', '.join(acting) or 'none'}): write it in an update hook "
-                                 "(e.g. HPSchedule(..., per='update'))")
-            raise ValueError(f"on Ray, {key} is the actors' exploration, and update hooks run "
-                             "in the trainer: write it in a step or episode hook (e.g. "
-                             "HPSchedule(..., per='step'))")
+            raise ValueError(f"on Ray, {key} is {why}")
         return setter
 
     return {key: h if (key in acting) == actor else Hyperparameter(h.get, refuse(key), h.kind)
@@ -303,8 +297,8 @@ def worker_keys(found: dict[str, Hyperparameter], policy: Any, actor: bool
 
 
 def seed_hubs(hubs: Sequence[MetaHub], seed: int) -> None:
-    """``MetaComponent.seed_run`` of every component of ``hubs`` (one per agent of independent
-    learners), hub ``i``'s with ``wrapped_seed(seed + i)``, on both runtimes alike."""
+    """``MetaComponent.seed_run`` of every component of ``hubs``, hub ``i``'s with
+    ``wrapped_seed(seed + i)`` (one hub per agent of independent learners)."""
     for index, hub in enumerate(hubs):
         for component in hub.stack:
             component.seed_run(wrapped_seed(seed + index))
@@ -320,7 +314,7 @@ def agent_hub(components: list[MetaComponent], agent: Any, env: Any) -> MetaHub:
 
 
 def assigned(batch: SampleBatch, seen: SampleBatch, fields: tuple[Any, ...]) -> SampleBatch:
-    """``batch`` with the fields a hook assigned anew in its view ``seen`` (whose fields were
+    """``batch`` with the fields a hook assigned anew in its view ``seen`` (fields were
     ``fields``): ``metrics['batch'].reward = ...`` changes what the trainer learns from."""
     changed = [(name, value) for (name, value), old in zip(seen.items(), fields, strict=True)
                if value is not old]
@@ -359,3 +353,26 @@ def check_transition(reward: Any, n: int) -> None:
                          f"stay a float tensor of shape ({n},), one reward per environment copy")
     if not reward.is_floating_point():
         raise ValueError(f"transition['reward'] must be a float tensor, got {reward.dtype}")
+
+
+def hook_tensor(value: Any) -> torch.Tensor:
+    """``value`` as a tensor: a NumPy array's view (a read-only one's copy)."""
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, np.ndarray) and not value.flags.writeable:
+        value = value.copy()
+    return as_tensor(value, None)
+
+
+def observation_rows(obs: Any) -> torch.Tensor:
+    """Observation rows as hooks see them (a ``NamedArray``'s ``obs``; float64 as float32)."""
+    rows = hook_tensor(obs["obs"] if isinstance(obs, NamedArray) else obs)
+    return rows.float() if rows.dtype == torch.float64 else rows
+
+
+def hook_batch(batch: SampleBatch) -> SampleBatch:
+    """``batch`` as the update hooks see it: every field a tensor, ``obs`` the observation
+    rows ``[T + 1, B, ...]``; ``batch`` itself is left as it was."""
+    seen = recursive_apply(batch, hook_tensor)
+    seen.obs = observation_rows(seen.obs)
+    return seen

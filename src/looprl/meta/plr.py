@@ -35,27 +35,13 @@ from looprl.meta.component import MetaComponent
 from looprl.policies.distributions import CategoricalHead
 
 VALUE_STRATEGIES = ("one_step_td_error", "gae", "value_l1")
-
-
-def policy_entropy(logits: torch.Tensor) -> float:
-    """Mean over steps of the entropy of ``softmax(logits)`` (rows: steps)."""
-    return float(CategoricalHead.entropy(logits).mean())
-
-
-def least_confidence(logits: torch.Tensor) -> float:
-    """Mean over steps of ``1 - max_a p``."""
-    return float((1 - torch.softmax(logits, dim=-1).max(-1).values).mean())
-
-
-def min_margin(logits: torch.Tensor) -> float:
-    """Mean over steps of ``1 - (p_1 - p_2)``, ``p_1``, ``p_2`` the two largest."""
-    top = torch.softmax(logits, dim=-1).topk(2, dim=-1).values
-    return float((1 - (top[:, 0] - top[:, 1])).mean())
-
-
-#: The strategies that score with the action probabilities, by name.
-PROBABILITY_SCORES = {"policy_entropy": policy_entropy, "least_confidence": least_confidence,
-                      "min_margin": min_margin}
+#: The strategies that score with the action probabilities ``p``, by name: one value per step
+#: (a row of logits): the entropy, ``1 - max_a p``, ``1 - (p_1 - p_2)`` (the two largest).
+PROBABILITY_SCORES = {
+    "policy_entropy": CategoricalHead.entropy,
+    "least_confidence": lambda logits: 1 - torch.softmax(logits, dim=-1).max(-1).values,
+    "min_margin": lambda logits: 1 + torch.softmax(logits, dim=-1).topk(2).values.diff()[:, 0],
+}
 STRATEGIES = ("random", *PROBABILITY_SCORES, *VALUE_STRATEGIES)
 _PLR_STREAM = 0x91A  # (PLR's draws apart from the other users of the run's seed)
 #: How many of the latest level choices ``PLR.choices`` keeps (a long run makes millions).
@@ -70,8 +56,8 @@ def episode_score(strategy: str, rewards: torch.Tensor, logits: torch.Tensor | N
     check_choice("PLR scoring strategy", strategy, STRATEGIES)
     if strategy == "random":
         return float((rng or np.random.default_rng()).random())
-    if strategy in PROBABILITY_SCORES:
-        return PROBABILITY_SCORES[strategy](logits)
+    if strategy in PROBABILITY_SCORES:  # (the mean over steps)
+        return float(PROBABILITY_SCORES[strategy](logits).mean())
     rewards, values = rewards.float(), values.float()
     next_values = torch.cat([values[1:], torch.tensor([float(last_value)])])  # V(s_T): last
     if strategy == "one_step_td_error":
@@ -168,10 +154,8 @@ class PLR(MetaComponent):
         self.last_played = np.zeros(n, dtype=np.int64)
 
     def update_score(self, level: int, score: float) -> None:
-        """Record ``score`` for ``level`` (EMA with weight ``score_ema``) and mark it played;
-        a one-line ``ValueError`` for a level not in ``levels``, ``FloatingPointError`` for a
-        score that is no finite number (it would rank its level for good; a run reports it as
-        diverging)."""
+        """Record ``score`` for ``level`` (EMA with weight ``score_ema``) and mark it played
+        (``FloatingPointError`` for no finite number: it would rank its level for good)."""
         if not is_whole(level) or int(level) not in self.levels:
             raise ValueError(f"PLR has no level {level!r}: its levels are {self.levels} "
                              "(set_levels, or PLR(levels=...))")

@@ -17,7 +17,7 @@ from looprl.meta.rnd import RND, NovelD
 from looprl.meta.schedules import CosineLRSchedule, HPSchedule
 from looprl.meta.space import SPaCE
 
-__all__ = ["COMPONENTS", "MIGHTY_CLASSES", "component_class", "make_component", "own_name"]
+__all__ = ["COMPONENTS", "component_class", "make_component", "own_name"]
 
 COMPONENTS: dict[str, type[MetaComponent]] = {
     "rnd": RND,
@@ -30,15 +30,13 @@ COMPONENTS: dict[str, type[MetaComponent]] = {
 }
 _COMPONENTS = Registry("meta component", COMPONENTS,
                        advice=", or an import path 'package.module:MyComponent'")
-#: Mighty's class names of the components looprl names otherwise than by class (``own_name``)
-MIGHTY_CLASSES = {"PrioritizedLevelReplay": "plr"}
 
 
 def own_name(class_name: str) -> str | None:
     """looprl's name of the component Mighty's class ``class_name`` is (``RND``: ``rnd``,
     ``PrioritizedLevelReplay``: ``plr``), or ``None``."""
     by_class = {cls.__name__: name for name, cls in COMPONENTS.items()}
-    return MIGHTY_CLASSES.get(class_name) or by_class.get(class_name)
+    return {**by_class, "PrioritizedLevelReplay": "plr"}.get(class_name)
 
 
 def accepted_parameters(cls: type) -> dict[str, inspect.Parameter]:
@@ -57,10 +55,8 @@ def accepted_parameters(cls: type) -> dict[str, inspect.Parameter]:
 
 
 def component_class(name: str) -> type[MetaComponent]:
-    """The class ``name`` stands for: a name in ``COMPONENTS`` or an import path
-    (``package.module:Class`` or ``package.module.Class``) of a ``MetaComponent`` subclass;
-    ``UnknownName`` (a ``ValueError``) for an unknown name, ``TypeError`` for a path to
-    anything else."""
+    """The class ``name`` stands for: a name in ``COMPONENTS`` or an import path (``pkg.mod:Class``
+    or ``pkg.mod.Class``) of a ``MetaComponent`` subclass (else ``UnknownName``, ``TypeError``)."""
     if name in COMPONENTS or not (is_import_path(name) or "." in name):
         return _COMPONENTS.get(name)
     try:
@@ -78,8 +74,8 @@ def component_class(name: str) -> type[MetaComponent]:
 
 
 def make_component(name: str, **kwargs: Any) -> MetaComponent:
-    """The component ``name`` (or Hydra's ``_target_`` argument) built with ``kwargs``;
-    ``ValueError`` for an unknown keyword argument or a missing required one."""
+    """The component ``name`` (or Hydra's ``_target_`` argument) built with ``kwargs``; a
+    one-line ``ValueError`` for an unknown, missing or mistyped argument."""
     cls = component_class(str(kwargs.pop("_target_", name)))
     parameters = accepted_parameters(cls)
     accepted = list(parameters)

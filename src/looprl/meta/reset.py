@@ -1,10 +1,7 @@
-"""``NetworkReset``: periodic re-initialization of a network's layers, a meta component.
-
-Resetting the last layers counters the loss of plasticity (Nikishin et al., 2022,
-https://arxiv.org/abs/2205.07802); shrink-and-perturb (Ash & Adams, 2020,
-https://arxiv.org/abs/1910.08475) keeps part of what was learned: ``theta <- shrink * theta +
-perturb * theta_fresh``. Parameters change in place; the optimizer's state is kept.
-"""
+"""``NetworkReset``: periodic re-initialization of a network's layers, against the loss of
+plasticity (Nikishin et al., 2022, https://arxiv.org/abs/2205.07802), or shrink-and-perturb (Ash
+& Adams, 2020, https://arxiv.org/abs/1910.08475): ``theta <- shrink * theta + perturb *
+theta_fresh``. Parameters change in place; the optimizer's state is kept."""
 
 from __future__ import annotations
 
@@ -72,8 +69,13 @@ class NetworkReset(MetaComponent):
             return self._chosen[1]
         layers = layers_of(model)
         if self.layers is not None:
-            chosen = {name: layers[name] for prefix in self.layers
-                      for name in self._matching(prefix, layers)}
+            chosen: dict[str, nn.Module] = {}
+            for prefix in self.layers:
+                names = [n for n in layers if n == prefix or n.startswith(prefix + ".")]
+                if not names:
+                    raise ValueError(f"The model has no layer {prefix!r}; its layers (or "
+                                     f"prefixes of them) are: {', '.join(layers)}")
+                chosen.update((name, layers[name]) for name in names)
         elif 1 <= self.last <= len(layers):
             chosen = dict(list(layers.items())[-self.last:])
         else:
@@ -85,14 +87,6 @@ class NetworkReset(MetaComponent):
                                  "reset_parameters(); pass initializer=...")
         self._chosen = (id(model), chosen)
         return chosen
-
-    @staticmethod
-    def _matching(prefix: str, layers: dict[str, nn.Module]) -> list[str]:
-        names = [n for n in layers if n == prefix or n.startswith(prefix + ".")]
-        if not names:
-            raise ValueError(f"The model has no layer {prefix!r}; its layers (or prefixes of "
-                             f"them) are: {', '.join(layers)}")
-        return names
 
     def maybe_reset(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Count the update; reset the chosen layers when it completes a period."""
@@ -107,28 +101,21 @@ class NetworkReset(MetaComponent):
         return metrics
 
     def reset(self, layers: dict[str, nn.Module]) -> None:
-        """Re-initialize (or shrink and perturb) ``layers`` now, in order."""
+        """Re-initialize (or shrink and perturb) ``layers`` now, in order, from fresh copies."""
         with torch.no_grad():
             for layer in layers.values():
-                self._reset_layer(layer, self.fresh(layer))
+                fresh = copy.deepcopy(layer)
+                if self.initializer is not None:
+                    self.initializer(fresh)
+                else:
+                    fresh.reset_parameters()
+                new = dict(fresh.named_parameters(recurse=False))
+                if self.mode == "shrink_perturb":
+                    for name, parameter in layer.named_parameters(recurse=False):
+                        parameter.mul_(self.shrink).add_(new[name], alpha=self.perturb)
+                    continue
+                new.update(fresh.named_buffers(recurse=False))
+                for name, tensor in [*layer.named_parameters(recurse=False),
+                                     *layer.named_buffers(recurse=False)]:
+                    tensor.copy_(new[name])
         self.resets += 1
-
-    def fresh(self, layer: nn.Module) -> nn.Module:
-        """A freshly initialized copy of ``layer``."""
-        fresh = copy.deepcopy(layer)
-        if self.initializer is not None:
-            self.initializer(fresh)
-        else:
-            fresh.reset_parameters()
-        return fresh
-
-    def _reset_layer(self, layer: nn.Module, fresh: nn.Module) -> None:
-        new = dict(fresh.named_parameters(recurse=False))
-        if self.mode == "shrink_perturb":
-            for name, parameter in layer.named_parameters(recurse=False):
-                parameter.mul_(self.shrink).add_(new[name], alpha=self.perturb)
-            return
-        new.update(fresh.named_buffers(recurse=False))
-        for name, tensor in [*layer.named_parameters(recurse=False),
-                             *layer.named_buffers(recurse=False)]:
-            tensor.copy_(new[name])

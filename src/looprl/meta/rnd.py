@@ -1,12 +1,8 @@
-"""Intrinsic rewards from novelty: ``RND`` and ``NovelD`` meta components (seed 001).
-
-Post-step they add ``weight * bonus`` to ``transition['reward']`` and write it as
-``transition['intrinsic_reward']``; post-update the predictor trains on the next states of
-``batch`` (rows ``1..T`` of ``batch.obs``; without a batch, on next states buffered since the
-first step) and writes ``losses['rnd']``. They log ``log/rnd/intrinsic_reward_mean``,
-``.../intrinsic_reward_max`` and ``.../predictor_loss`` (``log/noveld/...`` for ``NovelD``).
-Observation normalization is left to the environment's preprocessing.
-"""
+"""Intrinsic rewards from novelty, ``RND`` and ``NovelD`` (seed 001): post-step they add
+``weight * bonus`` to ``transition['reward']`` (and write it as ``intrinsic_reward``);
+post-update the predictor trains on ``batch.obs[1:]`` (without a batch: on buffered next
+states) and writes ``losses['rnd']``. They log ``log/rnd/intrinsic_reward_mean``,
+``.../intrinsic_reward_max`` and ``.../predictor_loss`` (``log/noveld/...`` for ``NovelD``)."""
 
 from __future__ import annotations
 
@@ -89,15 +85,12 @@ class RecentObservations:
 class RND(MetaComponent):
     """Random Network Distillation (Burda et al., 2018, https://arxiv.org/abs/1810.12894): the
     bonus is the error on ``next_state`` of a predictor trained to match a fixed random target
-    network (with ``normalize``, divided by the running standard deviation of the errors,
-    ``reward_stats``, once two were seen).
+    network (with ``normalize``, divided by the running standard deviation of the errors).
 
     Args:
-        network: ``"auto"`` (``"mlp"`` for flat observations, ``"cnn"`` for ``(C, H, W)``
-            images), ``"mlp"`` (``hidden``), ``"cnn"`` (the image encoder of looprl's policies,
-            ``looprl.nn.fields.image_extractor``), a name in ``looprl.nn.FEATURE_EXTRACTORS``,
-            or a factory ``shape -> nn.Module``. The built-in ones scale ``uint8`` inputs by
-            1/255.
+        network: ``"auto"`` (``"cnn"`` for ``(C, H, W)`` images, else ``"mlp"`` of ``hidden``),
+            a name in ``looprl.nn.FEATURE_EXTRACTORS`` or a factory ``shape -> nn.Module``
+            (the built-in ones scale ``uint8`` inputs by 1/255).
         batch_size: buffered rows per predictor update (a training batch is used whole).
         update_every: train the predictor at every this-many-th ``post_update`` call only.
         buffer_size: recent next states kept for training while there is no batch.
@@ -133,7 +126,7 @@ class RND(MetaComponent):
         self.lr, self.batch_size = float(lr), int(batch_size)
         self.gradient_steps, self.update_every = int(gradient_steps), int(update_every)
         self._update_calls = 0
-        seed = check_seed(type(self).__name__, seed)
+        seed = check_seed(owner, seed)
         self.device, self.seed = torch.device(check_device(device)), seed
         self._network_seed = seed  # (or the run's: ``seed_run``)
         self.generator = torch.Generator().manual_seed(seed) if seed is not None else None
@@ -163,7 +156,7 @@ class RND(MetaComponent):
 
     def seed_run(self, seed: int) -> None:
         """Seed the networks and the draws of recent observations from the run's ``seed`` (a
-        stream of its own) unless RND has a ``seed``: every process builds the same networks."""
+        stream of its own) unless RND has a ``seed``."""
         if self.seed is None:
             stream = np.random.SeedSequence([seed, _RND_STREAM])
             self._network_seed = int(stream.generate_state(1)[0])
@@ -241,10 +234,18 @@ class RND(MetaComponent):
         self._update_calls += 1
         if self._update_calls % self.update_every:
             return metrics
-        observations = self.training_observations(
-            None if batch is None else batch.obs[1:].to(self.device).flatten(0, 1))
-        if observations is None:
-            return metrics
+        if batch is None:  # buffered rows
+            observations = None if self.recent is None else self.recent.sample(self.batch_size,
+                                                                               self.generator)
+            if observations is None:
+                return metrics
+        else:
+            observations = batch.obs[1:].to(self.device).flatten(0, 1)
+            if (shape := tuple(observations.shape[1:])) != self.obs_shape:
+                raise ValueError(f"{type(self).__name__}'s networks take observations of shape "
+                                 f"{self.obs_shape}, but the batch holds {shape}; give it the "
+                                 "batches of the agent whose steps it rewards")
+            self.recent = None  # the agent's batches suffice: stop buffering
         for _ in range(self.gradient_steps):
             loss = self.rnd_net.errors(observations).mean()
             self.optimizer.zero_grad(set_to_none=True)
@@ -255,19 +256,6 @@ class RND(MetaComponent):
         if metrics.get("losses") is not None:
             metrics["losses"]["rnd"] = loss
         return metrics
-
-    def training_observations(self, observations: torch.Tensor | None) -> torch.Tensor | None:
-        """A batch's ``observations`` (checked), else buffered rows."""
-        if observations is None:
-            return None if self.recent is None else self.recent.sample(self.batch_size,
-                                                                       self.generator)
-        shape = tuple(observations.shape[1:])
-        if shape != self.obs_shape:
-            raise ValueError(f"{type(self).__name__}'s networks take observations of shape "
-                             f"{self.obs_shape}, but the batch holds {shape}; give it the "
-                             "batches of the agent whose steps it rewards")
-        self.recent = None  # the agent's batches suffice: stop buffering
-        return observations
 
     def shared_state(self) -> dict[str, Any] | None:
         """The trainer's networks, for the actors' bonuses (``None`` before it built them)."""
@@ -282,7 +270,7 @@ class RND(MetaComponent):
         self.rnd_net.load_state_dict(state["rnd_net"])
 
     def state_dict(self) -> dict[str, Any]:
-        """The networks, optimizer, reward statistics and update count (not the recent buffer)."""
+        """The networks, optimizer, reward statistics and update count."""
         if self.rnd_net is None:
             return {"obs_shape": None}
         return copy.deepcopy({**self.shared_state(), "optimizer": self.optimizer.state_dict(),
@@ -315,9 +303,8 @@ def probe(module: nn.Module, shape: tuple[int, ...], network: Any) -> nn.Module:
 
 class NovelD(RND):
     """NovelD (Zhang et al., NeurIPS 2021, https://arxiv.org/abs/2012.08621): the bonus
-    ``max(N(s') - alpha * N(s), 0)`` with ``N`` the RND error, times ``1[first visit of s'
-    this episode]`` when ``episodic`` (visits of ``floor(obs / resolution)`` per env copy);
-    ``kwargs``: ``RND``'s arguments."""
+    ``max(N(s') - alpha * N(s), 0)`` (``N``: the RND error), times ``1[first visit of s']``
+    when ``episodic`` (cells ``floor(obs / resolution)`` per env copy and episode)."""
 
     log_name = "noveld"
     shown = ("alpha", "episodic", "internal_reward_weight")
@@ -342,14 +329,13 @@ class NovelD(RND):
         return bonus * self.first_visits(next_state, transition.get("env_index")).to(bonus.device)
 
     def first_visits(self, observations: torch.Tensor, copies: Any = None) -> torch.Tensor:
-        """1 for the rows whose env copy (``copies``: each row's, default: the row's index) has
-        not visited their observation's cell this episode."""
+        """1 for the rows whose env copy (``copies``; default: the row's index) did not visit
+        their observation's cell this episode."""
         cells = observations
         if observations.is_floating_point() or self.resolution != 1.0:
             cells = torch.floor(observations.double() / self.resolution).to(torch.int64)
         rows = cells.cpu().numpy()
-        # (a key the same in every process: ``hash`` of bytes is not, and a checkpoint's
-        # visits would not match after a resume)
+        # (a key the same in every process, unlike ``hash``: a checkpoint's visits still match)
         keys = [hashlib.blake2b(row.tobytes(), digest_size=8).digest()
                 for row in rows.reshape(len(rows), -1)]
         copies = range(len(keys)) if copies is None else [int(i) for i in copies]

@@ -1,9 +1,5 @@
-"""Hyperparameter schedules as meta components: they write ``hp/*`` keys before steps or
-updates, and the loop applies the new values (seed 001).
-
-Both log the value they set last as ``log/schedule/<name>`` (``hp/lr`` -> ``log/schedule/lr``)
-and count their own hook calls (the ``k``-th call writes the value at ``t = k``).
-"""
+"""Hyperparameter schedules (seed 001): they write ``hp/*`` keys before steps or updates (the
+``k``-th call the value at ``t = k``), logged as ``log/schedule/<name>`` (``hp/lr``: ``lr``)."""
 
 from __future__ import annotations
 
@@ -19,8 +15,8 @@ __all__ = ["CosineLRSchedule", "HPSchedule", "cosine_restarts"]
 
 def cosine_restarts(t: int, initial: float, minimum: float, period: float,
                     period_mult: float = 1.0) -> float:
-    """``min + (initial - min) (1 + cos(pi t_cur / T_i)) / 2``, ``t_cur`` the time since the
-    last restart and ``T_i = period * period_mult**i``."""
+    """``_cosine(initial, minimum, t_cur / T_i)``, ``t_cur`` the time since the last restart
+    and ``T_i = period * period_mult**i``."""
     t_cur, t_i = float(t), float(period)
     if period_mult == 1.0:
         t_cur = math.fmod(t_cur, t_i)
@@ -28,7 +24,12 @@ def cosine_restarts(t: int, initial: float, minimum: float, period: float,
         while t_cur >= t_i:
             t_cur -= t_i
             t_i *= period_mult
-    return minimum + 0.5 * (initial - minimum) * (1.0 + math.cos(math.pi * t_cur / t_i))
+    return _cosine(initial, minimum, t_cur / t_i)
+
+
+def _cosine(start: float, end: float, fraction: float) -> float:
+    """``end + (start - end) (1 + cos(pi fraction)) / 2``."""
+    return end + 0.5 * (start - end) * (1.0 + math.cos(math.pi * fraction))
 
 
 def _scaled(start: float, base: float, exponent: float) -> float:
@@ -112,14 +113,10 @@ KIND_ARGUMENTS = {"linear": ("end", "duration"), "cosine": ("end", "duration"),
 
 
 class HPSchedule(MetaComponent):
-    """A schedule of any ``hp/*`` key, written before every step or every update.
-
-    At time ``t`` the value is
-
-    * ``linear``: ``start + (end - start) * min(t / duration, 1)``;
-    * ``cosine``: ``end + (start - end) * (1 + cos(pi * min(t / duration, 1))) / 2``;
-    * ``step``: ``start * factor ** (t // every)``;
-    * ``exponential``: ``start * decay ** t``; ``step`` and ``exponential`` stop at ``end``.
+    """A schedule of any ``hp/*`` key, written before every step or every update; at ``t``:
+    ``linear`` ``start + (end - start) * min(t / duration, 1)``, ``cosine`` from ``start`` to
+    ``end`` over ``duration``, ``step`` ``start * factor ** (t // every)``, ``exponential``
+    ``start * decay ** t`` (these two stop at ``end``).
 
     ``per`` (``'step'`` or ``'update'``) is the unit of ``t`` and the hook (``pre_<per>``);
     ``clock='metrics'`` reads ``t`` from ``metrics[per]`` instead of counting calls;
@@ -166,8 +163,7 @@ class HPSchedule(MetaComponent):
         if self.kind == "linear":
             value = self.start + (self.end - self.start) * min(t / self.duration, 1.0)
         elif self.kind == "cosine":
-            fraction = min(t / self.duration, 1.0)
-            value = self.end + (self.start - self.end) * 0.5 * (1.0 + math.cos(math.pi * fraction))
+            value = _cosine(self.start, self.end, min(t / self.duration, 1.0))
         else:
             value = (_scaled(self.start, self.factor, t // self.every) if self.kind == "step"
                      else _scaled(self.start, self.decay, t))
