@@ -1,4 +1,4 @@
-"""Scalars a meta component logs by writing a ``log/*`` key (``looprl.meta.metrics``): the
+"""Scalars a meta component logs by writing a ``log/*`` key (docs/meta-components.md): the
 loop writes them to TensorBoard and ``log.csv``; a run whose components write none does no
 ``log/`` work."""
 
