@@ -304,7 +304,8 @@ class Experiment:
         return agent.act(states)
 
     def test(self, episodes: int = 100, env: Any = None) -> list[float]:
-        """The returns of ``episodes`` evaluation episodes of the test agent (``env``: unlogged)."""
+        """The returns of ``episodes`` evaluation episodes of the test agent in ``min(n_envs,
+        episodes)`` copies of the environment, or in ``env`` (unlogged); seeded as a Ray run's."""
         check_test(episodes, env, f"{type(self).__name__}.test", (Environment,))
         agent = self._test_agent()
         given = env is not None
