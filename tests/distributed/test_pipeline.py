@@ -1211,7 +1211,7 @@ def test_an_evaluation_worker_without_normalizers_never_asks_the_training_actors
     fresh statistics)."""
     import threading
 
-    from looprl.distributed import normalization, workers
+    from looprl.distributed import workers
     from looprl.environments.wrappers import read_normalization
 
     asked, restarted = [], []
@@ -1220,7 +1220,7 @@ def test_an_evaluation_worker_without_normalizers_never_asks_the_training_actors
         asked.append(actors)
         return read_normalization(actor.runner.envs)
 
-    monkeypatch.setattr(normalization, "training_normalization", training_normalization)
+    monkeypatch.setattr(workers, "training_normalization", training_normalization)
     monkeypatch.setattr(workers, "restart_episodes", restarted.append)
     spec = _normalized_spec() if normalizing else ppo_spec()
     policy = spec.make_policy()

@@ -7,6 +7,7 @@ import logging
 import math
 import os
 import socket
+import time
 from typing import Any
 
 from looprl.core.imports import import_extra
@@ -14,7 +15,7 @@ from looprl.core.reaper import LOOPBACK, local_instance_settings, signals_kept, 
 from looprl.core.suggest import did_you_mean
 from looprl.distributed.config import RuntimeConfig, starts_local
 
-__all__ = ["check_local_resources", "error_line", "import_ray", "local_gpus",
+__all__ = ["answers", "check_local_resources", "error_line", "import_ray", "local_gpus",
            "local_instance_settings", "start_ray"]
 
 log = logging.getLogger(__name__)
@@ -26,10 +27,9 @@ def import_ray() -> Any:
 
 
 def start_ray(runtime: RuntimeConfig) -> bool:
-    """Join ``runtime.address`` or start a local instance on loopback (watched by a
-    ``reaper``); return whether this call started Ray. ``ConnectionError``: the address cannot
-    be reached; ``RuntimeError``: a local instance lacks what the run reserves, or
-    ``runtime.runtime_env`` is set but Ray is already initialized."""
+    """Join ``runtime.address`` or start a local instance on loopback; whether this call
+    started Ray. ``ConnectionError``: the address cannot be reached; ``RuntimeError``: a local
+    instance lacks what the run reserves, or Ray runs already and ``runtime_env`` is set."""
     ray = import_ray()
     _check_runtime_env(runtime.runtime_env)
     if ray.is_initialized():
@@ -104,8 +104,7 @@ def _check_loopback() -> None:
 
 
 def answer_timeout(runtime: RuntimeConfig) -> float:
-    """Seconds the driver and the workers wait for a worker's answer: ``runtime.placement_timeout``,
-    at least 120 s (a loaded machine's workers answer slowly)."""
+    """Seconds to wait for a worker's answer: ``placement_timeout``, at least 120 s."""
     return max(120.0, runtime.placement_timeout)
 
 
@@ -115,6 +114,25 @@ def no_answer(timeout: float) -> str:
             "runtime.placement_timeout")
 
 
+def answers(refs: dict[Any, Any], timeout: float, died: set[Any] | None = None,
+            any_error: bool = False) -> dict[Any, Any]:
+    """The answers of ``refs`` within ``timeout`` seconds in all, of the live workers (the
+    dead added to ``died``; ``any_error``: skip a failed call too)."""
+    import ray
+    errors = ray.exceptions
+    skipped = errors.RayError if any_error else (errors.RayActorError, errors.GetTimeoutError)
+    deadline, answered = time.monotonic() + timeout, {}
+    for key, ref in refs.items():
+        try:
+            answered[key] = ray.get(ref, timeout=max(0.0, deadline - time.monotonic()))
+        except errors.ActorDiedError:
+            if died is not None:
+                died.add(key)
+        except skipped:
+            continue
+    return answered
+
+
 def error_line(error: BaseException) -> str:
     """The last line of ``error``'s text (Ray's errors end with the original message)."""
     text = str(error).strip()
@@ -122,8 +140,7 @@ def error_line(error: BaseException) -> str:
 
 
 def _check_runtime_env(runtime_env: dict[str, Any] | None) -> None:
-    """``ValueError`` for a ``runtime_env`` key Ray does not know (Ray takes it for a plugin's
-    and ignores it when none is installed)."""
+    """``ValueError`` for a ``runtime_env`` key Ray does not know (else silently ignored)."""
     from ray.runtime_env import RuntimeEnv
     known = sorted(name for name in RuntimeEnv.known_fields if not name.startswith("_"))
     unknown = sorted(set(runtime_env or {}) - RuntimeEnv.known_fields)

@@ -27,9 +27,8 @@ class AlgorithmSpec:
         policy: a registered ``Policy`` type, a picklable factory called as
             ``policy(**policy_args)``, or a ``Policy`` instance, copied for each worker
             (``policy_args`` may then hold a ``device`` only).
-        acting_args: what a factory ``policy`` is also given in a process that only acts (Ray's
-            actor and policy workers of a run without meta components, whose hooks may read
-            the policy's ``hp/*`` keys); ``of_preset``: ``{"optimizer": False}``, no optimizer.
+        acting_args: what a factory ``policy`` is also given in a process that only acts (in
+            a run without meta components); ``of_preset``: ``{"optimizer": False}``.
         trainer: a registered ``Trainer`` type, or a factory called as
             ``trainer(policy, **trainer_args)``.
         buffer: a ``make_learner`` kind (``None``: the trainer's, ``agents.learner.buffer_kind``);
@@ -38,12 +37,10 @@ class AlgorithmSpec:
         copies: ``copies(n)``, the ``VectorEnvironment`` of a preset's Gymnasium or Atari
             env, stepped by actors instead of SRL copies of ``env`` (set by ``of_preset``).
         meta: meta components; each worker runs its own copy.
-        label: the environment's name in logs and the run directory (``None``: ``env_label``
-            derives it; ``of_preset``: the preset's env name, as a local run names it).
+        label: the environment's name in logs and the run directory (``None``: ``env_label``).
         test_copies: env copies the final evaluation plays at most (``of_preset``: a parallel
-            preset's ``n_envs``, as a local run's evaluation).
-        verbose: the trainers' learners log their statistics (``DistributedRun``'s
-            ``verbose``, a local run's ``logging.verbose``).
+            preset's ``n_envs``).
+        verbose: the trainers' learners log their statistics (``DistributedRun``'s).
     """
 
     env: str
@@ -92,7 +89,8 @@ class AlgorithmSpec:
             preset.env_remote or (preset.env_name, {}))
         process = getattr(preset, "remote_process", None)  # (the Atari family's bodies)
         spec = cls(env=env, env_args=env_args, policy=preset.policy,
-                   policy_args={"copy_model": True}, acting_args=_acting_args(preset.policy),
+                   policy_args={"copy_model": True}, acting_args={"optimizer": False}
+                   if "optimizer" in inspect.signature(preset.policy).parameters else {},
                    trainer=functools.partial(preset.trainer, train_steps=train_steps),
                    meta=list(preset.meta), copies=_local_copies(preset, env, env_args),
                    process=process() if process is not None else None,
@@ -134,16 +132,14 @@ class AlgorithmSpec:
         return None if self.process is None else self.process()
 
     def collector_env(self, n: int, local: bool = True) -> tuple[Callable[[], Any], Any]:
-        """What an ``EnvRunner`` of ``n`` copies steps, and its ``process``: the preset's local
-        ``copies`` where it has them and ``local`` says so, else SRL copies of ``env``."""
+        """An ``EnvRunner``'s env of ``n`` copies and its ``process`` (``local``: ``copies``)."""
         if local and self.copies is not None:
             self.install()
             return functools.partial(self.copies, n), self.make_process()
         return self.make_env, None
 
     def make_policy(self, acting: bool = False) -> Any:
-        """A fresh policy; with ``acting``, for a process that only acts (given ``acting_args``
-        unless the spec has meta components: their step hooks may read the policy's ``hp/lr``)."""
+        """A fresh policy; with ``acting``, for a process that only acts (``acting_args``)."""
         from looprl.core import Policy
         self.install()
         if isinstance(self.policy, Policy):
@@ -238,12 +234,6 @@ def _check_names(spec: AlgorithmSpec) -> None:
         if problem is not None:
             raise ValueError(f"AlgorithmSpec: {problem} (looprl.core.register_{kind}(name, cls) "
                              "registers one of your own)")
-
-
-def _acting_args(policy: Callable[..., Any]) -> dict[str, Any]:
-    """``{"optimizer": False}`` where a preset's ``policy`` takes it (the family presets'),
-    else none."""
-    return {"optimizer": False} if "optimizer" in inspect.signature(policy).parameters else {}
 
 
 def _local_copies(preset: Any, env: str, env_args: dict[str, Any]) -> Any:
@@ -374,31 +364,26 @@ class RuntimeConfig:
         if self.sync and self.policy_workers:
             raise ValueError("runtime.sync needs each actor's own policy copy: set "
                              "runtime.policy_workers=0 (or runtime.sync=false)")
-        if self.groups > self.envs_per_actor:
-            raise ValueError(f"runtime.groups ({self.groups}) cannot exceed "
-                             f"runtime.envs_per_actor ({self.envs_per_actor})")
-        if self.trainers > self.actors:
-            raise ValueError(f"runtime.trainers ({self.trainers}) cannot exceed runtime.actors "
-                             f"({self.actors}): each trainer learns from its own actors")
-        if self.policy_workers > self.actors:
-            raise ValueError(f"runtime.policy_workers ({self.policy_workers}) cannot exceed "
-                             f"runtime.actors ({self.actors}): each policy worker serves its "
-                             "own actors, and the others would serve none")
+        for many, few, why in (
+                ("groups", "envs_per_actor", ""),
+                ("trainers", "actors", ": each trainer learns from its own actors"),
+                ("policy_workers", "actors", ": each policy worker serves its own actors, and "
+                 "the others would serve none")):
+            if getattr(self, many) > getattr(self, few):
+                raise ValueError(f"runtime.{many} ({getattr(self, many)}) cannot exceed "
+                                 f"runtime.{few} ({getattr(self, few)}){why}")
         if self.trainers > 1 and 0 < self.gpus_per_trainer < 1:
             raise ValueError(f"runtime.trainers > 1 with GPUs needs gpus_per_trainer >= 1 (NCCL "
                              f"gives each trainer its own GPU), got {self.gpus_per_trainer}")
-        for name in ("trainer_timeout", "placement_timeout"):
-            if not is_number(getattr(self, name)) or getattr(self, name) <= 0:
-                raise ValueError(f"runtime.{name} must be > 0, got {getattr(self, name)!r}")
-        if self.env_timeout is not None and not (is_number(self.env_timeout)
-                                                 and self.env_timeout > 0):
-            raise ValueError(f"runtime.env_timeout must be > 0 seconds (or null: no limit), got "
-                             f"{self.env_timeout!r}")
+        for name, null in (("trainer_timeout", ""), ("placement_timeout", ""),
+                           ("env_timeout", " seconds (or null: no limit)")):
+            value = getattr(self, name)
+            if not (null and value is None or is_number(value) and value > 0):
+                raise ValueError(f"runtime.{name} must be > 0{null}, got {value!r}")
         self._check_effects()
 
     def _check_effects(self) -> None:
-        """A one-line ``ValueError`` for an option set to what no worker would do: one that
-        only matters with another option, or GPUs beyond the one a worker computes on."""
+        """A one-line ``ValueError`` for an option set to what no worker would use."""
         defaults = {f.name: f.default for f in fields(self)}
         alone = "runtime.policy_workers=0 (each actor runs its own policy copy"
         one_group = self.groups in (1, min(2, self.envs_per_actor))  # (1, or its default)

@@ -62,25 +62,6 @@ __all__ = ["DistributedResult", "DistributedRun", "local_instance_settings", "st
 logger = logging.getLogger(__name__)
 
 
-def _check_types(runtime: Any, logdir: Any) -> None:
-    """One-line ``TypeError`` s for a ``runtime`` that is no ``RuntimeConfig`` and a ``logdir``
-    that is no path (of ``DistributedRun``)."""
-    if runtime is not None and not isinstance(runtime, RuntimeConfig):
-        raise TypeError(f"DistributedRun's runtime must be a RuntimeConfig, got a "
-                        f"{type(runtime).__name__}: RuntimeConfig(actors=4), or "
-                        "RuntimeConfig.from_dict(options) for a dict")
-    check_path(logdir, "DistributedRun's logdir", optional=True)
-
-
-def _check_segment_length(given: int, implied: int) -> None:
-    """A one-line ``ValueError`` for a ``segment_length`` ``given`` other than the default and
-    a preset's own (``implied``)."""
-    if given not in (RuntimeConfig.segment_length, implied):
-        raise ValueError(f"a preset's segments are its own ({implied} steps: its n_steps or its "
-                         f"update schedule), got RuntimeConfig(segment_length={given}): drop "
-                         "segment_length, or change the preset's hyperparameters")
-
-
 class DistributedRun:
     """One training run on Ray: actor, policy, trainer and evaluation workers.
 
@@ -99,14 +80,23 @@ class DistributedRun:
                  meta: Sequence[MetaComponent] = (), verbose: bool = True):
         check_frames(frames, "DistributedRun")
         check_built(spec, "DistributedRun", also=(AlgorithmSpec,))
-        _check_types(runtime, logdir)
+        if runtime is not None and not isinstance(runtime, RuntimeConfig):
+            raise TypeError(f"DistributedRun's runtime must be a RuntimeConfig, got a "
+                            f"{type(runtime).__name__}: RuntimeConfig(actors=4), or "
+                            "RuntimeConfig.from_dict(options) for a dict")
+        check_path(logdir, "DistributedRun's logdir", optional=True)
         self.runtime = runtime or RuntimeConfig()
         self.hyperparameters = dict(spec.hyperparameters) if isinstance(spec, Preset) else {}
         if isinstance(spec, Preset):
             name = name or spec.name
             spec, implied = AlgorithmSpec.of_preset(spec, frames, self.runtime.actors,
                                                     self.runtime.trainers)
-            _check_segment_length(self.runtime.segment_length, implied["segment_length"])
+            given, own = self.runtime.segment_length, implied["segment_length"]
+            if given not in (RuntimeConfig.segment_length, own):
+                raise ValueError(f"a preset's segments are its own ({own} steps: its n_steps "
+                                 f"or its update schedule), got RuntimeConfig(segment_length="
+                                 f"{given}): drop segment_length, or change the preset's "
+                                 "hyperparameters")
             self.runtime = replace(self.runtime, **implied)
         if meta:
             spec = replace(spec, meta=[*spec.meta, *meta])
@@ -279,8 +269,7 @@ class DistributedRun:
         self.result.seconds = time.perf_counter() - start
 
     def _budget_spent(self) -> bool:
-        """Whether the run has taken ``frames`` env steps and every actor sent its last rows;
-        not waited for: restarted actors, and those ``answer_timeout(runtime)`` late (a warning)."""
+        """Whether the run has taken ``frames`` env steps and its actors sent their last rows."""
         if self.result.frames < self.frames:
             self._reached = None
             return False
@@ -313,9 +302,7 @@ class DistributedRun:
                 ray.shutdown()
 
     def _finish(self) -> None:
-        """Stop the loops, save ``policy.pt`` (and ``normalization.pt``) and a last checkpoint;
-        log the workers' warnings since the last poll (as they stopped, say; not asked of
-        workers that did not stop: they may not answer)."""
+        """Stop the loops, save ``policy.pt``, ``normalization.pt`` and a last checkpoint."""
         import ray
         stopped = self._pool.stop()
         try:
@@ -334,9 +321,8 @@ class DistributedRun:
 
 
 def _check_spec(spec: AlgorithmSpec, max_lag: int | None = None) -> list[str]:
-    """Build the env, policy, trainer and buffer (``trainer_core``) here first, find its
-    curricula's contextual env copies, try its schedules' first writes (``check_schedules``);
-    return ``spec.agent_names``."""
+    """Build the env, policy, trainer and buffer here first, find the curricula's contextual
+    envs, try the schedules' first writes; return ``spec.agent_names``."""
     device = spec.policy_args.get("device")
     if device is not None and torch.device(device).type != "cpu":
         raise ValueError(f"policy_args device={device!r}: on Ray, each worker computes on "
@@ -356,9 +342,7 @@ def _check_spec(spec: AlgorithmSpec, max_lag: int | None = None) -> list[str]:
 
 
 def _resumed_state(run: DistributedRun) -> ControllerState:
-    """``run.resume_from``'s controller checkpoint, checked (a finished run's:
-    ``check_unfinished``'s one line; another run's, or other hyperparameters or env wrappers:
-    one line)."""
+    """``run.resume_from``'s controller checkpoint, checked against ``run``."""
     from looprl.experiments.checkpoint import check_unfinished, load_checkpoint
     state = load_checkpoint(find_controller_checkpoint(run.resume_from))
     check_unfinished(run.resume_from, run.frames, state.result.frames)
@@ -373,8 +357,7 @@ def _resumed_state(run: DistributedRun) -> ControllerState:
 
 
 def _meta_and_schedules(state: Any) -> tuple[dict[int, Any], dict[str, list[int]]]:
-    """A controller checkpoint's actors' meta state and the workers' exploration steps (an
-    older checkpoint's actors kept them as a ``("exploration", steps)`` meta entry)."""
+    """A controller checkpoint's actors' meta state and exploration steps (older layouts too)."""
     saved = {index: entries or [] for index, entries in getattr(state, "actors_meta", {}).items()}
     meta = {index: [entry for entry in entries if entry[0] != "exploration"]
             for index, entries in saved.items()}
@@ -384,9 +367,7 @@ def _meta_and_schedules(state: Any) -> tuple[dict[int, Any], dict[str, list[int]
 
 
 def _resumed_normalization(state: Any, spec: AlgorithmSpec) -> list[Any] | None:
-    """A controller checkpoint's normalizers' statistics (``None``: none, or no checkpoint); of
-    an older one, which held none, a warning where ``spec``'s environment normalizes (one copy
-    made here): the resumed actors' statistics start anew."""
+    """A controller checkpoint's normalizers' statistics (an older one's: none, warned)."""
     if state is None or "normalization" in vars(state):
         return getattr(state, "normalization", None)
     env = spec.make_env()
@@ -407,8 +388,7 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
 
 
 def _env_wrappers(spec: AlgorithmSpec) -> list[str]:
-    """The import paths of the wrappers of ``spec``'s env copies, as ``looprl run``'s
-    ``env_wrappers`` (its ``wrap_env``: a ``Wrappers``' paths, else that function's path)."""
+    """The import paths of ``spec``'s env wrappers, as ``looprl run``'s ``env_wrappers``."""
     wrap = spec.env_args.get("wrap_env")
     return [] if wrap is None else list(wrap.paths) if isinstance(wrap, Wrappers) else [
         object_path(wrap)]
@@ -416,10 +396,7 @@ def _env_wrappers(spec: AlgorithmSpec) -> list[str]:
 
 def _check_same_config(resumed: Any, run_dir: Path, hyperparameters: dict[str, Any],
                        wrappers: list[str]) -> None:
-    """``check_same_config``'s one line (``looprl run --resume``'s) naming each hyperparameter that
-    differs from those the run in ``run_dir`` was started with (its ``run.json``; its trainer
-    checkpoint holds networks and optimizer state of those), and the env ``wrappers`` if they differ
-    (a ``run.json`` without them: not compared)."""
+    """``check_same_config`` of the hyperparameters and env wrappers in ``run_dir/run.json``."""
     from looprl.experiments.checkpoint import check_same_config
     try:
         saved = json.loads((run_dir / "run.json").read_text())

@@ -24,8 +24,7 @@ class TrainerGroupError(RuntimeError):
 
 
 def rendezvous(node_ip: str) -> str:
-    """An ``init_method`` for a new group whose rank 0 runs on ``node_ip`` (this process): a
-    file on loopback, else ``tcp_rendezvous``."""
+    """An ``init_method`` for rank 0 on ``node_ip``: a file on loopback, else TCP."""
     if node_ip.startswith("127."):
         return "file://" + os.path.join(tempfile.gettempdir(), f"looprl-ddp-{uuid.uuid4().hex}")
     return tcp_rendezvous(node_ip)
@@ -78,8 +77,7 @@ class TrainerGroup:
         """Let DDP average the gradients of ``policy.approximation`` or of a
         ``SingleModelPytorchPolicy``'s network over the group (``ValueError``: neither)."""
         approximation = getattr(policy, "approximation", None)
-        if hasattr(approximation, "distribute"):  # (DDP looks for unused parameters only
-            # where a loss may leave some out: else an extra pass and torch's warning)
+        if hasattr(approximation, "distribute"):  # (unused parameters: where a loss may)
             approximation.distribute(
                 find_unused_parameters=getattr(policy, "unused_parameters", True))
         elif callable(getattr(policy, "distributed", None)):

@@ -23,8 +23,7 @@ __all__ = ["THROUGHPUT_HEADER", "RunMonitor", "open_run_log"]
 
 def open_run_log(name: str, spec: AlgorithmSpec, logdir: str, verbose: bool = True,
                  run_info: dict[str, Any] | None = None) -> Any:
-    """The ``ExperimentLogger`` of a new run directory ``{logdir}/{name}/{env}`` (``verbose``:
-    losses and ``hp/*`` logged too)."""
+    """The ``ExperimentLogger`` of a new run directory ``{logdir}/{name}/{env}``."""
     from looprl.experiments.logger import ExperimentLogger
     log = ExperimentLogger(name, spec.env_label, logdir, verbose=verbose, run_info=run_info)
     save_spec(spec, log.log_dir)
@@ -35,9 +34,7 @@ def open_run_log(name: str, spec: AlgorithmSpec, logdir: str, verbose: bool = Tr
 class RunMonitor:
     """Records each poll of the workers' ``stats()`` in ``result`` and ``log`` (``None``:
     nothing written); ``trainers``: rank 0 first; ``frames``: the budget (``None``: unknown);
-    ``agents``: a multi-agent env's agent names, each logged in its own run directory by
-    ``agent_logs`` (``AgentLoggers``, as locally; ``None`` without ``log``), which keeps
-    the loggers in the dict ``agent_logs`` given (a resumed run's)."""
+    ``agents``: a multi-agent env's agents, each logged in its own run directory."""
 
     def __init__(self, result: DistributedResult, counts: SampleCounts, log: Any,
                  trainers: list[str], frames: int | None = None, agents: Sequence[str] = (),
@@ -54,8 +51,7 @@ class RunMonitor:
         self.cuts: tuple[int, str, int | None] = (0, "", None)  # (``log_cuts``' arguments)
 
     def record(self, stats: dict[str, dict[str, Any]], seconds: float) -> None:
-        """Log one poll's ``stats`` by worker name, ``seconds`` after the last (and the
-        workers' warnings, each once)."""
+        """Log one poll's ``stats`` by worker name, ``seconds`` after the last."""
         self.record_warnings(stats)
         trainer = self._trainer_stats(stats)
         actors = {name: s for name, s in stats.items() if name.startswith("actor")}
@@ -109,8 +105,7 @@ class RunMonitor:
         return trainer
 
     def _record_episodes(self, actors: dict[str, dict[str, Any]]) -> None:
-        """Log one poll's training episodes and the actors' meta values in the order they
-        ended, each at an estimate of the run's frame then."""
+        """Log one poll's training episodes and the actors' meta values at their frames."""
         base = self.result.frames
         total = sum(s["frames"] for s in actors.values())
 
@@ -145,8 +140,7 @@ class RunMonitor:
             self.agent_logs.add_episode(named, frame)
 
     def _record_meta(self, name: str, values: dict[str, float], frame: int) -> None:
-        """Log the ``log/*`` values of worker ``name``'s meta components at ``frame``; an
-        agent's (``log/<key>/<agent>``) as ``log/<key>`` in its own run directory, as locally."""
+        """Log the ``log/*`` values of worker ``name``'s meta components at ``frame``."""
         if not values:
             return
         self.result.meta.setdefault(name, {}).update(values)
@@ -159,8 +153,7 @@ class RunMonitor:
             log.add_log((tag if log is not self.log else key)[len("log/"):], value)
 
     def _record_trainer(self, stats: dict[str, Any]) -> None:
-        """The trainer's step count, its ``hp/*`` values and what its learners logged
-        (``LossRecorder``); the dashboard shows the last value of each loss, as locally."""
+        """The trainer's step count, its ``hp/*`` values and what its learners logged."""
         self.result.train_steps = stats["steps"]
         self._record_meta(self.trainers[0], stats["meta"], self.result.frames)
         # the exploration's values are actor 0's: the trainer's copy of the policy never acts

@@ -23,9 +23,9 @@ from looprl.meta.hub import MetaHub, StreamHooks, seed_hubs, written_by
 from looprl.meta.hyperparameters import set_hyperparameter
 from looprl.meta.schedules import CosineLRSchedule, HPSchedule
 
-__all__ = ["CHECKPOINT", "PipelineReport", "check_schedules", "collect", "evaluation_episodes",
-           "load_parameters", "load_shared_state", "meta_states", "policy_parameters",
-           "test_pipeline", "trainer_core"]
+__all__ = ["CHECKPOINT", "PipelineReport", "act", "check_schedules", "collect",
+           "evaluation_episodes", "load_parameters", "load_shared_state", "meta_states",
+           "policy_parameters", "test_pipeline", "trainer_core"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,8 +37,8 @@ ACTOR_HOOKS = tuple(hook for hook in HOOKS if hook not in UPDATE_HOOKS)
 def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = None,
                  seed: int | None = None) -> Any:
     """The ``Learner`` of ``spec`` training ``policy`` (default: a new one), running the meta
-    components' update hooks (an ``IndependentLearner`` for independent learners), which a
-    seeded run seeds as the collector seeds its own (``seed_hubs``)."""
+    components' update hooks, seeded with ``seed`` (an ``IndependentLearner`` for independent
+    learners)."""
     trainer = spec.make_trainer(policy if policy is not None else spec.make_policy())
     meta = spec.make_meta()
     if spec.buffer != "independent":
@@ -66,10 +66,9 @@ def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = 
 
 
 def check_schedules(spec: AlgorithmSpec, core: Any) -> None:
-    """The first write of ``spec``'s schedules (``HPSchedule``, ``CosineLRSchedule``), in
-    copies of the hubs of the workers that run their hooks (over ``core``, a ``trainer_core``
-    to throw away): a key the agent lacks, a value out of its range, or a key the worker does
-    not set (``worker_keys``) is the workers' one line before any of them starts."""
+    """Try the first write of ``spec``'s schedules in copies of the workers' hubs (over
+    ``core``, a ``trainer_core`` to throw away): a bad key or value is one line before the
+    workers start."""
     schedules = [c for c in spec.make_meta() if isinstance(c, HPSchedule | CosineLRSchedule)]
     if not schedules:
         return
@@ -106,15 +105,9 @@ class PipelineReport:
         return mean_return(self.episodes, 20)
 
 
-def test_pipeline(
-    spec: AlgorithmSpec | None = None,
-    episodes: int = 5,
-    max_frames: int = 100_000,
-    n_envs: int = 2,
-    segment_length: int = 32,
-    seed: int = 0,
-    **spec_kwargs: Any,
-) -> PipelineReport:
+def test_pipeline(spec: AlgorithmSpec | None = None, episodes: int = 5, max_frames: int = 100_000,
+                  n_envs: int = 2, segment_length: int = 32, seed: int = 0, **spec_kwargs: Any
+                  ) -> PipelineReport:
     """Run an environment, a policy and a trainer together in this process (``spec``, or
     ``AlgorithmSpec``'s fields as keywords), checking what a distributed run needs (one
     answer per row, segments that fit the buffer, finite stats, a new ``policy.version``
@@ -122,7 +115,7 @@ def test_pipeline(
     ``ValueError`` names a part that misbehaves (``FloatingPointError``: a diverged loss).
     SRL's keywords ``env_name``, ``policy_name`` and ``trainer_name`` name ``env``, ``policy``
     and ``trainer``; keywords given with ``spec`` replace its fields. The caller's global
-    random generators go on as it left them (``run_scope``)."""
+    random generators go on as it left them."""
     from looprl.experiments.episodes import run_scope, seed_everything
     check_count(n_envs=n_envs, episodes=episodes, max_frames=max_frames)
     seed = check_seed("test_pipeline", seed, optional=False)
@@ -166,11 +159,15 @@ def _spec(spec: AlgorithmSpec | None, spec_kwargs: dict[str, Any]) -> AlgorithmS
     return AlgorithmSpec(**fields) if spec is None else replace(spec, **fields)
 
 
+def act(runner: EnvRunner, actor: Actor) -> Any:
+    """``actor``'s answer to the request of ``runner``'s first group (``None``: none)."""
+    request = runner.request(0)
+    return None if request is None else actor.rollout(request)
+
+
 def collect(runner: EnvRunner, actor: Actor) -> None:
     """One step of ``runner``'s first group with ``actor``'s actions."""
-    request = runner.request(0)
-    result = None if request is None else actor.rollout(request)
-    runner.step(0, result, actor.policy.version)
+    runner.step(0, act(runner, actor), actor.policy.version)
 
 
 def load_shared_state(components: Any, shared: list[dict[str, Any] | None]) -> None:
@@ -182,8 +179,7 @@ def load_shared_state(components: Any, shared: list[dict[str, Any] | None]) -> N
 
 def meta_states(meta: list[Any], copies: int, saved: list[tuple[str, Any]] | None,
                 index: int) -> list[Any]:
-    """The ``state_dict``s of an actor's ``copies`` copies of ``meta`` from its ``saved``
-    ``components_state`` (a warning and none if it was of other components)."""
+    """An actor's ``copies`` copies of ``meta``'s states from ``saved`` (none if of others)."""
     if not saved or not meta:
         return []
     names = [type(component).__name__ for component in meta] * copies
@@ -216,11 +212,8 @@ def evaluation_episodes(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None,
                         episodes: int = 10, seed: int = 0, progress: Any = None,
                         normalization: list[Any] | None = None) -> list[Episode]:
     """``episodes`` evaluation episodes of the policy restored from ``checkpoint`` (``None``: a
-    new one; ``Episode.returns``: each agent's return), Ray's final evaluation: the policy's
-    evaluation ``Actor``, its random numbers seeded with ``seed``, over ``min(test_copies,
-    episodes)`` env copies reset from ``seed`` (the preset's local copies where it has them),
-    as a local run's evaluation; ``progress``: ``play_episodes``'; ``normalization``: the
-    training statistics its copies' normalizers load, frozen (``read_normalization``)."""
+    new one), seeded with ``seed``, over ``min(test_copies, episodes)`` env copies whose
+    normalizers load ``normalization``, frozen: Ray's final evaluation, as a local run's."""
     from looprl.experiments.episodes import play_episodes
     policy = spec.make_policy()
     if checkpoint is not None:
@@ -247,8 +240,7 @@ CHECKPOINT = "__looprl_checkpoint__"
 
 
 def policy_parameters(policy: Any) -> dict[str, Any]:
-    """What a trainer publishes of ``policy``: its module's ``state_dict``, or for a policy
-    with no ``module`` (SRL's own ``Policy``), its ``get_checkpoint()``."""
+    """What a trainer publishes of ``policy``: its module's ``state_dict`` or checkpoint."""
     try:
         module = policy.module
     except NotImplementedError:

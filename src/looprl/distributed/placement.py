@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from looprl.core.suggest import log_worker_warnings
-from looprl.distributed.cluster import answer_timeout, error_line, no_answer
+from looprl.distributed.cluster import answer_timeout, answers, error_line, no_answer
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.run_state import TRAINER_CHECKPOINT, DistributedResult, SampleCounts
 from looprl.environments.wrappers import most_counted
@@ -23,8 +23,7 @@ logger = logging.getLogger(__name__)
 class WorkerPool:
     """Places the workers of one run and runs their loops; ``workers``: the Ray actors by
     name (``server``, ``trainer``, ``trainer1``, ``policy0``, ``actor0``, ``eval0``, ...);
-    ``runs``: the ``run()`` call in flight of each worker that has a loop; ``statistics``: the
-    training actors' normalizers' statistics, the most counted known (a resumed run's first)."""
+    ``runs``: each loop's ``run()`` call; ``statistics``: the normalizers' most counted."""
 
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, result: DistributedResult,
                  counts: SampleCounts, statistics: list[Any] | None = None) -> None:
@@ -45,12 +44,10 @@ class WorkerPool:
     def start(self, run_dir: str | None, seed: int, frames: int | None = None,
               meta_state: dict[int, Any] | None = None,
               schedules: dict[str, list[int]] | None = None, checkpoint_steps: int = 0) -> None:
-        """Create the workers (the actors share ``frames``; actor ``i`` starts its meta components
-        from ``meta_state[i]``, worker ``name`` its exploration schedules from ``schedules[name]``),
-        wait until they are placed, form the trainer group and start the loops (trainer 0 from the
-        checkpoint in ``run_dir``, taken at train step ``checkpoint_steps``); ``RuntimeError`` if
-        the cluster cannot place them within ``runtime.placement_timeout`` seconds (warned at once
-        where it cannot hold them now), or if one failed to start."""
+        """Create the workers (sharing ``frames``, from a resumed run's ``meta_state`` and
+        ``schedules``, trainer 0 from ``run_dir``'s checkpoint), wait until they are placed, form
+        the trainer group and start the loops; ``RuntimeError`` if one is not placed within
+        ``runtime.placement_timeout`` seconds or failed to start."""
         import ray
         self.meta_state = dict(meta_state or {})
         self.schedules.update(schedules or {})
@@ -73,7 +70,6 @@ class WorkerPool:
         rt, start = self.runtime, self._start
         restart = {"max_restarts": rt.max_restarts, "max_task_retries": 0}
         grouped = {**restart, "max_restarts": -1} if rt.trainers > 1 else restart  # we count
-        # the workers fetch the spec from the server (``run_spec``)
         path = Path(os.path.abspath(run_dir or "."), TRAINER_CHECKPOINT)  # (named by errors)
         saved = (checkpoint_steps, path.read_bytes()) if run_dir and path.is_file() else None
         # the server, never restarted, runs on the driver's node: it lives as long as the
@@ -116,55 +112,48 @@ class WorkerPool:
             if not done:
                 _not_placed(ray, self.runtime, list(names.values()))
             name = names.pop(done[0])
-            self.placed(name, self._get(ray, done[0], name))
+            self.placed(name, self._get(done[0], name))
 
     def placed(self, name: str, answer: dict[str, Any]) -> None:
-        """Record worker ``name``'s ``ready()`` answer (placed, or restarted by Ray): a trainer
-        counts frames from the run's, an actor explores from where the run's schedules are and
-        normalizes on from the run's ``statistics`` (restarted: the ``normalization()`` now)."""
-        import ray
+        """Record worker ``name``'s ``ready()`` and bring it to the run's counts and statistics."""
         restarted = name in self.pids
         self.result.nodes[name], self.pids[name] = answer["node"], answer["id"]
         if name in self.trainers:
             self.counts.started(name, answer["counts"])
-            self._get(ray, self.workers[name].count_frames_from.remote(
+            self._get(self.workers[name].count_frames_from.remote(
                 self.result.frames // self.runtime.trainers), name)
         self.explore_on(name)
         if name.startswith("actor") and (restarted or self.statistics is not None):
             statistics = self.normalization() if restarted else self.statistics
-            self._get(ray, self.workers[name].load_normalization.remote(statistics), name)
+            self._get(self.workers[name].load_normalization.remote(statistics), name)
         if name == "trainer" and answer["resumed_from"] is not None:
             logger.warning("trainer resumed from its checkpoint at step %d",
                            answer["resumed_from"])
 
     def explore_on(self, name: str) -> None:
-        """Move worker ``name``'s exploration schedules to the furthest steps polled (or
-        resumed), if any."""
-        import ray
+        """Move worker ``name``'s exploration schedules to the furthest steps polled, if any."""
         if self.schedules.get(name):
-            self._get(ray, self.workers[name].explore_from.remote(self.schedules[name]), name)
+            self._get(self.workers[name].explore_from.remote(self.schedules[name]), name)
 
     def form_trainer_group(self) -> None:
         """Several trainers: all join one torch.distributed group at rank 0's rendezvous."""
-        import ray
         if self.runtime.trainers == 1:
             return
-        init_method = self._get(ray, self.workers["trainer"].rendezvous.remote(), "trainer")
+        init_method = self._get(self.workers["trainer"].rendezvous.remote(), "trainer")
         if init_method.startswith("file://"):
             self._rendezvous.append(init_method.removeprefix("file://"))
         refs = [self.workers[name].join_group.remote(init_method) for name in self.trainers]
         for name, ref in zip(self.trainers, refs, strict=True):
-            self._get(ray, ref, name, extra=self.runtime.trainer_timeout)
+            self._get(ref, name, extra=self.runtime.trainer_timeout)
 
     def start_loop(self, name: str) -> None:
         """Start (or start again) worker ``name``'s loop."""
         self.runs[name] = self.workers[name].run.remote()
 
     def stats(self) -> dict[str, dict[str, Any]]:
-        """Each worker's ``stats()`` answer, but for dead or restarting ones (``died``: those
-        whose call found them dead), recording the exploration schedules' steps."""
+        """Each live worker's ``stats()`` answer (``died``: those found dead)."""
         self.died = set()
-        stats = _answers({n: worker.stats.remote() for n, worker in self.workers.items()
+        stats = answers({n: worker.stats.remote() for n, worker in self.workers.items()
                           if n != "server"}, answer_timeout(self.runtime), self.died)
         for name, s in stats.items():
             steps, known = s.get("schedules"), self.schedules.get(name)
@@ -174,9 +163,7 @@ class WorkerPool:
         return stats
 
     def stop(self) -> bool:
-        """Stop the loops (waiting up to ``answer_timeout(runtime)``); record each trainer's
-        steps (trainer 0's, a step past the last poll, as the run's) and whether they ended with
-        the same parameters; whether every loop stopped and every trainer answered."""
+        """Stop the loops and compare the trainers; whether all stopped and answered."""
         import ray
         for name in self.runs:
             self.workers[name].stop.remote()
@@ -202,13 +189,11 @@ class WorkerPool:
         return not running
 
     def actors_meta_state(self) -> dict[int, Any]:
-        """Each training actor's ``components_state()``; for one that does not answer within
-        ``answer_timeout(runtime)`` (or whose loop failed), its latest (a warning, but for a
-        loop ``failed``: the run's error names it)."""
+        """Each training actor's ``components_state()`` (a silent one's: its latest)."""
         actors = {int(n.removeprefix("actor")): worker for n, worker in self.workers.items()
                   if n.startswith("actor") and n not in self.failed}
         timeout = answer_timeout(self.runtime)  # (the actors' wait: half, to answer within it)
-        states = _answers({i: actor.components_state.remote(timeout / 2)
+        states = answers({i: actor.components_state.remote(timeout / 2)
                            for i, actor in actors.items()}, timeout)
         for index in actors:
             if states.get(index) is None:
@@ -220,9 +205,8 @@ class WorkerPool:
         return dict(self.meta_state)
 
     def normalization(self) -> list[Any] | None:
-        """The training actors' ``training_normalization``, or ``statistics`` where those
-        counted more (a restarted actor's), kept as ``statistics`` (``None``: none; warned)."""
-        from looprl.distributed.normalization import training_normalization
+        """The most counted of the training actors' statistics and ``statistics``, kept there."""
+        from looprl.distributed.workers import training_normalization
         self.statistics = most_counted([training_normalization(
             [self.workers[f"actor{i}"] for i in range(self.runtime.actors)],
             answer_timeout(self.runtime)), self.statistics])
@@ -232,16 +216,14 @@ class WorkerPool:
         return self.statistics
 
     def ask(self, name: str, method: str, *args: Any) -> Any:
-        """Worker ``name``'s answer to ``method(*args)`` (the server's ``trainer_checkpoint``,
-        trainer 0's ``checkpoint``) within ``answer_timeout(runtime)`` (else
-        ``ray.exceptions.RayError``)."""
+        """Worker ``name``'s answer to ``method(*args)`` within ``answer_timeout(runtime)``."""
         import ray
         return ray.get(getattr(self.workers[name], method).remote(*args),
                        timeout=answer_timeout(self.runtime))
 
-    def _get(self, ray: Any, ref: Any, name: str, extra: float = 0.0) -> Any:
-        """``ray.get(ref)`` of worker ``name`` starting, within ``extra`` seconds past
-        ``answer_timeout(runtime)``; its failure as a ``RuntimeError``."""
+    def _get(self, ref: Any, name: str, extra: float = 0.0) -> Any:
+        """``ray.get(ref)`` of worker ``name`` starting; its failure as a ``RuntimeError``."""
+        import ray
         timeout = answer_timeout(self.runtime) + extra
         try:
             return ray.get(ref, timeout=timeout)
@@ -251,8 +233,7 @@ class WorkerPool:
                                f"{_start_hint(error, timeout)}") from None
 
     def log_failed_start(self, name: str, error: Exception) -> None:
-        """If ``error`` (Ray's) says worker ``name``'s constructor raised: log the warnings it
-        logged first, which it handed to the server (``workers.hands_over_warnings``)."""
+        """If worker ``name``'s constructor raised: log the warnings it handed to the server."""
         import ray
         if getattr(error, "actor_init_failed", False):
             try:
@@ -308,10 +289,7 @@ def _holds(resources: dict[str, float], rt: RuntimeConfig) -> bool:
 
 
 def _warn_cluster_too_small(ray: Any, rt: RuntimeConfig) -> None:
-    """Warn (one line) if the cluster has fewer CPUs or GPUs in all than the run reserves, or
-    no node large enough for one of its workers: the workers then wait ``placement_timeout``
-    for an autoscaler to add nodes. (A local instance the run starts is sized first:
-    ``check_local_resources``.)"""
+    """Warn if the cluster cannot hold the run's workers (an autoscaler may add nodes)."""
     total = ray.cluster_resources()
     try:
         _check_node_fits(ray, rt, ["actor", "trainer"] + ["policy"] * (rt.policy_workers > 0))
@@ -328,9 +306,7 @@ def _warn_cluster_too_small(ray: Any, rt: RuntimeConfig) -> None:
 
 
 def _check_node_fits(ray: Any, rt: RuntimeConfig, missing: list[str]) -> None:
-    """``RuntimeError`` if no node of the cluster is large enough for one of the ``missing``
-    workers (names, or roles: ``"actor"``...; a worker runs on one node: the cluster's total
-    does not place it)."""
+    """``RuntimeError`` if no node is large enough for one of the ``missing`` workers."""
     nodes = [node["Resources"] for node in ray.nodes() if node["Alive"]]
     for role in ("actor", "policy", "trainer"):
         cpus = getattr(rt, f"cpus_per_{role}")
@@ -347,23 +323,6 @@ def _check_node_fits(ray: Any, rt: RuntimeConfig, missing: list[str]) -> None:
                 + (f", runtime.gpus_per_{role}" if role != "actor" else "")
                 + f") and the largest node has {largest.get('CPU', 0):g} CPUs and "
                 f"{largest.get('GPU', 0):g} GPUs; lower them, or add a larger node")
-
-
-def _answers(refs: dict[Any, Any], timeout: float, died: set[Any] | None = None
-             ) -> dict[Any, Any]:
-    """The answers of ``refs`` within ``timeout`` seconds in all, but for dead, restarting or
-    silent workers (the keys of those whose call died with them added to ``died``)."""
-    import ray
-    deadline, answers = time.monotonic() + timeout, {}
-    for key, ref in refs.items():
-        try:
-            answers[key] = ray.get(ref, timeout=max(0.0, deadline - time.monotonic()))
-        except ray.exceptions.ActorDiedError:
-            if died is not None:
-                died.add(key)
-        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
-            continue
-    return answers
 
 
 def _raise_placement_timeout(error: Exception, timeout: float) -> str:

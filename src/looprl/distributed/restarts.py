@@ -17,17 +17,14 @@ logger = logging.getLogger(__name__)
 
 
 class Supervisor:
-    """Restarts the ``pool``'s workers that died (at most ``runtime.max_restarts`` times),
-    recording each in ``result.restarts``."""
+    """Restarts the ``pool``'s workers that died (at most ``runtime.max_restarts`` times)."""
 
     def __init__(self, pool: WorkerPool) -> None:
         self.pool, self.runtime, self.result = pool, pool.runtime, pool.result
 
     def check_workers(self, stats: dict[str, dict[str, Any]]) -> None:
         """Record one poll's policy worker restarts and env faults; kill hung actors; wait for
-        a policy worker the poll found dead to come back (``RuntimeError`` if Ray does not
-        restart it: its restarts are spent, or its constructor raised in the new process;
-        was: actors asked it forever)."""
+        a dead policy worker to come back (``RuntimeError`` if Ray does not restart it)."""
         import ray
         for name in sorted(self.pool.died):
             if name.startswith("policy"):  # (actors and trainers: ``check_loops``)
@@ -44,8 +41,7 @@ class Supervisor:
             self._kill_if_hung(name, s.get("env_call"))
 
     def _env_faults(self, name: str, faults: Any) -> None:
-        """Log worker ``name``'s ``EnvFault`` s, recorded as ``("actor0/copy1", frame)`` (or
-        ``"actor0/env"`` for a vector environment rebuilt whole)."""
+        """Log and record worker ``name``'s ``EnvFault`` s (as ``"actor0/copy1"``)."""
         for fault in faults:
             copy = "/env" if fault.copy is None else f"/copy{fault.copy}"
             logger.warning("%s: %s; rebuilt it, dropped its episode in progress and went on "
@@ -67,8 +63,8 @@ class Supervisor:
         ray.kill(self.pool.workers[name], no_restart=False)
 
     def check_loops(self) -> None:
-        """Restart the loop of every worker whose ``run`` ended; ``RuntimeError`` when a
-        worker failed, stopped on its own, could not be restarted or died too often."""
+        """Restart the loop of every worker whose ``run`` ended; ``RuntimeError`` if one failed,
+        stopped on its own, could not be restarted or died too often."""
         import ray
         runs = self.pool.runs
         finished, _ = ray.wait(list(runs.values()), num_returns=len(runs), timeout=0)
@@ -140,8 +136,7 @@ class Supervisor:
             self.pool.start_loop(other)
 
     def _wait_restarted(self, ray: Any, name: str, former: int | None = None) -> Any:
-        """The ``ready()`` answer of ``name`` restarted (in a process other than ``former``),
-        placed again within ``runtime.placement_timeout`` (at least 120 s)."""
+        """The ``ready()`` answer of ``name`` restarted (in a process other than ``former``)."""
         timeout = answer_timeout(self.runtime)
         deadline = time.monotonic() + timeout
         while True:

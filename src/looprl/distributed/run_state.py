@@ -22,9 +22,9 @@ TRAINER_CHECKPOINT = "trainer_checkpoint.pt"  # (trainer 0's, which the controll
 
 @dataclass
 class DistributedResult:
-    """What a distributed run did. ``returns``: each training episode's (summed over agents),
-    in order; ``restarts``: ``(worker, frame)`` of each death the run recovered from; ``meta``:
-    by worker, the latest value of each ``log/*`` key its meta components wrote."""
+    """What a distributed run did. ``returns``: each training episode's (summed over agents);
+    ``restarts``: ``(worker, frame)`` of each death the run recovered from; ``meta``: by
+    worker, the latest value of each ``log/*`` key its meta components wrote."""
 
     frames: int = 0
     returns: list[float] = field(default_factory=list)
@@ -79,8 +79,7 @@ def find_controller_checkpoint(run_dir: str | Path) -> Path:
 
 
 class SampleCounts:
-    """Each trainer's sample counts (received, dropped) over the whole run, across its
-    processes (restarted, or ``saved`` by the run this one resumes)."""
+    """Each trainer's sample counts (received, dropped) across its processes and resumptions."""
 
     def __init__(self, saved: dict[str, Any] | None = None) -> None:
         self._current: dict[str, Any] = dict(saved or {})
@@ -109,15 +108,9 @@ class SampleCounts:
 
 class ControllerCheckpoint:
     """Saves a ``ControllerState`` in the run directory of ``log`` (``None``: never) whenever
-    the trainer has checkpointed (every ``every`` steps) since the last save, with what
-    ``actors_meta()`` returns (the actors' step hooks' state; ``None``: nothing), the
-    ``budget`` its schedules were planned over and the exploration ``schedules``' steps (a
-    dict the run keeps up to date); and, first, the trainer's latest checkpoint, which
-    ``trainer(steps)`` returns as ``(steps, bytes)`` if taken at ``steps`` or later (``None``:
-    none yet), beside it: the driver alone writes there. A save waits for the checkpoint of its
-    interval, not for the ``result``'s steps, which count it before it is handed over;
-    ``taken``: the train step of the trainer checkpoint it goes on from (a resumed run's);
-    ``normalization()``: the training actors' normalizers' statistics (``None``: none)."""
+    the trainer has checkpointed (every ``every`` steps) since the last save, and first the
+    trainer's latest checkpoint beside it, which ``trainer(steps)`` returns as ``(steps,
+    bytes)`` if taken at ``steps`` or later; ``taken``: the step a resumed run goes on from."""
 
     def __init__(self, every: int | None, log: Any, result: DistributedResult,
                  counts: SampleCounts, agent_logs: dict[str, Any] | None = None,
@@ -134,9 +127,7 @@ class ControllerCheckpoint:
         self._saved = taken // every if every else 0
 
     def save(self, final: bool = False, statistics: list[Any] | None = None) -> None:
-        """Save if the trainer has checkpointed since the last save, or if ``final`` (the run's
-        end); with the normalizers' ``statistics`` given (the run's end: its ``normalization.pt``'s,
-        not asked for again), else asked for."""
+        """Save if the trainer has checkpointed since the last save, or if ``final``."""
         if not self.every or self.log is None:
             return
         if not final and self.result.train_steps // self.every <= self._saved:

@@ -25,7 +25,7 @@ HOLD_SECONDS = 0.02
 class SegmentSender:
     """Puts an actor's segments to the ``trainer``: with ``sync``, each at once, waiting for
     the answer; else those held while a put is in flight, together. ``waited`` is called with
-    the seconds spent waiting for the trainer; ``index``: the actor's number (in warnings)."""
+    the seconds spent waiting for the trainer."""
 
     def __init__(self, trainer: Any, sync: bool, index: int,
                  waited: Callable[[float], None]):
@@ -37,10 +37,9 @@ class SegmentSender:
         self._frames = self._sent = 0  # the actor's env steps: at the latest send, at the put
 
     def send(self, segments: list[Any], frames: int = 0) -> int | None:
-        """Hand over the segments a step completed (``frames``: the actor's env steps so far,
-        put with them: the trainer logs at the run's frame): synchronous, now, returning the
-        policy version to act with next; asynchronous, once the put in flight is done and
-        ``HOLD_ROWS`` transitions or ``HOLD_SECONDS`` have gathered."""
+        """Hand over the segments a step completed (``frames``: the actor's env steps so far):
+        synchronous, now, returning the policy version to act with next; asynchronous, once the
+        put in flight is done and ``HOLD_ROWS`` or ``HOLD_SECONDS`` have gathered."""
         self._frames = frames
         self._held += segments
         self._rows += sum(transitions(segment) for segment in segments)

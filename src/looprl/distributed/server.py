@@ -48,9 +48,7 @@ def _array(value: Any) -> Any:
 
 class Publisher:
     """Sends a trainer's publications to a ``ParameterServer`` from a thread of its own, which
-    sends only the newest pending one, so that the trainer's loop does not wait while Ray
-    stores a payload. (A synchronous run's actor waits until it has loaded the version its put
-    names: ``ActorWorker``'s ``pull_until``.)"""
+    sends only the newest pending one: the trainer's loop does not wait while Ray stores it."""
 
     def __init__(self, server: Any) -> None:
         self.server = server
@@ -66,9 +64,7 @@ class Publisher:
             self._changed.notify_all()
 
     def flush(self, timeout: float) -> bool:
-        """Wait until every publication was handed to Ray, up to ``timeout`` seconds (the
-        trainer's ``answer_timeout(runtime)``); whether that happened in time (else a warning:
-        the actors may go on with older parameters, and a run's end may save them)."""
+        """Wait up to ``timeout`` seconds for every publication to be sent; whether they were."""
         with self._changed:
             done = self._changed.wait_for(
                 lambda: self._pending is None and not self._sending, timeout)
@@ -95,9 +91,8 @@ class Publisher:
 
 @ray.remote(num_cpus=0)
 class ParameterServer:
-    """The latest parameters a trainer published, by serial number, not by policy version
-    (a trainer restarted from an older checkpoint publishes an older version), and trainer 0's
-    latest checkpoint and its train step (``checkpoint``: that of the run resumed, if any)."""
+    """The latest parameters a trainer published, by serial number (not by policy version: a
+    restarted trainer may publish an older one), and trainer 0's latest checkpoint."""
 
     def __init__(self, spec: bytes | None = None,
                  checkpoint: tuple[int, bytes] | None = None) -> None:
@@ -107,26 +102,20 @@ class ParameterServer:
         self._warnings: dict[str, list[tuple[str, str]]] = {}  # (``keep_warnings``)
 
     def spec(self) -> bytes | None:
-        """The run's ``AlgorithmSpec`` pickled (``workers.run_spec``): workers created without
-        one fetch it here (Ray logs an error at the creation of a restartable worker whose
-        arguments pass 100 KB, and could lose them; this server is not restarted)."""
+        """The run's ``AlgorithmSpec`` pickled (Ray may lose a worker's arguments over 100 KB)."""
         return self._spec
 
     def keep(self, steps: int, checkpoint: bytes) -> None:
-        """Keep trainer 0's latest checkpoint, taken at train step ``steps``
-        (``TrainerWorker.checkpoint``)."""
+        """Keep trainer 0's latest checkpoint, taken at train step ``steps``."""
         self._checkpoint = (steps, checkpoint)
 
     def trainer_checkpoint(self, steps: int = 0) -> tuple[int, bytes] | None:
-        """Trainer 0's latest checkpoint, ``(steps, bytes)``, if taken at ``steps`` or later:
-        the controller writes it in the run directory (the workers never touch it), a
-        restarted trainer loads it."""
+        """Trainer 0's latest checkpoint, ``(steps, bytes)``, if taken at ``steps`` or later."""
         held = self._checkpoint
         return held if held is not None and held[0] >= steps else None
 
     def keep_warnings(self, worker: str, lines: list[tuple[str, str]]) -> None:
-        """Keep the warnings (``WorkerWarnings``) of the worker of Ray name ``worker``, whose
-        constructor raised (``workers.hands_over_warnings``), for the driver to take."""
+        """Keep the warnings of worker ``worker`` (a Ray name), whose constructor raised."""
         self._warnings.setdefault(worker, []).extend(lines)
 
     def take_warnings(self, worker: str) -> list[tuple[str, str]]:

@@ -1,6 +1,5 @@
-"""A distributed run's throughput: ``Throughput`` turns each poll of the workers' statistics
-into ``throughput.csv`` rows, ``runtime/*`` TensorBoard scalars and the progress line's summary,
-which names the bottleneck. No Ray import here."""
+"""``Throughput``: each poll's ``throughput.csv`` rows, ``runtime/*`` scalars and the progress
+line's summary, which names the bottleneck. No Ray import here."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ SMOOTHING = 0.3
 
 
 def bottleneck(actors_wait: float, trainer_waits: float) -> str:
-    """Name what limits a run from the shares of their time the actors wait for the trainer
-    (``actors_wait``) and the trainer waits for samples (``trainer_waits``)."""
+    """Name what limits a run from the shares of time the actors and the trainer wait."""
     if math.isnan(actors_wait) or math.isnan(trainer_waits):
         return "bottleneck: -"
     if max(actors_wait, trainer_waits) < BUSY:
@@ -42,8 +40,7 @@ def _share(seconds: float, of: float) -> float:
 
 
 class Throughput:
-    """Writes each poll's throughput to ``path`` (``throughput.csv``) and ``log`` (an
-    ``ExperimentLogger``), either ``None`` to skip, and keeps smoothed values for ``line``."""
+    """Writes each poll's throughput to ``path`` and ``log`` (``None``: skip); smooths ``line``."""
 
     def __init__(self, path: Path | None, log: Any) -> None:
         self.path, self.log = path, log
@@ -54,9 +51,8 @@ class Throughput:
 
     def record(self, stats: dict[str, dict[str, Any]], trainers: dict[str, dict[str, Any]],
                seconds: float, restarts: int, last: bool = False) -> None:
-        """Record one poll: ``stats`` by worker name, the trainers' among them (rank 0 first,
-        whose ``lags`` and ``dropped`` are the run's), ``seconds`` since the last poll and the
-        restarts so far; ``last``: the poll that found the budget spent (no wait shares)."""
+        """Record one poll: ``stats`` by worker name, the trainers' (rank 0 first), ``seconds``
+        since the last poll and the restarts so far; ``last``: no wait shares."""
         self.restarts = restarts
         if seconds <= 0:
             return

@@ -1,6 +1,5 @@
-"""``TrainerWorker``, the trainer worker of a distributed run. With ``runtime.trainers > 1``
-the trainers form one torch.distributed group (``ddp``) and rank 0 alone publishes and
-checkpoints. Importing this module imports Ray."""
+"""``TrainerWorker``; several form one torch.distributed group (``ddp``) and rank 0 alone
+publishes and checkpoints. Importing this module imports Ray."""
 
 from __future__ import annotations
 
@@ -37,10 +36,7 @@ logger = logging.getLogger(__name__)
 class TrainerWorker(Worker):
     """Owns the sample buffer (a ``Learner``), trains, publishes parameters to the
     ``ParameterServer`` named ``server`` and hands it its checkpoints, whence it continues
-    after a restart (it never touches the run directory, which is the driver's: on a cluster,
-    on another node). With ``runtime.trainers > 1``, ``run`` follows ``join_group``.
-    ``checkpoint``: the path of the run's trainer checkpoint on the driver, which a damaged
-    one's error names."""
+    after a restart; ``checkpoint``: the driver's path of it, which errors name."""
 
     @hands_over_warnings
     def __init__(self, runtime: RuntimeConfig, server: str, seed: int, rank: int,
@@ -61,8 +57,7 @@ class TrainerWorker(Worker):
         self.env_label, self.verbose = spec.env_label, spec.verbose
         seed_units(seed + rank, learner=self.core)
         self.resumed_from: int | None = None
-        self.frames = 0  # the env steps its actors had taken at their latest puts (rebased
-        # on the run's by ``count_frames_from`` when placed)
+        self.frames = 0  # its actors' env steps at their latest puts (``count_frames_from``)
         saved = ray.get(self.publisher.server.trainer_checkpoint.remote()) if rank == 0 else None
         if saved is not None:
             from looprl.experiments.checkpoint import load_saved  # (not in actors)
@@ -94,9 +89,7 @@ class TrainerWorker(Worker):
                 "counts": (self.core.received, self.core.dropped)}
 
     def count_frames_from(self, frames: int) -> None:
-        """Count the env steps of the samples it receives (its losses' frame) from ``frames``,
-        the run's as the controller counts them (a resumed or restarted trainer: its
-        checkpoint's count may be ahead of the controller's)."""
+        """Count the env steps of the samples it receives from ``frames`` (the run's)."""
         with self._lock:
             self.frames = frames
 
@@ -124,8 +117,7 @@ class TrainerWorker(Worker):
 
     def put(self, segments: list[Any], frames: int = 0) -> int:
         """Receive an actor's segments and the env steps it took since its last put; return
-        the policy version to sample with next (waits while the learner is ``backlogged``
-        and, with ``runtime.sync``, until trained on)."""
+        the policy version to sample with next (waits while backlogged, or sync)."""
         with self._lock:
             self.frames += frames
             self._blocked += 1
@@ -149,8 +141,7 @@ class TrainerWorker(Worker):
 
     def _wait_trained(self, version: int) -> None:
         """(Holding the lock.) Wait until the learner owes no step and has published a
-        version newer than ``version``, or every feeder waits for a batch that needs more, or
-        ``answer_timeout(runtime)`` (a warning)."""
+        version newer than ``version``, or every feeder waits for a batch that needs more."""
         self._waiting += 1
         generation, timeout = self._more, answer_timeout(self.runtime)
         deadline = time.monotonic() + timeout  # a feeder that died must not block the rest
@@ -173,9 +164,8 @@ class TrainerWorker(Worker):
         self._waiting -= 1
 
     def stats(self) -> dict[str, Any]:
-        """Since the last call: sample lags, ``log/*`` values, env steps trained on, seconds
-        waiting for samples, the ``LossRecorder`` rows and warnings; and the step count and
-        current ``hp/*`` values."""
+        """Since the last call: lags, ``log/*`` values, rows, waits, logged rows and warnings;
+        the step count and ``hp/*`` values."""
         logged = [row for recorder in self._logged for row in recorder.take()]
         with self._lock:
             lags, self._lags = self._lags, []
@@ -243,8 +233,7 @@ class TrainerWorker(Worker):
             self.checkpoint()
 
     def checkpoint(self) -> None:
-        """Hand the trainer (policy, optimizer, counters) to the ``ParameterServer``: the
-        controller writes it in the run directory, a restarted trainer loads it."""
+        """Hand the trainer (policy, optimizer, counters) to the ``ParameterServer``."""
         saved = io.BytesIO()
         torch.save({"core": self.core.state_dict(), "steps": self.steps}, saved,
                    pickle_module=cloudpickle)  # user classes defined in scripts pickle too
@@ -265,10 +254,7 @@ class TrainerWorker(Worker):
 
 
 class LossRecorder(Logger):
-    """Keeps what a trainer's approximations log as rows ``(agent, kind, name, value,
-    frame)`` for ``RunMonitor``; ``frame``: ``frames()`` (the env steps of the samples
-    received, a local run's frame then) times ``scale``; ``verbose``: a local run's logger's
-    (its learner logs its statistics)."""
+    """Keeps what a trainer's approximations log as ``(agent, kind, name, value, frame)``."""
 
     def __init__(self, frames: Callable[[], int], agent: str | None = None, scale: int = 1,
                  verbose: bool = True):
@@ -298,9 +284,7 @@ class LossRecorder(Logger):
 
 def record_losses(core: Any, frames: Callable[[], int], trainers: int = 1,
                   verbose: bool = True) -> list[LossRecorder]:
-    """Give ``core``'s learners (each agent's) and the approximations of their policies and
-    trainers ``LossRecorder`` s (logging at ``frames()``): what they log reaches the run's
-    logs as a local run's."""
+    """Give ``core``'s learners and their approximations ``LossRecorder`` s."""
     cores = getattr(core, "cores", None)
     names = core.policy.names if cores is not None else [None]
     recorders = []
@@ -323,9 +307,7 @@ def hyperparameter_values(core: Any) -> dict[str, Any]:
 
 
 def kept_lag(runtime: RuntimeConfig) -> int | None:
-    """The ``max_lag`` of the trainer's buffer: ``runtime.max_lag``, one more with ``sync``,
-    whose segments' first row (the one before's last) was chosen a step before the others, as
-    in a local run."""
+    """The trainer buffer's ``max_lag``: ``runtime.max_lag``, one more with ``sync``."""
     lag = runtime.max_lag
     return lag + 1 if lag is not None and runtime.sync else lag
 

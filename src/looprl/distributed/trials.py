@@ -1,7 +1,5 @@
 """``RayTrials``: a runner's trials at once, each a Ray task on a replica of the runner
-(``looprl run runner=es|optuna|pbt runtime=ray``), with a sequential run's results. A trial
-logs in a temporary directory of its own process and returns its files, which the driver
-writes in the runner's ``logdir``: the nodes of a cluster share no filesystem."""
+(``runner=es|optuna|pbt runtime=ray``), which returns its files for the driver to write."""
 
 from __future__ import annotations
 
@@ -83,8 +81,7 @@ class RayTrials:
                 done, _ = ray.wait(list(pending), num_returns=1)
                 index = pending.pop(done[0])
                 result, saved, files, run = _result(ray, done[0])
-                # its files, here, where a sequential run writes (then let go of: not held
-                # until the last trial ends); its agent goes on in its run directory as claimed
+                # its files, here, where a sequential run writes (not held until the last ends)
                 claimed = {} if files is None else unpack_runs(files, runner.logdir)
                 results[index] = result, saved, claimed.get(run)
         finally:
@@ -106,12 +103,9 @@ def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool,
                 registry: dict[str, Any]
                 ) -> tuple[Any, bytes | None, bytes | None, str | None, list[tuple[str, str]]]:
     """In a Ray worker: ``trial``'s result on a fresh runner, with ``keep`` its agent's
-    checkpoint (without its replay buffer), the files it wrote (a tar of its ``logdir``, a
-    temporary directory here; ``None``: no ``logdir``), with ``keep`` its agent's run
-    directory relative to the ``logdir``, where the checkpoint loads (``KeptAgent.restore``),
-    and the warnings it logged (``WorkerWarnings``; its error carries them as
-    ``worker_warnings``); ``registry``: the driver's
-    ``gym_registrations``, registered here where missing."""
+    checkpoint (no replay buffer), a tar of the files it wrote (``None``: no ``logdir``),
+    with ``keep`` its run directory relative to the ``logdir``, and the warnings it logged
+    (its error carries them as ``worker_warnings``)."""
     import torch
 
     from looprl.experiments.checkpoint import save_checkpoint
@@ -124,8 +118,7 @@ def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool,
         try:
             result = trial(runner, task)
             saved = run = None
-            if keep and runner.experiment is not None:  # (in its run directory: its loggers'
-                # paths are relative to it, wherever it is loaded)
+            if keep and runner.experiment is not None:  # (in its run directory: loggers' paths)
                 run_dir = getattr(runner.experiment.logger, "log_dir", None) or directory
                 path = Path(run_dir) / KEPT
                 saved = save_checkpoint(runner.experiment, path, replay=False).read_bytes()
@@ -145,10 +138,7 @@ def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool,
 
 
 def unpack_runs(archive: bytes, logdir: str) -> dict[str, str]:
-    """Write a trial's files (``run_replica``'s tar) in ``logdir``: each run directory
-    (``{agent}/{env}/{run}``) under its first free name, as a sequential run claims it
-    (``claim_run_dir``: a run of the same name there is not written over); return the
-    directory each got, by its path in the tar."""
+    """Write a trial's tar in ``logdir`` (``claim_run_dir``); each run's directory by tar path."""
     from looprl.experiments.run_files import claim_run_dir
     os.makedirs(logdir, exist_ok=True)
     claimed = {}
@@ -168,8 +158,7 @@ def unpack_runs(archive: bytes, logdir: str) -> dict[str, str]:
 
 
 def _result(ray: Any, ref: Any) -> Any:
-    """``run_replica``'s answer at ``ref`` but its warnings, which are logged here (a task's
-    error: raised as the error it raised, once its warnings are logged)."""
+    """``run_replica``'s answer at ``ref`` but its warnings, which are logged here."""
     try:
         *answer, warned = ray.get(ref)
     except ray.exceptions.RayTaskError as error:

@@ -1,6 +1,5 @@
-"""Watch the policy a distributed run trained (``looprl watch RUN_DIR`` of a Ray run), rebuilt
-from the run directory's ``policy.pt`` and ``algorithm.pt`` (its ``AlgorithmSpec``), in an env
-normalized as training's (``normalization.pt``, where it had normalizers)."""
+"""``looprl watch RUN_DIR`` of a Ray run: its ``policy.pt`` and ``algorithm.pt`` (the
+``AlgorithmSpec``), in an env normalized as training's."""
 
 from __future__ import annotations
 
@@ -55,11 +54,9 @@ def load_run(run_dir: str | Path) -> tuple[AlgorithmSpec, Any]:
 def watch_run(run_dir: str | Path, episodes: int = 1, fps: float | None = None,
               gif: str | Path | None = None, max_steps: int = 10_000, seed: int = 0
               ) -> tuple[list[float], Path | None]:
-    """Play ``episodes`` deterministic episodes of the policy in ``run_dir`` (its env normalized
-    with the training statistics saved there) at ``fps`` (default: the environment's
-    ``render_fps``), in a window when a display exists and the environment draws one, else into a
-    GIF (``gif``, default ``run_dir/watch.gif``). Returns the episode returns (summed over agents)
-    and the GIF path (``None``: a window)."""
+    """Play ``episodes`` deterministic episodes of the policy in ``run_dir`` (normalized as in
+    training) at ``fps`` (default: the env's), in a window where the env draws one, else into a
+    GIF (``gif``, default ``run_dir/watch.gif``); return the returns and the GIF path or None."""
     spec, policy = load_run(run_dir)
     build = partial(make, spec.env, **spec.env_args)
     env, window = render_env(build, window=gif is None and has_display())

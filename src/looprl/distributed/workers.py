@@ -1,6 +1,5 @@
-"""The actor and policy workers of a distributed run. Evaluation workers are ``ActorWorker`` s
-with ``evaluation=True`` and no trainer. A worker's loop is its ``run``; ``stats`` and ``stop``
-run beside it (threaded actors). Importing this module imports Ray."""
+"""The actor, evaluation (``ActorWorker(evaluation=True)``) and policy workers; ``stats`` and
+``stop`` run beside a worker's loop, ``run``. Importing this module imports Ray."""
 
 from __future__ import annotations
 
@@ -25,19 +24,24 @@ from looprl.collector.recovery import EnvRestarts, env_call
 from looprl.collector.runner import check_result, restart_episodes
 from looprl.core.namedarray import concat
 from looprl.core.suggest import WorkerWarnings
-from looprl.distributed.cluster import answer_timeout
+from looprl.distributed.cluster import answer_timeout, answers
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
-from looprl.distributed.normalization import normalize_as_training
-from looprl.distributed.pipeline import meta_states
+from looprl.distributed.pipeline import act, meta_states
 from looprl.distributed.policy_copy import PolicyCopy
 from looprl.distributed.sender import SegmentSender
 from looprl.distributed.server import ParameterServer
 from looprl.environments.base import wrapped_seed
-from looprl.environments.wrappers import load_normalization, normalizers_of, read_normalization
+from looprl.environments.wrappers import (
+    load_normalization,
+    most_counted,
+    normalizers_of,
+    read_normalization,
+)
 from looprl.meta.hyperparameters import acting_schedules, acting_values
 
 __all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "Worker", "cuda_device",
-           "hands_over_warnings", "named", "run_spec"]
+           "hands_over_warnings", "named", "normalize_as_training", "run_spec",
+           "training_normalization"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,10 +57,7 @@ class _Stopped(Exception):
 
 
 class Worker:
-    """What every worker has: ``ready``, ``stop`` (ends the loop, ``run``), its exploration
-    ``schedules`` (``acting_schedules``) and ``warned`` (``WorkerWarnings``: in ``stats()``;
-    those of a constructor that raised: handed to the ``ParameterServer`` named ``server``,
-    ``hands_over_warnings``)."""
+    """What every worker has: ``ready``, ``stop``, exploration ``schedules`` and ``warned``."""
 
     def __init__(self, torch_threads: int, server: str) -> None:
         self.warned, self.server_name = WorkerWarnings().start(), server
@@ -69,8 +70,7 @@ class Worker:
         return [schedule.step for schedule in self.schedules]
 
     def explore_from(self, steps: list[int]) -> None:
-        """Move its exploration schedules to ``steps``: the run's (a resumed run's, or where
-        it was before Ray restarted this worker), not their first value again."""
+        """Move its exploration schedules to ``steps`` (a resumed or restarted run's)."""
         for schedule, step in zip(self.schedules, steps, strict=True):
             schedule.step = step
 
@@ -85,9 +85,7 @@ class Worker:
 
 def hands_over_warnings(init: Callable[..., None]) -> Callable[..., None]:
     """A worker's ``__init__`` that, if it raises, first hands the warnings it logged (often
-    why) to the run's ``ParameterServer`` (``keep_warnings``), whence the driver logs them with
-    its error (``WorkerPool.log_failed_start``): Ray's error keeps the error's text only. The
-    error is raised as before: Ray does not restart a worker whose constructor failed."""
+    why) to the run's ``ParameterServer``, whence the driver logs them with its error."""
 
     @functools.wraps(init)
     def start(self: Worker, *args: Any, **kwargs: Any) -> None:
@@ -128,14 +126,25 @@ def cuda_device(role: str, gpus: float) -> str:
     return "cuda"
 
 
+def training_normalization(actors: Sequence[Any], timeout: float) -> list[Any] | None:
+    """The most counted of the training ``actors``' ``normalization()`` within ``timeout``."""
+    refs = {index: actor.normalization.remote() for index, actor in enumerate(actors)}
+    return most_counted(list(answers(refs, timeout, any_error=True).values()))
+
+
+def normalize_as_training(runner: Any, actors: Sequence[Any], timeout: float) -> bool:
+    """Load ``training_normalization`` into ``runner``'s normalizers, frozen; whether any."""
+    statistics = training_normalization(actors, timeout) if normalizers_of(runner.envs) else None
+    load_normalization(runner.envs, statistics, runner.env_name)
+    return statistics is not None
+
+
 @ray.remote(max_concurrency=2)
 class ActorWorker(Worker):
     """Steps ``runtime.envs_per_actor`` env copies and sends ``[T + 1, B]`` segments to the
     ``trainer`` (a Ray name; ``None``: none sent), acting with a ``policy_worker`` (``None``:
     its own policy copy), until it has taken ``frames`` env steps (``None``: no limit);
-    ``meta_state``: its step hooks' state to start from (``components_state``: a resumed
-    run's); ``normalizers``: the training actors (Ray names) whose statistics an evaluation
-    worker's normalizers load, frozen, as it loads new parameters (``normalize_as_training``)."""
+    ``normalizers``: the training actors an evaluation worker normalizes as."""
 
     @hands_over_warnings
     def __init__(self, index: int, runtime: RuntimeConfig, server: str, trainer: str | None,
@@ -188,10 +197,8 @@ class ActorWorker(Worker):
             self.trainer, self.sync, index, functools.partial(self._count, key="put_seconds"))
 
     def stats(self) -> dict[str, Any]:
-        """Since the last call: frames, finished episodes, timings, meta ``log/*`` values
-        (``(frames then, values)`` each), env faults and episodes cut at the cap (``(count, env,
-        cap)``); the env call in progress, and whether the actor ``finished``: stepped its
-        budget and handed the trainer every row."""
+        """Since the last call: frames, episodes, timings, meta values, env faults and cut
+        episodes; the env call in progress and whether it finished."""
         with self._lock:
             stats, self._stats = self._stats, _fresh_stats()
         stats["env_seconds"], self.runner.env_seconds = self.runner.env_seconds, 0.0
@@ -217,15 +224,11 @@ class ActorWorker(Worker):
             return state
 
     def normalization(self) -> list[Any]:
-        """Its env copies' normalizers' statistics (``read_normalization``), which evaluation
-        and ``looprl watch`` normalize with, as training did (``training_normalization``)."""
+        """Its env copies' normalizers' statistics (``read_normalization``)."""
         return read_normalization(self.runner.envs)
 
     def load_normalization(self, statistics: list[Any] | None) -> None:
-        """Its normalizers go on from training's ``statistics`` (``training_normalization``),
-        updating: a resumed run's actors, and one that Ray restarted (``WorkerPool.placed``), before
-        its loop starts; its copies then reset, to scale their first observations with them
-        (an env without normalizers: not reset again)."""
+        """Its normalizers go on from training's ``statistics``; its copies then reset."""
         load_normalization(self.runner.envs, statistics, self.runner.env_name, freeze=False)
         if statistics is not None and normalizers_of(self.runner.envs):
             restart_episodes(self.runner)
@@ -267,16 +270,10 @@ class ActorWorker(Worker):
             self._lock.notify_all()
         self._stop.wait()
 
-    def _act(self) -> Any:
-        """The own policy copy's answer to the first group's request, if any."""
-        request = self.runner.request(0)
-        return None if request is None else self.actor.rollout(request)
-
     def _record_last(self, pending: list[tuple[Any, Any]] | None) -> None:
-        """Record the answers to the latest observations (``pending``: the policy worker's;
-        ``None``: the own copy's), whose rows complete the segments, and send all held."""
-        answers = ([(self._act(), self.local.policy.version)] if pending is None
-                   else [self._answer(asked) for asked in pending])
+        """Record the answers to the latest observations and send all held."""
+        answers = ([(act(self.runner, self.actor), self.local.policy.version)]
+                   if pending is None else [self._answer(asked) for asked in pending])
         for group, answer in enumerate(answers):
             self.runner.record(group, *answer)
         self._send_completed()
@@ -289,7 +286,7 @@ class ActorWorker(Worker):
     def _local_step(self) -> None:
         start = time.perf_counter()
         self.local.maybe_pull()
-        result = self._act()
+        result = act(self.runner, self.actor)
         self._count(time.perf_counter() - start)
         self.runner.record(0, result, self.local.policy.version)
         self._send_completed()  # (trained before the step, as a local run trains them)
@@ -305,8 +302,7 @@ class ActorWorker(Worker):
             self._normalize_as_training()
 
     def _normalize_as_training(self, first: bool = False) -> None:
-        """An evaluation worker's normalizers: the training actors' statistics, frozen (the
-        ``first`` time: its episodes start again, their first observations scaled with them)."""
+        """An evaluation worker's normalizers: the training actors' (``first``: episodes anew)."""
         if self.normalizers and not self._stop.is_set():
             if normalize_as_training(self.runner, self.normalizers, self.timeout) and first:
                 restart_episodes(self.runner)
@@ -353,8 +349,7 @@ class ActorWorker(Worker):
                 self._lock.notify_all()
 
     def _send_completed(self) -> None:
-        """Hand the trainer the segments that the rows just recorded complete (with
-        ``runtime.sync``: trained, and their version loaded, before the env steps on)."""
+        """Hand the trainer the segments just completed (sync: load what trained on them)."""
         segments = self.runner.segments()
         version = None if self.sender is None else self.sender.send(
             segments, self.runner.total_frames)
@@ -369,8 +364,7 @@ def _fresh_stats() -> dict[str, Any]:
 
 @ray.remote
 class PolicyWorker(Worker):
-    """Batches the rollout requests of actor workers: answered together once
-    ``batch_requests`` of them wait, or after ``MAX_WAIT`` seconds."""
+    """Batches the actors' rollout requests: ``batch_requests`` of them, or after ``MAX_WAIT``."""
 
     @hands_over_warnings
     def __init__(self, runtime: RuntimeConfig, server: str, batch_requests: int):
@@ -386,8 +380,7 @@ class PolicyWorker(Worker):
         self._batches: list[int] = []
 
     def stats(self) -> dict[str, Any]:
-        """Rows per batched rollout and warnings since the last call, the policy version, the
-        pid and the exploration schedules' steps."""
+        """Batch sizes and warnings since the last call, the version, pid and schedule steps."""
         batches, self._batches = self._batches, []
         return {"batch_rows": batches, "version": self.copy.policy.version, "id": os.getpid(),
                 "schedules": self.schedule_steps(), "warnings": self.warned.take()}
