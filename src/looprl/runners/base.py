@@ -1,13 +1,7 @@
-"""``Runner``: the outer loop's handle on one agent of a preset builder: it builds a fresh
-agent, trains it, evaluates it and changes it between runs (preset hyperparameters, ``hp/*``
-keys, network parameters as one flat vector).
-
-``train(num_steps)`` returns ``TRAIN_KEYS``: ``step`` and ``episodes`` (in total), ``returns``
-(of the episodes that ended during this call), ``mean_return`` (their mean; ``nan``: none)
-and ``wall_time`` (seconds). ``evaluate(episodes)`` returns ``EVAL_KEYS``:
-``mean_eval_reward``, ``std_eval_reward``, ``returns``, ``episodes`` and ``step``; with a
-held-out ``test_env`` they are the held-out set's, and ``train_set`` and ``test_set`` hold
-both sets'.
+"""``Runner``: the outer loop's handle on one agent of a preset builder: it builds, trains,
+evaluates and changes agents (preset hyperparameters, ``hp/*`` keys, network parameters).
+``train`` returns ``TRAIN_KEYS``, ``evaluate`` ``EVAL_KEYS`` (with a ``test_env``: the held-out
+set's, and both sets' under ``train_set`` and ``test_set``).
 """
 
 from __future__ import annotations
@@ -16,14 +10,13 @@ import copy
 import math
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
 from looprl.core import Hyperparameter
-from looprl.core.logger import Logger
 from looprl.core.suggest import a_type, check_flag, check_seed, is_number
 from looprl.environments import Environment, MultiagentEnvironment
 from looprl.experiments.checkpoint import check_checkpointing, check_same_config, load_checkpoint
@@ -43,6 +36,10 @@ TRAIN_KEYS: tuple[str, ...] = ("step", "episodes", "returns", "mean_return", "wa
 EVAL_KEYS: tuple[str, ...] = ("mean_eval_reward", "std_eval_reward", "returns", "episodes",
                               "step")
 
+#: the ``Runner`` arguments a replica takes as they are (``replica_arguments``)
+REPLICATED = ("env", "seed", "meta", "quiet", "eval_episodes", "checkpoint_every",
+              "checkpoint_replay", "verbose", "wandb", "test_env", "keep_checkpoints", "run_info")
+
 __all__ = ["EVAL_KEYS", "TRAIN_KEYS", "MemoryLogger", "RecordingLogger", "Runner"]
 
 
@@ -54,8 +51,7 @@ def whole(value: Any, name: str) -> int:
 
 
 def _environment(agent: Any, env: Any, name: str = "env") -> Any:
-    """``env``, an environment or an id made as ``run_experiment`` makes it; ``TypeError`` if
-    it is neither (a ``test_env`` too: at construction, not after training)."""
+    """``env``, an environment or an id made as ``run_experiment`` does; else a ``TypeError``."""
     made = env_for(agent, env) if isinstance(env, str) else env
     if not isinstance(made, Environment | MultiagentEnvironment):
         what = "Expected" if name == "env" else f"{name}: expected"
@@ -64,47 +60,20 @@ def _environment(agent: Any, env: Any, name: str = "env") -> Any:
     return made
 
 
-def local_run(loaded: Any, path: str) -> Any:
-    """``loaded``, the experiment of the checkpoint ``path``, or a one-line ``ValueError`` for a
-    Ray run's (was: an ``AttributeError``, of its ``preset``)."""
-    if not isinstance(loaded, Experiment):
-        raise ValueError(f"{path} is the checkpoint of a Ray run ({a_type(loaded)}): resume it "
-                         "with DistributedRun(..., resume_from=RUN_DIR) (looprl run --resume "
-                         "RUN_DIR)")
-    return loaded
-
-
-def check_checkpointing_kept(experiment: Any, path: str, every: int | None, replay: bool,
-                             close: Callable[[Any], None]) -> None:
-    """``check_same_config``'s one line (``looprl run --resume``'s), the ``experiment``
-    closed first, if the resume of the checkpoint ``path`` asks for another
-    ``checkpoint_every`` or ``checkpoint_replay`` than its own, which it keeps (``every=None``:
-    it asks for none; ``keep_checkpoints`` may change, as there)."""
-    differences = [] if every is None else [f"{key}: {old!r} -> {new!r}" for key, old, new in (
-        ("checkpoint_every", experiment.checkpoint_every, every),
-        ("checkpoint_replay", experiment.checkpoint_replay, replay)) if old != new]
-    if differences:
-        close(experiment)
-        check_same_config(path, differences)
-
-
 class Runner:
     """Trains and evaluates agents of one preset on one environment (the other arguments
     are ``Experiment``'s).
 
     Args:
         agent: a preset builder, e.g. ``looprl.presets.classic_control.ppo``.
-        env: an environment, or an id made as ``run_experiment`` makes it (``"CartPole-v1"``;
-            a multi-agent preset's ``"tictactoe_v3"``, an Atari preset's ``"Pong"``).
+        env: an environment, or an id (``"CartPole-v1"``, ``"tictactoe_v3"``, ``"Pong"``).
         seed: seeds every new agent (``run()`` leaves the global random generators as found).
         logdir: a directory for run directories; ``None``: nothing is written.
         meta: meta components (``looprl.meta``) hooked into every agent's experiment.
         eval_episodes: the default number of episodes of ``evaluate``.
         wandb: ``wandb.init`` arguments, to log to W&B too; needs a ``logdir``.
-        test_env: a held-out environment of the same spaces (or an id, as ``env``):
-            ``evaluate`` plays there (each instance of a ``ContextualEnvironment`` at least
-            once) and reports the training environment's returns beside (``train_set`` /
-            ``test_set``).
+        test_env: a held-out environment of the same spaces (or an id), where ``evaluate``
+            plays (each contextual instance at least once), the training one's returns beside.
         run_info: more entries of every ``run.json`` (beside ``runner``, ``seed``, ``meta``).
     """
 
@@ -157,28 +126,28 @@ class Runner:
 
     def replica_arguments(self) -> dict[str, Any]:
         """The ``Runner`` arguments of a replica in another process (a trial on Ray)."""
-        return {"agent": self.builder, "env": self.env, "seed": self.seed,
-                "logdir": None if self.logdir is None else os.path.abspath(self.logdir),
-                "meta": self.meta, "quiet": self.quiet, "eval_episodes": self.eval_episodes,
-                "checkpoint_every": self.checkpoint_every,
-                "checkpoint_replay": self.checkpoint_replay, "verbose": self.verbose,
-                "wandb": self.wandb, "test_env": self.test_env,
-                "keep_checkpoints": self.keep_checkpoints, "run_info": self.run_info}
+        return {"agent": self.builder, **{key: getattr(self, key) for key in REPLICATED},
+                "logdir": None if self.logdir is None else os.path.abspath(self.logdir)}
 
     def new_agent(self, hyperparameters: dict[str, Any] | None = None,
                   train_steps: float = math.inf, logged: bool = True) -> None:
-        """Build a fresh, seeded agent with the preset ``hyperparameters`` overridden and fresh
-        copies of the meta components (the preset builder's and ``meta``, as given); its
-        schedules anneal over ``train_steps``. ``logged=False``: no run directory."""
+        """Build a fresh, seeded agent of the preset ``hyperparameters`` and fresh meta components,
+        its schedules annealing over ``train_steps``. ``logged=False``: no run directory."""
         self.close()
         builder = self.builder.hyperparameters(**(hyperparameters or {}))
         seed_everything(self.seed)
         self.preset = builder.env(self.env).build()
         self.preset.meta, meta = copy.deepcopy(self._fresh_meta)
-        label = self._next_run[0] if self._next_run else None  # (``_logger`` takes it)
+        label, info = self._next_run or (None, {})
+        logger: Any = MemoryLogger()
+        if logged and self.logdir is not None:  # (else the label waits for a logged agent)
+            self._next_run = None
+            logger = RecordingLogger(self.preset.name, self.env.name, self.logdir,
+                                     verbose=self.verbose, wandb=self.wandb, run_name=label,
+                                     run_info=self._run_json(info))
         self.experiment = make_experiment(
-            self.preset, self.env, train_steps=train_steps, quiet=self.quiet,
-            logger=self._logger() if logged else MemoryLogger(), seed=self.seed,
+            self.preset, self.env, train_steps=train_steps, quiet=self.quiet, logger=logger,
+            seed=self.seed,
             meta=meta, verbose=self.verbose,  # (an agent not logged has nowhere to save them)
             checkpoint_every=self.checkpoint_every if logged else None,
             checkpoint_replay=self.checkpoint_replay,
@@ -196,13 +165,24 @@ class Runner:
 
     def resume(self, path: str, run_name: str | None = None,
                run_info: dict[str, Any] | None = None) -> None:
-        """Continue the experiment saved at ``path`` (in a new run directory ``run_name``)."""
+        """Continue the experiment saved at ``path`` (in a new run directory ``run_name``); its
+        checkpointing stays (another ``checkpoint_every``/``_replay``: one line, as --resume's)."""
         self.close()
         if run_name is not None:
             run_info = {**self.run_info, **(run_info or {})}
-        experiment = local_run(load_checkpoint(path, run_name, run_info), path)
-        check_checkpointing_kept(experiment, path, self.checkpoint_every, self.checkpoint_replay,
-                                 self.close_experiment)
+        experiment = load_checkpoint(path, run_name, run_info)
+        if not isinstance(experiment, Experiment):  # (was: an AttributeError, of its preset)
+            raise ValueError(f"{path} is the checkpoint of a Ray run ({a_type(experiment)}): "
+                             "resume it with DistributedRun(..., resume_from=RUN_DIR) (looprl "
+                             "run --resume RUN_DIR)")
+        differences = [] if self.checkpoint_every is None else [
+            f"{key}: {old!r} -> {new!r}" for key, old, new in (
+                ("checkpoint_every", experiment.checkpoint_every, self.checkpoint_every),
+                ("checkpoint_replay", experiment.checkpoint_replay, self.checkpoint_replay))
+            if old != new]
+        if differences:
+            self.close_experiment(experiment)
+            check_same_config(path, differences)
         self.experiment = experiment
         experiment.keep_checkpoints = self.keep_checkpoints  # (a resumed run's own settings)
         experiment.quiet = self.quiet
@@ -215,9 +195,7 @@ class Runner:
         self._next_run = (name, info)
 
     def label_run(self, name: str, **info: Any) -> None:
-        """The current agent goes on in a new run directory ``name`` (or the one
-        ``label_next_run`` named so), with ``info`` in its ``run.json`` (if there is a
-        ``logdir``)."""
+        """The current agent goes on in the run directory ``name``, ``info`` in its ``run.json``."""
         self._require_agent()
         logger, self.experiment.label = self.experiment.logger, name
         if self.logdir is None:
@@ -226,15 +204,6 @@ class Runner:
             logger.describe_run(self._run_json(info))
         else:
             logger.start_run(name, self._run_json(info))
-
-    def _logger(self) -> Logger:
-        if self.logdir is None:
-            return MemoryLogger()
-        name, info = self._next_run or (None, {})
-        self._next_run = None
-        return RecordingLogger(self.preset.name, self.env.name, self.logdir,
-                               verbose=self.verbose, wandb=self.wandb, run_name=name,
-                               run_info=self._run_json(info))
 
     def _run_json(self, info: dict[str, Any]) -> dict[str, Any]:
         return {**self.run_info, **info, "hyperparameters": self.preset.hyperparameters}
@@ -249,8 +218,7 @@ class Runner:
         return agent_hyperparameters(self.experiment.agent)
 
     def set_hyperparameters(self, values: dict[str, Any]) -> None:
-        """Set ``hp/*`` keys of the current agent (``{"hp/lr": 1e-3}``), each checked as a meta
-        component's value is (``set_hyperparameter``)."""
+        """Set ``hp/*`` keys of the current agent (``{"hp/lr": 1e-3}``), each checked."""
         found = self.hyperparameters()
         for key, value in values.items():
             if key not in found:
@@ -285,7 +253,7 @@ class Runner:
 
     def train(self, num_steps: int) -> dict[str, Any]:
         """Train the current agent ``num_steps`` more steps (a fresh one if none, its schedules
-        planned over these steps: ``new_agent(train_steps=...)`` plans them over more)."""
+        annealing over these steps); ``TRAIN_KEYS`` (``returns``: the episodes ended here)."""
         num_steps = whole(num_steps, "train(num_steps)")
         if self.experiment is None:
             self.new_agent(train_steps=num_steps)
@@ -299,10 +267,8 @@ class Runner:
                 "wall_time": time.perf_counter() - start}
 
     def evaluate(self, episodes: int | None = None) -> dict[str, Any]:
-        """Evaluate the current agent for ``episodes`` episodes (default: ``eval_episodes``):
-        ``final_evaluation`` of its experiment, seeded as a Ray run's (``seeded_test``); none
-        (``eval_episodes=0``: no evaluation) without a ``test_env`` is a one-line
-        ``ValueError``."""
+        """``EVAL_KEYS`` of ``episodes`` (default: ``eval_episodes``) seeded test episodes of the
+        current agent (``final_evaluation``); none without a ``test_env``: ``ValueError``."""
         self._require_agent()
         given = "eval_episodes=0: no evaluation" if episodes is None else "episodes=0"
         episodes = (self.eval_episodes if episodes is None
@@ -312,25 +278,21 @@ class Runner:
                              f"({given}): give evaluate(episodes=N), or eval_episodes >= 1")
         return self._evaluation(episodes)
 
-    def _evaluation(self, episodes: int) -> dict[str, Any]:
-        """``evaluate``'s results, of no episode too (``summary([])``: a run's with
-        ``eval_episodes=0``)."""
+    def _evaluation(self, episodes: int) -> dict[str, Any]:  # (of no episode too)
         self.experiment.seeded_test = True  # (as a Ray run's evaluation is)
         return {**final_evaluation(self.experiment, episodes, self.env, self.test_env),
                 "step": self.experiment.frame}
 
     def save_preset(self, directory: str) -> None:
-        """Save the preset to ``{directory}/preset.pt`` (``looprl watch DIRECTORY`` plays it)
-        and, of the current experiment's, its normalizers' statistics beside it."""
+        """Save the preset (and the current experiment's normalizers) to ``directory``."""
         current = self.experiment is not None and self.experiment.preset is self.preset
         save_preset(self.preset, self.experiment.vector_env if current else None, directory)
 
     def close_experiment(self, experiment: Any) -> None:
         """Close an experiment's logger and the environments it made (not ``self.env``)."""
         experiment.logger.close()
-        training_env = experiment.training_env
-        if training_env is not self.env:
-            training_env.close()
+        if experiment.training_env is not self.env:
+            experiment.training_env.close()
 
     def close(self) -> None:
         """Close the current agent's experiment (see ``close_experiment``)."""

@@ -1,9 +1,8 @@
 """``ESRunner``: evolution strategies over hyperparameters, network parameters, or both.
 
-An individual is one vector: the network parameters (with ``search_params=True``), then one
-coordinate in [0, 1] per target, mapped onto its bounds. Preset hyperparameters need a fresh
-agent per individual; with ``hp/*`` targets only, one agent runs through the whole search, as
-in Mighty. Run directories: ``{logdir}/{agent}/{env}/genGGG_indIII``, then ``best``.
+An individual is one vector: the network parameters (``search_params=True``), then a unit
+coordinate per target. Preset hyperparameters need a fresh agent per individual; with ``hp/*``
+targets only, one agent runs through the whole search (as in Mighty).
 """
 
 from __future__ import annotations
@@ -29,16 +28,14 @@ log = logging.getLogger(__name__)
 
 
 class ESRunner(Runner):
-    """Evolution strategies with ask/tell (``"cma"`` or ``"openai"``), as in Mighty; the
-    search starts from the values and parameters of a first agent, built here.
+    """Evolution strategies (``"cma"`` or ``"openai"``), as in Mighty, from the values and
+    parameters of a first agent built here; run directories ``genGGG_indIII``, then ``best``.
 
     Args:
         agent, env, **kwargs: ``Runner``'s.
-        search_targets: name -> bounds (``looprl.runners.space``); names are preset
-            hyperparameters or ``hp/*`` keys.
+        search_targets: name (preset hyperparameter, ``hp/*`` key) -> bounds (``space``).
         search_params: also search the network parameters, as one flat vector.
-        train_agent: train each individual ``num_steps_per_iteration`` steps before its
-            evaluation.
+        train_agent: train each individual ``num_steps_per_iteration`` steps first.
         sigma: initial standard deviation of the search (parameter and unit coordinates).
         fitness_shaping: ``"raw"``, ``"centered_ranks"`` or ``"z_score"``.
         strategy_options: cma options, or ``{"learning_rate": ...}`` for openai.
@@ -105,8 +102,7 @@ class ESRunner(Runner):
                       strategy_options)  # (its options and popsize checked now, not in run())
 
     def _check_fixed_shapes(self) -> None:
-        """Searched network parameters need one network shape: a preset target that changes
-        it (``hidden``) would fail at its first other value, mid-search."""
+        """Searched parameters need one network shape (``hidden`` fails mid-search)."""
         shapes = [p.shape for p in self._model().parameters()]
         for d in self.dimensions:
             if d.name.startswith("hp/"):
@@ -134,10 +130,8 @@ class ESRunner(Runner):
 
     @run_scope()  # (its trials warn once for it; the caller's random numbers go on)
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Search, then evaluate the best individual; ``({"step": iterations, "best": {fitness,
-        iteration, individual, values, parameters}, "history": [per generation: iteration,
-        fitness, values, mean_fitness, max_fitness, best_fitness]}, eval_results)``; ``best``
-        ``None`` and no evaluation (``{}``) if every individual diverged."""
+        """Search, then evaluate the best individual: ``({"step", "best", "history"},
+        eval_results)``; ``best`` ``None`` and no evaluation (``{}``) if all diverged."""
         es = make_strategy(self.strategy, self.x0, self.sigma, self.popsize, self.seed,
                            self.strategy_options)
         self._best: dict[str, Any] = {"fitness": -math.inf}
@@ -149,11 +143,9 @@ class ESRunner(Runner):
         try:
             for iteration in range(1, self.iterations + 1):
                 population = es.ask()
-                individuals = []
-                for index, vector in enumerate(population):
-                    params, values = self.decode(vector)
-                    individuals.append(Individual(iteration, index, values, params,
-                                                  self.fresh_agents, self._budget(), train_steps))
+                individuals = [Individual(iteration, index, *self.decode(vector),
+                                          self.fresh_agents, self._budget(), train_steps)
+                               for index, vector in enumerate(population)]
                 scored = self.trials.map(self, score_individual, individuals,
                                          keep=self.fresh_agents)
                 fitness = np.array([self.record(individual, value, agent)
@@ -182,9 +174,8 @@ class ESRunner(Runner):
 
     def record(self, individual: Individual, fitness: float, agent: KeptAgent | None
                ) -> float:
-        """Note ``individual`` once ``score_individual`` scored it (every individual, in
-        order): keep it if it is the best so far; return its fitness. ``agent``: its agent,
-        kept open (fresh agents), else ``None``."""
+        """Note each scored ``individual`` in order (its kept-open ``agent``: fresh agents
+        only), keeping the best so far; its fitness."""
         if fitness > self._best["fitness"] or "values" not in self._best:
             params = individual.params
             self._best = {"fitness": fitness, "iteration": individual.iteration,
@@ -204,9 +195,7 @@ class ESRunner(Runner):
     def _restore_best(self) -> None:
         """Make the best individual the current agent, in the run directory ``best``."""
         best = self._best
-        if self.fresh_agents:
-            if self._best_agent is None:
-                return
+        if self.fresh_agents:  # (a finite best: recorded with its agent)
             self._best_agent.restore(self)
         self.label_run("best", generation=best["iteration"], individual=best["individual"],
                        values=best["values"])
@@ -224,8 +213,8 @@ class Individual:
 
     iteration: int
     index: int
-    values: dict[str, Any]
     params: np.ndarray | None
+    values: dict[str, Any]
     fresh: bool  # a fresh agent (else the runner's current agent goes on)
     budget: float  # what a fresh agent's schedules anneal over
     train_steps: int  # training before the evaluation (0: none)

@@ -1,6 +1,5 @@
-"""The final evaluation of a run, the same on every runtime (``final_evaluation``): the test
-returns of the trained agent, and with a held-out set of instances (``context.test``) its returns
-on each of them too, played at least once."""
+"""The final evaluation of a run on every runtime (``final_evaluation``): the trained agent's test
+returns, and with held-out instances (``context.test``) its returns on each of them too."""
 
 from __future__ import annotations
 
@@ -46,11 +45,9 @@ def held_out_returns(test: Callable[..., list[float]], env: Any, episodes: int) 
 
 def final_evaluation(run: Any, episodes: int, env: Any = None, test_env: Any = None
                      ) -> dict[str, Any]:
-    """``summary`` of ``run.test`` (an ``Experiment``'s or a finished ``DistributedRun``'s):
-    ``episodes`` logged test episodes; with ``test_env``, ``episodes`` in ``env`` and
-    ``held_out_returns`` in ``test_env``, logged as the two ``SETS``. A multi-agent ``test``'s
-    returns are summed over the agents (the team's return). ``episodes=0`` plays no test but
-    each held-out instance once."""
+    """``summary`` of ``episodes`` of ``run.test`` (an ``Experiment``'s or a ``DistributedRun``'s;
+    multi-agent: the team's returns); with ``test_env``, ``held_out_returns`` there too, logged
+    as the two ``SETS``."""
     if test_env is None:
         if not episodes:  # (none played nor logged, as run_experiment's)
             return summary([])

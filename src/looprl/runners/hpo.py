@@ -1,9 +1,7 @@
 """``OptunaRunner``: hyperparameter search with Optuna (TPE, pruning, resumable studies).
 
 Each trial trains a fresh seeded agent for ``num_steps`` steps in ``n_evaluations`` chunks,
-reporting each evaluation to the pruner; its value is the last evaluation. A stored study is
-continued, the sampler seeded by ``seed`` plus the trials already there. On Ray, trials run
-in batches of ``trials.parallel``, their evaluations reported in order once the batch ends.
+each evaluation reported to the pruner (on Ray: once its batch ends); its value is the last.
 """
 
 from __future__ import annotations
@@ -36,9 +34,9 @@ class OptunaRunner(Runner):
 
     Args:
         agent, env, **kwargs: ``Runner``'s.
-        search_space: name -> spec (``looprl.runners.space``); names are preset
-            hyperparameters or ``hp/*`` keys of the agent.
-        n_trials: trials each ``run()`` adds to the study.
+        search_space: name (preset hyperparameter, ``hp/*`` key) -> spec (``space``).
+        n_trials: trials each ``run()`` adds to the study (a stored one is continued, its
+            sampler seeded by ``seed`` plus the trials already there).
         storage: ``None`` (in memory), a database URL (``"sqlite:///search.db"``), a journal
             file path (any other string or path), or an Optuna storage.
         sampler: a name of ``SAMPLERS``, or an Optuna sampler.
@@ -111,11 +109,13 @@ class OptunaRunner(Runner):
         return getattr(getattr(self.optuna, module), names[value])(**kwargs)
 
     def _trial_task(self, number: int, values: dict[str, Any],
-                    report: Callable[[int, float], bool] | None = None) -> TrialTask:
+                    report: Callable[[int, float], bool] | None = None,
+                    label: str | None = None) -> TrialTask:
         """The task of trial ``number`` with the searched ``values``."""
         total, n = self.num_steps, self.n_evaluations  # (n chunks that add up to total)
         chunks = [total // n + (1 if i < total % n else 0) for i in range(n)]
-        return TrialTask(number, values, self.num_steps, chunks, report)
+        return TrialTask(number, values, self.num_steps, chunks, label or f"trial{number:03d}",
+                         report)
 
     def _tell(self, study: Any, trial: Any, task: TrialTask,
               outcome: tuple[list[tuple[int, float]], str | None]) -> None:
@@ -156,9 +156,8 @@ class OptunaRunner(Runner):
 
     @run_scope()  # (its trials warn once for it; the caller's random numbers go on)
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Add ``n_trials`` trials, then retrain and evaluate the best values; ``({"step",
-        "best": {value, values, trial} or None, "history": [per trial: number, state, value,
-        values, step], "study_name"}, eval_results)`` (``{}``: no trial completed)."""
+        """Add ``n_trials`` trials, then retrain and evaluate the best values: ``({"step",
+        "best", "history", "study_name"}, eval_results)`` (``{}``: no trial completed)."""
         study = self.study()
         try:
             self._optimize(study)
@@ -172,10 +171,10 @@ class OptunaRunner(Runner):
         if any(t.state.name == "COMPLETE" for t in study.trials):
             trial = study.best_trial
             best = {"value": trial.value, "values": dict(trial.params), "trial": trial.number}
-            self.label_next_run("best", trial=trial.number, values=dict(trial.params))
             # in the trial's chunks, with its evaluations (best/ logs the trial's curve): each
             # chunk overshoots to the end of an update, so one of num_steps could stop short
-            _, error = train_chunks(self, self._trial_task(trial.number, dict(trial.params)))
+            _, error = train_trial(self, self._trial_task(trial.number, dict(trial.params),
+                                                          label="best"))
             if error is not None:
                 raise FloatingPointError(error)
             eval_results = self.evaluate()
@@ -193,18 +192,14 @@ class TrialTask:
     values: dict[str, Any]
     num_steps: int  # what the agent's schedules anneal over
     chunks: list[int]  # training steps before each evaluation
+    label: str  # its run directory
     report: Callable[[int, float], bool] | None = None  # (step, value) -> prune? (run here)
 
 
 def train_trial(runner: Runner, task: TrialTask) -> tuple[list[tuple[int, float]], str | None]:
     """Train a fresh agent with the trial's values, evaluating after each chunk (until
     ``task.report`` prunes it); the ``(step, mean_eval_reward)`` pairs, and any error."""
-    runner.label_next_run(f"trial{task.number:03d}", trial=task.number, values=task.values)
-    return train_chunks(runner, task)
-
-
-def train_chunks(runner: Runner, task: TrialTask) -> tuple[list[tuple[int, float]], str | None]:
-    """``train_trial``'s training, in the run directory ``runner.label_next_run`` named."""
+    runner.label_next_run(task.label, trial=task.number, values=task.values)
     runner.configure(task.values, task.num_steps)
     evaluations: list[tuple[int, float]] = []
     try:

@@ -20,20 +20,16 @@ from looprl.runners.evaluation import SETS
 
 log = logging.getLogger(__name__)
 
-EVAL_HEADER = "step,mean_eval_reward,std_eval_reward,episodes,set\n"
-
 
 class OnlineRunner(Runner):
     """Trains a fresh agent for ``num_steps`` steps, then evaluates it.
 
     Args:
         agent, env, **kwargs: ``Runner``'s.
-        resume_from: a checkpoint (or a run directory holding one) to continue up to
-            ``num_steps`` steps, instead of a fresh agent.
-        eval_every: also evaluate every this many steps (rows of ``eval_results.csv``, one
-            per set) and keep the best agent so far (``best_preset``, and
-            ``best_preset.pt`` in ``logdir``); ``run()``'s train results then also hold
-            ``evaluations`` (``[step, mean_eval_reward]``) and ``best``.
+        resume_from: a checkpoint (or its run directory) to continue up to ``num_steps``.
+        eval_every: also evaluate every this many steps (``eval_results.csv``) and keep the
+            best agent so far (``best_preset``, ``best_preset.pt``); the train results then
+            hold ``evaluations`` (``[step, mean_eval_reward]``) and ``best``.
     """
 
     name = "online"
@@ -56,6 +52,7 @@ class OnlineRunner(Runner):
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Train (or continue training), then evaluate: ``(train_results, eval_results)``."""
         returns: list[float] = []
+        self.evaluations = []
         if self.resume_from is not None:
             self.resume(self.resume_from)
             if self.experiment.frame > self.num_steps:  # (as a Ray run's resume: one line)
@@ -67,7 +64,6 @@ class OnlineRunner(Runner):
             returns = list(getattr(self.experiment.logger, "returns", []))  # before the resume
         else:
             self.new_agent(train_steps=self.num_steps)
-            self.evaluations = []
         start = time.perf_counter()
         chunk = self.eval_every or self.num_steps
         since = self.evaluations[-1][0] if self.evaluations else 0  # (the last evaluation's step)
@@ -97,7 +93,7 @@ class OnlineRunner(Runner):
             rows = [f"{results['step']},{one['mean_eval_reward']!r},{one['std_eval_reward']!r},"
                     f"{one['episodes']},{name}\n" for name, one in sets.items()]
             if not self.evaluations:
-                path.write_text(EVAL_HEADER)
+                path.write_text("step,mean_eval_reward,std_eval_reward,episodes,set\n")
             append_lines(path, rows)
         self.evaluations.append([results["step"], results["mean_eval_reward"]])
         if results["mean_eval_reward"] > best:
@@ -106,8 +102,8 @@ class OnlineRunner(Runner):
                 save_preset(self.preset, self.experiment.vector_env, self.logdir, "best_")
 
     def _read_evaluations(self, frame: float = math.inf) -> list[list[float]]:
-        """The run's ``eval_results.csv`` (its held-out set's, if any), without the rows after
-        ``frame``, a resumed checkpoint's (dropped from the file too: evaluated again)."""
+        """The run's ``eval_results.csv`` (its held-out set's, if any) up to ``frame`` (the later
+        rows dropped from the file too: evaluated again)."""
         if self.logdir is None or not (path := Path(self.logdir) / "eval_results.csv").exists():
             return []
         keep_until(path, frame)

@@ -1,9 +1,8 @@
 """``PBTRunner``: population-based training (Jaderberg et al., 2017) on Ray Tune.
 
 Every ``perturbation_interval`` steps each member evaluates and saves a checkpoint; Tune's
-``PopulationBasedTraining`` lets the worst quarter exploit a member of the best quarter and
-explore (perturbed ``hp/*`` values). Each member logs in ``{logdir}/{agent}/{env}/
-member002_gen000``, after an exploit in a new directory (``member002_gen003``).
+``PopulationBasedTraining`` exploits and explores (perturbed ``hp/*`` values). A member logs in
+``member002_gen000``, after an exploit in a new directory (``member002_gen003``).
 """
 
 from __future__ import annotations
@@ -54,9 +53,8 @@ def import_tune() -> Any:
 
 def within_ranges(config: dict[str, Any], ranges: dict[str, tuple[float, float]]
                   ) -> dict[str, Any]:
-    """``config`` with each perturbed value clipped into its mutation's ``(low, high)``: Tune's
-    explore multiplies by 0.8 or 1.2 regardless of the range (``hp/epsilon`` 0.9 would become
-    1.08, which the agent cannot take)."""
+    """``config`` with each perturbed value clipped into its mutation's ``(low, high)`` (Tune's
+    explore scales by 0.8 or 1.2 regardless: ``hp/epsilon`` 0.9 would become 1.08)."""
     for name, (low, high) in ranges.items():
         if name in config:
             config[name] = min(max(config[name], low), high)
@@ -65,8 +63,8 @@ def within_ranges(config: dict[str, Any], ranges: dict[str, tuple[float, float]]
 
 @run_scope(keep=False)
 def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
-    """One member of the population, a Ray Tune function trainable (seeded ``seed + i``); its
-    warnings go with its reports, for the driver to log (``Progress``)."""
+    """One member, a Ray Tune function trainable (seeded ``seed + i``); its warnings go with
+    its reports, for the driver to log."""
     with WorkerWarnings() as warned:
         _train_member(config, spec, warned)
 
@@ -85,12 +83,11 @@ def _train_member(config: dict[str, Any], spec: dict[str, Any], warned: WorkerWa
     if checkpoint is not None:  # exploit: continue from that checkpoint
         with checkpoint.as_directory() as directory:
             donor = json.loads((Path(directory) / MEMBER_FILE).read_text())
-            generation = donor["step"] // spec["interval"]
             if donor["member"] == index:  # (its own: Tune paused it for a waiting member, and
                 member.resume(directory)  # never exploits itself; its run directory goes on)
             else:
-                member.resume(directory, *_member_run(
-                    index, generation, values, step=donor["step"], exploited=donor["member"]))
+                member.resume(directory, *_member_run(index, donor["step"] // spec["interval"],
+                                                      values, donor["step"], donor["member"]))
     else:
         name, info = _member_run(index, 0, values, step=0, exploited=None)
         member.label_next_run(name, **info)
@@ -124,8 +121,7 @@ def _index(trial_id: str) -> int:
 
 
 def _progress(tune: Any, num_steps: int, names: dict[str, str]) -> Any:
-    """A Tune callback that logs a line per evaluation of a member (the members train in
-    Ray workers, whose own progress lines do not reach this process)."""
+    """A Tune callback that logs a line per member's evaluation (from Ray workers' reports)."""
 
     class Progress(tune.Callback):
         best = float("-inf")
@@ -154,8 +150,7 @@ def _progress(tune: Any, num_steps: int, names: dict[str, str]) -> Any:
 
 def _member_run(index: int, generation: int, values: dict[str, float], step: int,
                 exploited: int | None) -> tuple[str, dict[str, Any]]:
-    """The run directory's name (``member002_gen003``) and ``run.json`` entries of member
-    ``index`` from round ``generation`` on."""
+    """The run directory (``member002_gen003``) and ``run.json`` entries of a member's round."""
     return f"member{index:03d}_gen{generation:03d}", {
         "member": index, "generation": generation, "step": step, "exploited": exploited,
         "values": values}
@@ -166,8 +161,8 @@ class PBTRunner(Runner):
 
     Args:
         agent, env, **kwargs: ``Runner``'s.
-        mutations: ``hp/*`` key -> ``(low, high)`` or ``(low, high, "log")``: the initial
-            values are drawn from these ranges, and explore perturbs or resamples them.
+        mutations: ``hp/*`` key -> ``(low, high[, "log"])``: initial values are drawn there,
+            and explore perturbs or resamples them.
         perturbation_interval: steps between evaluations, checkpoints and exploit/explore.
         quantile_fraction: the bottom and top fractions of the population for exploit.
         resample_probability: the chance that explore resamples a value instead of scaling it.
@@ -175,8 +170,8 @@ class PBTRunner(Runner):
         gpus_per_member: Ray GPUs each member reserves (``device`` must agree).
         initial: the members' starting ``hp/*`` values, one dict each, instead of draws.
         exploit: ``False`` trains the population without exploit and explore (a baseline).
-        trials: the ``RayTrials`` the members run on; ``None``: Ray as this process has it,
-            else a local instance of ``num_cpus`` CPUs.
+        trials: the ``RayTrials`` the members run on; ``None``: this process's Ray, or a local
+            one of ``num_cpus`` CPUs.
     """
 
     name = "pbt"
@@ -213,9 +208,14 @@ class PBTRunner(Runner):
             raise ValueError("PBT needs hp/* mutations, e.g. {'hp/lr': (1e-5, 1e-2, 'log')}")
         self.new_agent(logged=False)  # (read, not trained: no run directory)
         found = self.hyperparameters()
-        for key in mutations:
+        #: key -> (low, high, log), ints for an int key (Tune then samples and perturbs ints)
+        self.mutations: dict[str, tuple[float, float, bool]] = {}
+        for key, value in mutations.items():
             if key not in found:
                 raise unknown_hyperparameter(key, found)
+            bounds = numeric_range(key, value, found[key].get())
+            number = int if bounds.kind == "int" else float
+            self.mutations[key] = (number(bounds.low), number(bounds.high), bounds.log)
         if initial is not None:
             if not (isinstance(initial, list | tuple) and initial and all(
                     isinstance(values, Mapping) and set(values) == set(mutations)
@@ -224,12 +224,6 @@ class PBTRunner(Runner):
                                  f"keys {sorted(mutations)}, got {initial!r}")
             for values in initial:  # (checked as each member sets them)
                 self.set_hyperparameters(values)
-        #: key -> (low, high, log), ints for an int key (Tune then samples and perturbs ints)
-        self.mutations: dict[str, tuple[float, float, bool]] = {}
-        for key, value in mutations.items():
-            bounds = numeric_range(key, value, found[key].get())
-            number = int if bounds.kind == "int" else float
-            self.mutations[key] = (number(bounds.low), number(bounds.high), bounds.log)
         self.close()
         self.num_steps = int(num_steps)
         self.interval = int(perturbation_interval)
@@ -242,16 +236,13 @@ class PBTRunner(Runner):
                              f"exploit=False), got {self.population}")
 
     def member_arguments(self) -> dict[str, Any]:
-        """The ``Runner`` arguments of member 0 (member ``i`` is seeded ``seed + i``): the
-        runner's replica, quiet, on its own device, logging under ``folder()``."""
+        """The ``Runner`` arguments of member 0: the replica's, quiet, logging in ``folder()``."""
         return {**self.replica_arguments(), "quiet": True, "logdir": self.folder(),
                 "device": "cuda" if self.gpus_per_member else "cpu"}
 
     def folder(self) -> str:
-        """Where the members log and Tune keeps their checkpoints: ``logdir``, else a
-        temporary folder of this runner's, removed by ``close`` (or once the runner is
-        garbage collected, or the process ends). Each member writes there on the node that runs
-        it: on a cluster, a folder every node shares (a run on several nodes warns)."""
+        """Where the members log and Tune keeps checkpoints (on each member's node): ``logdir``,
+        else a temporary folder that ``close`` (or the runner's end) removes."""
         if self.logdir is not None:
             return os.path.abspath(self.logdir)
         if self._scratch is None:
@@ -273,10 +264,8 @@ class PBTRunner(Runner):
 
     @run_scope()  # (its trials warn once for it; the caller's random numbers go on)
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Train the population; ``({"step", "best", "members"}, eval_results of the best)``
-        (a member: its index, ``hp/*`` values, final ``mean_eval_reward``, ``-inf`` if it
-        diverged then, and ``diverged``, its divergences' messages); ``best`` ``None`` and no
-        evaluation (``{}``) if every member diverged."""
+        """Train the population: ``({"step", "best", "members"}, eval_results of the best)``;
+        ``best`` ``None`` and no evaluation (``{}``) if every member diverged."""
         self._own_ray = False
         try:
             members = self._train_population()
@@ -292,6 +281,7 @@ class PBTRunner(Runner):
                     best["mean_eval_reward"])
                 with best["checkpoint"].as_directory() as directory:
                     self.experiment = load_checkpoint(directory)
+                self.preset = self.experiment.preset
         finally:
             if self.trials is not None:
                 self.trials.close()
@@ -300,10 +290,8 @@ class PBTRunner(Runner):
                 ray.shutdown()
         for member in members:
             member.pop("checkpoint")
-        if best is None:
-            return {"step": self.num_steps, "best": None, "members": members}, {}
-        self.preset = self.experiment.preset
-        return {"step": self.num_steps, "best": best, "members": members}, self.evaluate()
+        return ({"step": self.num_steps, "best": best, "members": members},
+                {} if best is None else self.evaluate())
 
     def _train_population(self) -> list[dict[str, Any]]:
         """The population trained on Tune, with each member's last checkpoint."""
@@ -329,9 +317,9 @@ class PBTRunner(Runner):
                       self.folder(), nodes)
         tune = self.tune
         names = {tune_name(key): key for key in self.mutations}
+        space = {name: self._space(key) for name, key in names.items()}
         scheduler = PopulationBasedTraining(
-            time_attr="step", perturbation_interval=self.interval,
-            hyperparam_mutations={name: self._space(key) for name, key in names.items()},
+            time_attr="step", perturbation_interval=self.interval, hyperparam_mutations=space,
             quantile_fraction=self.quantile_fraction,
             resample_probability=self.resample_probability,
             custom_explore_fn=functools.partial(within_ranges, ranges={
@@ -342,7 +330,6 @@ class PBTRunner(Runner):
         storage = Path(self.folder()).resolve() / "pbt"
         trainable = tune.with_resources(tune.with_parameters(_member, spec=spec),
                                         {"cpu": 1, "gpu": self.gpus_per_member})
-        space = {name: self._space(key) for name, key in names.items()}
         samples = self.population
         if self.initial is not None:  # one trial per given start, in this order
             starts = list(self.initial)
@@ -350,8 +337,7 @@ class PBTRunner(Runner):
                      **{name: tune.sample_from(lambda config, k=key: starts[config["start"]][k])
                         for name, key in names.items()}}
             samples = 1
-        # reuse_actors: the next trial (a member after an exploit, or the next member) runs in
-        # a Ray worker that a paused or finished one leaves, not in a new one that imports
+        # reuse_actors: a trial runs in a worker another one left, not a new one importing
         # torch and looprl again (benchmarks/pbt_cartpole.py on 2 CPUs: 71 s -> 33 s)
         config = tune.TuneConfig(scheduler=scheduler if self.exploit else None,
                                  reuse_actors=True, num_samples=samples,
@@ -360,8 +346,7 @@ class PBTRunner(Runner):
                                  else self.trials.parallel)
         progress = _progress(tune, self.num_steps, names)
         run_config = tune.RunConfig(storage_path=str(storage), name="population", verbose=0,
-                                    stop={"step": self.num_steps},
-                                    callbacks=[progress])
+                                    stop={"step": self.num_steps}, callbacks=[progress])
         # Tune's console off: verbose=0 leaves the table and paths of its new reporter on, and
         # silences the older one (RAY_AIR_NEW_OUTPUT=0); Ctrl-C stops the run (Tune's handler
         # would end the population there and report it as finished)

@@ -1,7 +1,6 @@
-"""Search spaces as plain data (a config file can hold them): name -> spec, where a spec is
+"""Search spaces as plain data: name (a preset hyperparameter or ``hp/*`` key) -> spec, a spec
 ``{"type": "float" | "int", "low", "high"[, "log", "step"]}``, ``{"type": "categorical",
-"choices": [...]}``, ``(low, high)`` or ``(low, high, "log")``; without ``"type"`` the type
-follows the current value. A name is a preset hyperparameter or an ``hp/*`` key.
+"choices": [...]}`` or ``(low, high[, "log"])``; without ``"type"``: the current value's.
 """
 
 from __future__ import annotations
@@ -46,8 +45,7 @@ class Dimension:
         return math.log(value) if self.log else float(value)
 
     def decode(self, unit: float) -> Any:
-        """The value at ``unit`` in [0, 1] of the range (clipped; ints rounded); of
-        ``choices``, the one whose equal share of [0, 1] holds ``unit``."""
+        """The value at ``unit`` in [0, 1] (clipped; ints rounded; of ``choices``, by share)."""
         unit = float(np.clip(unit, 0.0, 1.0))
         if self.kind == "categorical":
             return self.choices[min(int(unit * len(self.choices)), len(self.choices) - 1)]
@@ -61,8 +59,7 @@ class Dimension:
         return int(np.clip(round(value), self.low, self.high)) if self.kind == "int" else value
 
     def encode(self, value: Any) -> float:
-        """The unit coordinate of ``value`` (0.5 for ``None``), clipped to [0, 1]; of one of
-        ``choices``, the middle of its share (another: a one-line ``SearchSpaceError``)."""
+        """The unit coordinate of ``value`` (0.5 for ``None``; of a choice, its share's middle)."""
         if value is None:
             return 0.5
         if self.kind == "categorical":
@@ -76,8 +73,7 @@ class Dimension:
 
 
 def search_mapping(value: Any, argument: str, example: str = "lr") -> dict[str, Any]:
-    """``value`` (a runner's ``search_targets``, ``search_space`` or ``mutations``) as a dict;
-    ``SearchSpaceError`` unless it is a mapping or ``None``."""
+    """``value`` (``search_targets``, ``search_space``, ``mutations``): a mapping or ``None``."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -88,14 +84,8 @@ def search_mapping(value: Any, argument: str, example: str = "lr") -> dict[str, 
 
 def parse_search_space(space: Mapping[str, Any], current: Mapping[str, Any],
                        owner: str = "the preset") -> list[Dimension]:
-    """Check ``space`` and return one ``Dimension`` per entry; ``current``: every searchable
-    name with its current value, ``owner``: what the names belong to (for messages; a
-    preset builder's name: its ranges, ``range_of``).
-
-    Raises:
-        SearchSpaceError: an unknown name, type or spec key, an empty range, a log range
-            that is not positive, or a type that does not fit the hyperparameter.
-    """
+    """One ``Dimension`` per entry of ``space``, checked (``SearchSpaceError``) against
+    ``current`` (each searchable name's value) and the ranges of ``owner`` (a preset's name)."""
     if not isinstance(space, Mapping) or not space:
         raise SearchSpaceError("The search space must be a non-empty dict: name -> spec")
     return [_dimension(name, spec, current, owner) for name, spec in space.items()]
@@ -111,8 +101,18 @@ def _dimension(name: str, spec: Any, current: Mapping[str, Any], owner: str) -> 
     kind = spec.get("type", _kind_of(default, spec))
     _check_type(name, kind)
     if kind == "categorical":
-        return _categorical(name, spec, owner)
-    _check_kind(name, kind, default)
+        choices = spec.get("choices")
+        if not isinstance(choices, (list, tuple)) or not choices:
+            raise _entry_error(name, f"a categorical entry needs a non-empty list of 'choices', "
+                                     f"got {choices!r}")
+        _check_values(name, choices, owner)
+        return Dimension(name, "categorical", choices=tuple(choices))
+    if isinstance(default, (bool, str)):  # a range fits the hyperparameter: ints for ints
+        raise SearchSpaceError(f"{name!r} is a {type(default).__name__} hyperparameter "
+                               f"(now {default!r}): use type 'categorical' with choices")
+    if kind == "float" and isinstance(default, int):
+        raise SearchSpaceError(f"{name!r} is an int hyperparameter (now {default!r}): "
+                               "use type 'int'")
     return _numeric(name, kind, spec, owner)
 
 
@@ -142,19 +142,8 @@ def _kind_of(default: Any, spec: Mapping[str, Any]) -> str:
     return "int" if isinstance(default, int) and not isinstance(default, bool) else "float"
 
 
-def _check_kind(name: str, kind: str, default: Any) -> None:
-    """A numeric range must fit the hyperparameter: ints for ints, no bools or strings."""
-    if isinstance(default, (bool, str)):
-        raise SearchSpaceError(f"{name!r} is a {type(default).__name__} hyperparameter "
-                               f"(now {default!r}): use type 'categorical' with choices")
-    if kind == "float" and isinstance(default, int):
-        raise SearchSpaceError(f"{name!r} is an int hyperparameter (now {default!r}): "
-                               "use type 'int'")
-
-
 def numeric_range(name: str, spec: Any, current: Any) -> Dimension:
-    """The numeric range ``spec`` gives ``name``, an int range if its ``current`` value is an
-    int (PBT's mutations: ``hp/batch_size`` takes whole numbers only)."""
+    """The numeric range ``spec`` gives ``name``, an int one for an int ``current`` (PBT's)."""
     return _numeric(name, _kind_of(current, {}), _as_dict(name, spec))
 
 
@@ -174,24 +163,18 @@ def _numeric(name: str, kind: str, spec: Mapping[str, Any], owner: str = "") -> 
     if kind == "int" and not (float(low).is_integer() and float(high).is_integer()):
         raise _entry_error(name, f"an int range needs int bounds, got {low!r} and {high!r}")
     _check_values(name, (low, high), owner)
-    return Dimension(name, kind, low, high, log, _step(name, kind, spec, high - low))
-
-
-def _step(name: str, kind: str, spec: Mapping[str, Any], width: float) -> float | None:
-    """The entry's ``step`` (``None``: none), checked: a positive number (an int for an int
-    range), at most the range's width, and no step on a log range."""
     step = spec.get("step")
-    if step is None:
-        return None
-    if not (is_number(step) and math.isfinite(step) and step > 0):
-        raise _entry_error(name, f"step must be a number > 0, got {step!r}")
-    if spec.get("log"):
-        raise _entry_error(name, "a log range takes no step (drop 'step' or 'log')")
-    if kind == "int" and not float(step).is_integer():
-        raise _entry_error(name, f"an int range needs an int step, got {step!r}")
-    if step > width:
-        raise _entry_error(name, f"step {step!r} is wider than the range ({width!r})")
-    return int(step) if kind == "int" else float(step)
+    if step is not None:
+        if not (is_number(step) and math.isfinite(step) and step > 0):
+            raise _entry_error(name, f"step must be a number > 0, got {step!r}")
+        if log:
+            raise _entry_error(name, "a log range takes no step (drop 'step' or 'log')")
+        if kind == "int" and not float(step).is_integer():
+            raise _entry_error(name, f"an int range needs an int step, got {step!r}")
+        if step > high - low:
+            raise _entry_error(name, f"step {step!r} is wider than the range ({high - low!r})")
+        step = int(step) if kind == "int" else float(step)
+    return Dimension(name, kind, low, high, log, step)
 
 
 def _check_type(name: str, kind: Any) -> None:
@@ -201,18 +184,8 @@ def _check_type(name: str, kind: Any) -> None:
 
 
 def _check_values(name: str, values: Any, owner: str) -> None:
-    """Every value of the entry (a range's bounds, the choices) is one ``name`` can take
-    (``looprl.core.ranges``), not a search that fails at the first value outside."""
+    """Every value of the entry (bounds, choices) is one ``name`` can take (``range_of``)."""
     valid = range_of(name, owner)
     for value in values:
         if valid is not None and not valid.holds(value):
             raise _entry_error(name, f"{name} must be {valid.text}, got {value!r}")
-
-
-def _categorical(name: str, spec: Mapping[str, Any], owner: str) -> Dimension:
-    choices = spec.get("choices")
-    if not isinstance(choices, (list, tuple)) or not choices:
-        raise _entry_error(name, f"a categorical entry needs a non-empty list of 'choices', "
-                                 f"got {choices!r}")
-    _check_values(name, choices, owner)
-    return Dimension(name, "categorical", choices=tuple(choices))

@@ -21,10 +21,18 @@ DIAGONAL_ABOVE = 200
 
 class OpenAIES:
     """The ES of Salimans et al. (2017): antithetic Gaussian perturbations ``mean +/- sigma *
-    eps`` (``popsize`` even) and gradient steps of ``learning_rate`` on the mean."""
+    eps`` (``popsize`` even) and gradient steps of ``options["learning_rate"]`` on the mean."""
 
     def __init__(self, x0: np.ndarray, sigma: float, popsize: int, seed: int,
-                 learning_rate: float = 0.01):
+                 options: dict[str, Any] | None = None):
+        unknown = sorted(set(options or {}) - {"learning_rate"})
+        if unknown:
+            raise ValueError(f"strategy_options of openai: unknown {', '.join(unknown)}; it "
+                             "takes learning_rate")
+        learning_rate = (options or {}).get("learning_rate", 0.01)
+        if not (is_number(learning_rate) and 0 < learning_rate < math.inf):
+            raise ValueError(f"strategy_options of openai: learning_rate must be a finite number "
+                             f"> 0, got {learning_rate!r}")
         if popsize < 2 or popsize % 2:
             raise ValueError(f"The openai strategy samples antithetic pairs: popsize must be "
                              f"even and >= 2, got {popsize}")
@@ -61,8 +69,8 @@ class CMAES:
         settings = {"popsize": int(popsize), "seed": np.nan, "verbose": -9,
                     "randn": lambda lam, n: rng.standard_normal((lam, n)),
                     "CMA_diagonal": x0.size > DIAGONAL_ABOVE}
-        if int(popsize) < 3:  # (cma's step-size rule from 300 dimensions on, TPA, injects two
-            # individuals into each generation: with fewer than 3, tell() fails; CSA does not)
+        if int(popsize) < 3:  # (cma's TPA step-size rule, from 300 dimensions on, injects two
+            # individuals per generation: tell() fails with fewer than 3; CSA does not)
             settings["AdaptSigma"] = cma.sigma_adaptation.CMAAdaptSigmaCSA
         settings.update(options or {})
         try:
@@ -102,19 +110,9 @@ def make_strategy(name: str, x0: np.ndarray, sigma: float, popsize: int, seed: i
     if not isinstance(options or {}, Mapping):  # (strategy_options=5: "not iterable")
         raise ValueError(f"strategy_options maps options of the {name} strategy to their values "
                          f"(a dict, or None), got {options!r:.40}")
-    if name == "cma":
-        return CMAES(x0, sigma, popsize, seed, options)
-    if name == "openai":
-        unknown = sorted(set(options or {}) - {"learning_rate"})
-        if unknown:
-            raise ValueError(f"strategy_options of openai: unknown {', '.join(unknown)}; it "
-                             "takes learning_rate")
-        rate = (options or {}).get("learning_rate", 0.01)
-        if not (is_number(rate) and 0 < rate < math.inf):
-            raise ValueError(f"strategy_options of openai: learning_rate must be a finite number "
-                             f"> 0, got {rate!r}")
-        return OpenAIES(x0, sigma, popsize, seed, **(options or {}))
-    raise ValueError(f"Unknown ES strategy {name!r}; valid: {', '.join(STRATEGIES)}")
+    if name not in STRATEGIES:
+        raise ValueError(f"Unknown ES strategy {name!r}; valid: {', '.join(STRATEGIES)}")
+    return (CMAES if name == "cma" else OpenAIES)(x0, sigma, popsize, seed, options)
 
 
 def raw(fitness: np.ndarray) -> np.ndarray:

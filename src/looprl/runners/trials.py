@@ -1,7 +1,5 @@
-"""Where a runner's trials (``trial(runner, task) -> result``: an ES individual, an Optuna
-trial) run: ``LocalTrials`` one after another here, ``looprl.distributed.trials.RayTrials``
-at once on Ray. Both have ``parallel``, ``in_process``, ``map`` and ``close``.
-"""
+"""Where a runner's trials (an ES individual, an Optuna trial) run: ``LocalTrials`` one after
+another here, ``looprl.distributed.trials.RayTrials`` at once on Ray (the same methods)."""
 
 from __future__ import annotations
 
@@ -19,14 +17,12 @@ KEPT = ".kept_agent.pt"  # a kept agent's checkpoint, briefly, in the run direct
 
 
 class KeptAgent:
-    """A trial's trained agent, to be evaluated again later: its live experiment, or from
-    Ray a checkpoint of it (``saved``) that ``restore`` loads in its run directory
-    (``run_dir``, where the driver wrote it; ``None``: no logdir)."""
+    """A trial's trained agent, to evaluate later: its live experiment, or from Ray a checkpoint
+    (``saved``) that ``restore`` loads in its run directory (``run_dir``; ``None``: no logdir)."""
 
     def __init__(self, experiment: Any = None, preset: Any = None, saved: bytes | None = None,
                  run_dir: str | None = None):
-        self.experiment, self.preset, self.saved = experiment, preset, saved
-        self.run_dir = run_dir
+        self.experiment, self.preset, self.saved, self.run_dir = experiment, preset, saved, run_dir
 
     def detach(self, runner: Any) -> None:
         """Keep the agent open: the runner's next agent no longer closes it."""
