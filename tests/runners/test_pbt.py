@@ -67,6 +67,7 @@ def test_a_population_from_given_starts_trains_and_the_best_member_holds_its_val
     for index, values in enumerate(starts):
         run = json.loads((root / f"member{index:03d}_gen000" / "run.json").read_text())
         assert run["values"] == pytest.approx(values)
+        assert run["seed"] == index  # (its own, seed + index; was: the driver's 0)
     assert not [r for r in records if "deprecated" in r.getMessage()]
     assert not [w for w in caught if "reuse_actors" in str(w.message)]
     lines = [r.getMessage() for r in caplog.records if r.name == "looprl.runners.pbt"]

@@ -111,8 +111,8 @@ class Runner:
         self.checkpoint_every, self.checkpoint_replay = checkpoint_every, checkpoint_replay
         self.keep_checkpoints = check_checkpointing(checkpoint_every, keep_checkpoints,
                                                     checkpoint_replay)
-        self.run_info = {"runner": self.name, "seed": self.seed,
-                         "meta": [repr(component) for component in self.meta], **(run_info or {})}
+        self.run_info = {"runner": self.name, "meta": [repr(component) for component in self.meta],
+                         **(run_info or {}), "seed": self.seed}  # (its own: a PBT member's)
         if wandb is not None and not isinstance(wandb, Mapping):  # ("not a mapping")
             raise TypeError(f"wandb is wandb.init's arguments (a dict; looprl run: "
                             f"logging.wandb={{project: NAME}}) or None, got {wandb!r:.40}")
