@@ -12,7 +12,7 @@ import torch
 from torch import nn, optim
 from torch.nn import functional as F
 
-from looprl.agents import C51, DDPG, DDQN, DQN, SAC, VQN, Rainbow, VSarsa
+from looprl.agents import C51, DDPG, DDQN, DQN, VQN, Rainbow, VSarsa
 from looprl.approximation import (
     FixedTarget,
     LinearScheduler,
@@ -24,12 +24,7 @@ from looprl.approximation import (
 from looprl.environments import GymEnvironment, GymVectorEnvironment
 from looprl.experiments.experiment import seed_everything
 from looprl.memory import ExperienceReplayBuffer, NStepReplayBuffer, PrioritizedReplayBuffer
-from looprl.policies import (
-    DeterministicPolicy,
-    GreedyPolicy,
-    ParallelGreedyPolicy,
-    SoftDeterministicPolicy,
-)
+from looprl.policies import DeterministicPolicy, GreedyPolicy, ParallelGreedyPolicy
 
 
 def mlp(outputs: int, hidden: int = 64) -> nn.Module:
@@ -140,29 +135,6 @@ def test_ddpg_as_alls() -> None:
     assert last(episodes(agent, 7000, "Pendulum-v1"), 5) > -600
 
 
-def test_sac_as_alls() -> None:
-    """``SAC(policy, q1, q2, replay_buffer, discount_factor, entropy_backups, entropy_target,
-    lr_temperature, minibatch_size, replay_start_size, temperature_initial, update_frequency)``
-    learns Pendulum, its temperature tuned from ``temperature_initial``."""
-    seed_everything(0)
-    critics = []
-    for name in ("q1", "q2"):
-        model = nn.Sequential(nn.Linear(4, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
-                              nn.Linear(64, 1))
-        critics.append(QContinuous(model, optim.Adam(model.parameters(), lr=1e-3),
-                                   target=PolyakTarget(0.005), name=name))
-    model = nn.Sequential(nn.Linear(3, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
-                          nn.Linear(64, 2))
-    policy = SoftDeterministicPolicy(model, optim.Adam(model.parameters(), lr=1e-3),
-                                     GymEnvironment("Pendulum-v1").action_space)
-    agent = SAC(policy, *critics, ExperienceReplayBuffer(10000, device="cpu"),
-                entropy_target=-1.0, lr_temperature=1e-3, minibatch_size=64,
-                replay_start_size=1000, temperature_initial=0.1)
-    assert last(episodes(agent, 6000, "Pendulum-v1"), 5) > -600
-    assert float(agent.trainer.alpha) != 0.1 and set(agent.trainer.approximations()) == {
-        "q1", "q2", "temperature"}
-
-
 def test_alls_arguments_that_looprl_cannot_honour_are_one_line() -> None:
     q = q_network()
     policy = GreedyPolicy(q, 2, epsilon=0.1)
@@ -194,7 +166,3 @@ def test_alls_arguments_that_looprl_cannot_honour_are_one_line() -> None:
                                          r"policy's \(Box \[-2.0\]\.\.\[2.0\]\): give the "
                                          r"DeterministicPolicy the same space$"):
         DDPG(q_continuous, actor, buffer, gym.spaces.Box(-1.0, 1.0, (1,)))
-    with pytest.raises(TypeError, match=r"^SAC takes ALL's \(policy, q1, q2, replay_buffer, "
-                                        r"\.\.\.\): a SoftDeterministicPolicy and two "
-                                        r"QContinuous, or looprl's .* got DeterministicPolicy"):
-        SAC(actor, q_continuous, q_continuous, buffer)

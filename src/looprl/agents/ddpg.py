@@ -43,32 +43,6 @@ class TwinQ(nn.Module):
         return self.q1(observation, action), self.q2(observation, action)
 
 
-class TwinCritics:
-    """ALL's two critics (``QContinuous`` approximations, each with its optimizer and target) as
-    the one twin critic of SAC's trainer: a call gives ``(Q1, Q2)``, ``reinforce`` steps both on
-    their summed loss (each critic's gradients are its own), ``model.q1``/``q2``: their networks."""
-
-    name = "q"
-
-    def __init__(self, q1: Approximation, q2: Approximation):
-        self.q1, self.q2 = q1, q2
-        self.model = nn.ModuleDict({"q1": q1.model, "q2": q2.model})
-
-    def __call__(self, observation: Any, action: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.q1(observation, action), self.q2(observation, action)
-
-    def target(self, observation: Any, action: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.q1.target(observation, action), self.q2.target(observation, action)
-
-    def reinforce(self, loss: torch.Tensor) -> TwinCritics:
-        self.q1.reinforce(loss)  # (the backward pass fills both critics' gradients)
-        self.q2.step(loss)
-        return self
-
-    def approximations(self) -> dict[str, Approximation]:
-        return {"q1": self.q1, "q2": self.q2}
-
-
 @contextmanager
 def frozen(module: nn.Module) -> Iterator[None]:
     """No gradients into ``module``'s parameters (the critic under the actor's loss)."""
@@ -140,8 +114,7 @@ class DDPGTrainer(PolicyTrainer):
         self.steps = 0
 
     def approximations(self) -> dict[str, Approximation]:
-        critic = self.q
-        return critic.approximations() if isinstance(critic, TwinCritics) else {critic.name: critic}
+        return {self.q.name: self.q}
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """The critic's keys (``hp/lr/<name>``, ``hp/tau``) and ``hp/discount``."""
@@ -223,20 +196,13 @@ class DDPG(ReplayAgent):
             raise ValueError(f"{name}'s action_space ({action_space}) is not its policy's (Box "
                              f"{policy.bounds.low.tolist()}..{policy.bounds.high.tolist()}): "
                              "give the DeterministicPolicy the same space")
-        buffer, gamma = one_step_replay(name, replay_buffer, discount_factor)
+        buffer, n_step, gamma = all_replay(name, replay_buffer, discount_factor)
+        if n_step != 1:
+            raise ValueError(f"{name} learns from one-step transitions, got a {n_step}-step "
+                             "replay: pass the replay buffer without NStepReplayBuffer")
         check_ranges({"noise": noise}, name)
         policy.noise = noise
         acting = DDPGPolicy(policy)
         super().__init__(acting, DDPGTrainer(acting, q, gamma), buffer, minibatch_size,
                          replay_start_size, update_frequency)
         self.q, self.replay_buffer = q, replay_buffer  # (ALL's attributes)
-
-
-def one_step_replay(agent: str, replay_buffer: Any, discount_factor: float) -> tuple[Any, float]:
-    """ALL's ``replay_buffer`` and ``discount_factor`` for DDPG and SAC (``all_replay``), which
-    learn from one-step transitions: an n-step replay is one ``ValueError`` line."""
-    buffer, n_step, gamma = all_replay(agent, replay_buffer, discount_factor)
-    if n_step != 1:
-        raise ValueError(f"{agent} learns from one-step transitions, got a {n_step}-step replay: "
-                         "pass the replay buffer without NStepReplayBuffer")
-    return buffer, gamma

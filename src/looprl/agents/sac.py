@@ -4,24 +4,15 @@ a tanh-Gaussian actor trained by reparameterization, and automatic tuning of ``a
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import torch
 from torch import nn
 
-from looprl.agents.ddpg import (
-    ContinuousPolicy,
-    DDPGTrainer,
-    TwinCritics,
-    frozen,
-    one_step_replay,
-)
+from looprl.agents.ddpg import ContinuousPolicy, DDPGTrainer, frozen
 from looprl.agents.losses.continuous import sac_actor_loss, sac_target, sac_temperature_loss
-from looprl.agents.shell import ReplayAgent, looprl_form
+from looprl.agents.shell import ReplayAgent
 from looprl.approximation import Approximation
-from looprl.core import Logger
 from looprl.core.suggest import check_positive
-from looprl.policies.deterministic import SoftDeterministicPolicy
 
 
 class Temperature(nn.Module):
@@ -52,7 +43,7 @@ class SACTrainer(DDPGTrainer):
         self.target_entropy = target_entropy
 
     def approximations(self) -> dict[str, Approximation]:
-        return {**super().approximations(), self.temperature.name: self.temperature}
+        return {self.q.name: self.q, self.temperature.name: self.temperature}
 
     @property
     def alpha(self) -> torch.Tensor:
@@ -85,43 +76,4 @@ class SACTrainer(DDPGTrainer):
 
 
 class SAC(ReplayAgent):
-    """The SAC agent (single environment, seed 003): ALL's ``SAC(policy, q1, q2, replay_buffer,
-    discount_factor=0.99, entropy_backups=True, entropy_target=-2.0, lr_temperature=1e-4,
-    minibatch_size=32, replay_start_size=5000, temperature_initial=0.1, update_frequency=1,
-    logger=None)`` (``policy`` a ``SoftDeterministicPolicy``, ``q1``/``q2`` ``QContinuous``
-    critics; the temperature takes ALL's steps ``lr_temperature * alpha * mean(log pi +
-    entropy_target)``, as SGD on ``log alpha``), or looprl's ``ReplayAgent(policy, trainer,
-    replay_buffer, ...)``, as the presets build it."""
-
-    def __init__(self, *args: Any, **kwargs: Any):
-        if looprl_form(args, kwargs):
-            super().__init__(*args, **kwargs)
-        else:
-            self._from_all(*args, **kwargs)
-
-    def _from_all(self, policy: Any, q1: Any, q2: Any, replay_buffer: Any,
-                  discount_factor: float = 0.99, entropy_backups: bool = True,
-                  entropy_target: float = -2.0, lr_temperature: float = 1e-4,
-                  minibatch_size: int = 32, replay_start_size: int = 5000,
-                  temperature_initial: float = 0.1, update_frequency: int = 1,
-                  logger: Logger | None = None) -> None:
-        name = type(self).__name__
-        if not (isinstance(policy, SoftDeterministicPolicy) and isinstance(q1, Approximation)
-                and isinstance(q2, Approximation)):
-            raise TypeError(f"{name} takes ALL's (policy, q1, q2, replay_buffer, ...): a "
-                            f"SoftDeterministicPolicy and two QContinuous, or looprl's (policy, "
-                            f"trainer, ...), got {type(policy).__name__}, {type(q1).__name__} "
-                            f"and {type(q2).__name__}")
-        if entropy_backups is not True:
-            raise ValueError(f"{name}'s targets always back up the entropy (entropy_backups="
-                             f"True), got entropy_backups={entropy_backups!r}: leave it out")
-        buffer, gamma = one_step_replay(name, replay_buffer, discount_factor)
-        log_alpha = Temperature(temperature_initial).to(policy.device)
-        temperature = Approximation(log_alpha, torch.optim.SGD(log_alpha.parameters(),
-                                                               lr=lr_temperature),
-                                    name="temperature")
-        acting = SACPolicy(policy)
-        trainer = SACTrainer(acting, TwinCritics(q1, q2), temperature, gamma, entropy_target)
-        super().__init__(acting, trainer, buffer, minibatch_size, replay_start_size,
-                         update_frequency, logger=logger)
-        self.q1, self.q2, self.replay_buffer = q1, q2, replay_buffer  # (ALL's attributes)
+    """Local SAC agent (single environment; ``ReplayAgent``'s arguments)."""
