@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn, optim
 
-from looprl.approximation import Approximation, ProgressLR
+from looprl.approximation import Approximation, FixedTarget, JointApproximation, ProgressLR
 
 
 class RecordingLogger:
@@ -301,3 +301,27 @@ def test_a_step_leaves_the_users_flush_denormal_on() -> None:
         assert not flushing_denormals()
     finally:
         torch.set_flush_denormal(False)
+
+
+def test_joint_approximation_steps_each_part_with_its_own_optimizer() -> None:
+    """One backward pass, then each part's step (its optimizer, clipping and target), as ALL's
+    agents train several networks; ``target`` is each part's; loading syncs the parts'."""
+    torch.manual_seed(0)
+    first, second = nn.Linear(2, 1), nn.Linear(2, 1)
+    parts = [Approximation(first, optim.SGD(first.parameters(), lr=1.0), name="a",
+                           target=FixedTarget(10)),
+             Approximation(second, optim.SGD(second.parameters(), lr=0.5), name="b",
+                           clip_grad=1e-3)]
+    joint = JointApproximation(nn.ModuleList([first, second]), parts, "joint")
+    before = [first.weight.detach().clone(), nn.utils.parameters_to_vector(second.parameters())]
+    x = torch.ones(1, 2)
+    joint.reinforce(first(x).sum() + 100.0 * second(x).sum())
+    assert torch.allclose(first.weight, before[0] - 1.0)  # (lr 1, gradient 1)
+    step = nn.utils.parameters_to_vector(second.parameters()) - before[1]
+    assert torch.allclose(step.norm(), torch.tensor(0.5e-3), rtol=1e-3)  # (clipped to 1e-3)
+    assert [part.updates for part in parts] == [1, 1] and joint.updates == 1
+    targets = joint.target(x)
+    assert len(targets) == 2 and not torch.equal(targets[0], first(x))  # (a's: not yet copied)
+    assert set(joint.hyperparameters()) == {"hp/lr/a", "hp/lr/b", "hp/target_period"}
+    joint.load_state_dict(joint.state_dict())
+    assert torch.equal(joint.target(x)[0], first(x).detach())

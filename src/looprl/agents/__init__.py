@@ -11,6 +11,7 @@ from looprl.agents.actor_critic import (
     actor_critic_policy,
     variant,
 )
+from looprl.agents.all_agents import A2C, PPO, VAC
 from looprl.agents.c51 import C51, C51Policy, C51Trainer, Rainbow
 from looprl.agents.ddpg import DDPG, ContinuousPolicy, ContinuousQ, DDPGPolicy, DDPGTrainer, TwinQ
 from looprl.agents.dqn import DDQN, DQN, VQN, DQNPolicy, DQNTrainer, VSarsa, q_network_policy
@@ -34,7 +35,8 @@ from looprl.agents.vac import VACTrainer
 from looprl.agents.vpg import VPG
 from looprl.core import Agent, Multiagent, ParallelAgent, register_policy, register_trainer
 
-__all__ = ["Agent", "Multiagent", "ParallelAgent", "C51", "DDQN", "Rainbow", "VQN", "VSarsa",
+__all__ = ["Agent", "Multiagent", "ParallelAgent", "A2C", "C51", "DDQN", "PPO", "Rainbow", "VAC",
+           "VQN", "VSarsa",
            "A2CTrainer", "Actor", "ActorCriticNetwork", "ActorCriticPolicy", "C51Policy",
            "C51Trainer", "ContinuousPolicy", "ContinuousQ", "DDPG", "DDPGPolicy", "DDPGTrainer",
            "DQN", "DQNPolicy", "DQNTrainer", "DelayedPolyakTarget", "IndependentMultiagent",

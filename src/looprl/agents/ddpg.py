@@ -31,12 +31,13 @@ from looprl.policies.deterministic import DeterministicPolicy
 
 
 class TwinQ(nn.Module):
-    """Two independent critics (TD3, SAC); ``forward`` returns ``(Q1(s, a), Q2(s, a))``."""
+    """Two independent critics (TD3, SAC), networks of ``cat(s, a)`` or ``ContinuousQ``s (as
+    ``QContinuous``'s); ``forward`` returns ``(Q1(s, a), Q2(s, a))``."""
 
     def __init__(self, model1: nn.Module, model2: nn.Module):
         super().__init__()
-        self.q1 = ContinuousQ(model1)
-        self.q2 = ContinuousQ(model2)
+        self.q1, self.q2 = (model if isinstance(model, ContinuousQ) else ContinuousQ(model)
+                            for model in (model1, model2))
 
     def forward(self, observation: torch.Tensor, action: torch.Tensor
                 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -196,13 +197,20 @@ class DDPG(ReplayAgent):
             raise ValueError(f"{name}'s action_space ({action_space}) is not its policy's (Box "
                              f"{policy.bounds.low.tolist()}..{policy.bounds.high.tolist()}): "
                              "give the DeterministicPolicy the same space")
-        buffer, n_step, gamma = all_replay(name, replay_buffer, discount_factor)
-        if n_step != 1:
-            raise ValueError(f"{name} learns from one-step transitions, got a {n_step}-step "
-                             "replay: pass the replay buffer without NStepReplayBuffer")
+        buffer, gamma = one_step_replay(name, replay_buffer, discount_factor)
         check_ranges({"noise": noise}, name)
         policy.noise = noise
         acting = DDPGPolicy(policy)
         super().__init__(acting, DDPGTrainer(acting, q, gamma), buffer, minibatch_size,
                          replay_start_size, update_frequency)
         self.q, self.replay_buffer = q, replay_buffer  # (ALL's attributes)
+
+
+def one_step_replay(agent: str, replay_buffer: Any, discount_factor: float) -> tuple[Any, float]:
+    """``all_replay`` of ALL's DDPG and SAC, which learn from one-step transitions (an
+    ``NStepReplayBuffer`` is one ``ValueError`` line): the buffer and the discount."""
+    buffer, n_step, gamma = all_replay(agent, replay_buffer, discount_factor)
+    if n_step != 1:
+        raise ValueError(f"{agent} learns from one-step transitions, got a {n_step}-step "
+                         "replay: pass the replay buffer without NStepReplayBuffer")
+    return buffer, gamma

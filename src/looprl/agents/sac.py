@@ -4,15 +4,17 @@ a tanh-Gaussian actor trained by reparameterization, and automatic tuning of ``a
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import nn
 
-from looprl.agents.ddpg import ContinuousPolicy, DDPGTrainer, frozen
+from looprl.agents.ddpg import ContinuousPolicy, DDPGTrainer, TwinQ, frozen, one_step_replay
 from looprl.agents.losses.continuous import sac_actor_loss, sac_target, sac_temperature_loss
-from looprl.agents.shell import ReplayAgent
-from looprl.approximation import Approximation
+from looprl.agents.shell import ReplayAgent, looprl_form
+from looprl.approximation import Approximation, JointApproximation
 from looprl.core.suggest import check_positive
+from looprl.policies.deterministic import SoftDeterministicPolicy
 
 
 class Temperature(nn.Module):
@@ -76,4 +78,47 @@ class SACTrainer(DDPGTrainer):
 
 
 class SAC(ReplayAgent):
-    """Local SAC agent (single environment; ``ReplayAgent``'s arguments)."""
+    """The SAC agent (single environment, seed 003): ALL's ``SAC(policy, q1, q2, replay_buffer,
+    discount_factor=0.99, entropy_backups=True, entropy_target=-2.0, lr_temperature=1e-4,
+    minibatch_size=32, replay_start_size=5000, temperature_initial=0.1, update_frequency=1,
+    logger=None)`` (``policy`` a ``SoftDeterministicPolicy``, ``q1`` and ``q2`` two
+    ``QContinuous``: the twin critic, each stepped by its own optimizer; the temperature's log
+    descends by SGD at ``lr_temperature``), or looprl's ``ReplayAgent(policy, trainer,
+    replay_buffer, ...)``, as the presets build it."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        if looprl_form(args, kwargs):
+            super().__init__(*args, **kwargs)
+        else:
+            self._from_all(*args, **kwargs)
+
+    def _from_all(self, policy: Any, q1: Any, q2: Any, replay_buffer: Any,
+                  discount_factor: float = 0.99, entropy_backups: bool = True,
+                  entropy_target: float = -2.0, lr_temperature: float = 1e-4,
+                  minibatch_size: int = 32, replay_start_size: int = 5000,
+                  temperature_initial: float = 0.1, update_frequency: int = 1,
+                  logger: Any = None) -> None:
+        name = type(self).__name__
+        if not (isinstance(policy, SoftDeterministicPolicy) and isinstance(q1, Approximation)
+                and isinstance(q2, Approximation)):
+            raise TypeError(f"{name} takes ALL's (policy, q1, q2, replay_buffer, ...): a "
+                            f"SoftDeterministicPolicy and two QContinuous, or looprl's (policy, "
+                            f"trainer, ...), got {type(policy).__name__}, {type(q1).__name__} "
+                            f"and {type(q2).__name__}")
+        if q1 is q2 or q1.model is q2.model:
+            raise ValueError(f"{name}'s q1 and q2 are one critic: give two QContinuous, each "
+                             "of its own network")
+        if not entropy_backups:
+            raise ValueError(f"{name}'s targets always back up the entropy: entropy_backups="
+                             "False is not ported (pass True, ALL's default)")
+        buffer, gamma = one_step_replay(name, replay_buffer, discount_factor)
+        check_positive(lr_temperature=lr_temperature)
+        critic = JointApproximation(TwinQ(q1.model, q2.model), [q1, q2], "critic")
+        temperature = Temperature(temperature_initial).to(policy.device)
+        temperature = Approximation(temperature, torch.optim.SGD(temperature.parameters(),
+                                                                 lr=lr_temperature),
+                                    name="temperature")
+        acting = SACPolicy(policy)
+        super().__init__(acting, SACTrainer(acting, critic, temperature, gamma, entropy_target),
+                         buffer, minibatch_size, replay_start_size, update_frequency, logger=logger)
+        self.q1, self.q2, self.replay_buffer = q1, q2, replay_buffer  # (ALL's attributes)

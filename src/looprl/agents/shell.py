@@ -45,9 +45,10 @@ def _check_units(agent: Any, policy: Any, trainer: Any) -> None:
     if not (isinstance(policy, Policy) and isinstance(trainer, Trainer)):
         raise TypeError(f"{type(agent).__name__} takes looprl's (policy, trainer, ...), a Policy "
                         f"and a Trainer, got {type(policy).__name__} and "
-                        f"{type(trainer).__name__}: DQN, DDQN, C51, Rainbow, VQN, VSarsa and DDPG "
-                        "also take ALL's arguments (q, policy, replay_buffer, ...); build the "
-                        "others from a preset (docs/coming-from-all-envs.md)")
+                        f"{type(trainer).__name__}: ALL's agent classes (DQN, DDQN, C51, "
+                        "Rainbow, VQN, VSarsa, DDPG, SAC, A2C, PPO, VAC, VPG) take ALL's "
+                        "arguments; ALL has no TD3 agent: build it and the others from a preset "
+                        "(docs/coming-from-all.md#agents)")
 
 
 def looprl_form(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:

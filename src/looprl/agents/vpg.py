@@ -4,7 +4,11 @@ onto the Monte-Carlo return ``G``, i.e. ``A2CTrainer(gae_lambda=1)``."""
 
 from __future__ import annotations
 
-from looprl.agents.shell import SegmentAgent
+from typing import Any
+
+from looprl.agents.a2c import A2CTrainer
+from looprl.agents.all_agents import all_actor_critic
+from looprl.agents.shell import SegmentAgent, looprl_form
 from looprl.core import Agent, Logger, Policy, Trainer
 from looprl.memory.segments import SegmentBuffer
 
@@ -12,10 +16,26 @@ __all__ = ["VPG"]
 
 
 class VPG(SegmentAgent, Agent):
-    """Local VPG agent: trains after the episode that brings the segment to ``min_batch_size``
-    steps (``trainer``: ``A2CTrainer(policy, gae_lambda=1.0)``)."""
+    """The VPG agent (single environment): trains after the episode that brings the segment to
+    ``min_batch_size`` steps. ALL's ``VPG(features, v, policy, discount_factor=0.99,
+    min_batch_size=1)`` (``all_actor_critic``'s networks), or looprl's ``VPG(policy, trainer,
+    min_batch_size=500, logger=None)`` (``trainer``: ``A2CTrainer(policy, gae_lambda=1.0)``),
+    as the presets build it."""
 
-    def __init__(self, policy: Policy, trainer: Trainer, min_batch_size: int = 500,
-                 logger: Logger | None = None):
+    def __init__(self, *args: Any, **kwargs: Any):
+        if looprl_form(args, kwargs):
+            self._units(*args, **kwargs)
+        else:
+            self._from_all(*args, **kwargs)
+
+    def _units(self, policy: Policy, trainer: Trainer, min_batch_size: int = 500,
+               logger: Logger | None = None) -> None:
         super().__init__(policy, trainer, SegmentBuffer(min_batch_size, 1, whole_episodes=True),
                          logger)
+
+    def _from_all(self, features: Any, v: Any, policy: Any, discount_factor: float = 0.99,
+                  min_batch_size: int = 1) -> None:
+        acting = all_actor_critic(self, features, v, policy)
+        self._units(acting, A2CTrainer(acting, value_coef=1.0, discount_factor=discount_factor),
+                    min_batch_size)
+        self.features, self.v = features, v  # (ALL's attributes)

@@ -1,6 +1,6 @@
 """Function approximation: ``Approximation`` and its wrappers, targets, schedules."""
 
-from looprl.approximation.approximation import Approximation
+from looprl.approximation.approximation import Approximation, JointApproximation
 from looprl.approximation.checkpointer import Checkpointer, DummyCheckpointer, PeriodicCheckpointer
 from looprl.approximation.feature_network import FeatureModule, FeatureNetwork
 from looprl.approximation.identity import Identity
@@ -18,7 +18,8 @@ from looprl.approximation.target import FixedTarget, PolyakTarget, TargetNetwork
 from looprl.approximation.v_network import VModule, VNetwork
 
 __all__ = ["Approximation", "Checkpointer", "DummyCheckpointer", "ExpectedQ", "FeatureModule",
-           "FeatureNetwork", "FixedTarget", "Identity", "LinearScheduler", "PeriodicCheckpointer",
-           "PolyakTarget", "ProgressLR", "QContinuous", "QDist", "QDistModule", "QModule",
-           "QNetwork", "Schedulable", "Schedule", "TargetNetwork", "TrivialTarget", "VModule",
-           "VNetwork", "gather_actions", "linear_schedule", "project_distribution"]
+           "FeatureNetwork", "FixedTarget", "Identity", "JointApproximation", "LinearScheduler",
+           "PeriodicCheckpointer", "PolyakTarget", "ProgressLR", "QContinuous", "QDist",
+           "QDistModule", "QModule", "QNetwork", "Schedulable", "Schedule", "TargetNetwork",
+           "TrivialTarget", "VModule", "VNetwork", "gather_actions", "linear_schedule",
+           "project_distribution"]

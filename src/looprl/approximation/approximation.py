@@ -12,10 +12,10 @@ from torch import nn
 from looprl.approximation.adam_step import AdamStep
 from looprl.approximation.checkpointer import Checkpointer, DummyCheckpointer
 from looprl.approximation.target import TargetNetwork, TrivialTarget
-from looprl.core.hyperparameter import Hyperparameter
+from looprl.core.hyperparameter import Hyperparameter, merge_hyperparameters
 from looprl.core.suggest import check_count, check_device, is_number
 
-__all__ = ["Approximation", "data_parallel"]
+__all__ = ["Approximation", "JointApproximation", "data_parallel"]
 
 _DENORMAL = 5e-324  # the smallest double, read as 0 where denormals are flushed
 
@@ -140,6 +140,10 @@ class Approximation:
         """Backpropagate ``loss * loss_scaling`` and ``step``."""
         if self.optimizer is None:
             raise self._no_optimizer("reinforce")
+        return self._backward(loss).step(loss)
+
+    def _backward(self, loss: torch.Tensor) -> Approximation:
+        """Backpropagate ``loss * loss_scaling`` (one number with gradients, else one line)."""
         if not (isinstance(loss, torch.Tensor) and loss.requires_grad):
             raise ValueError(
                 f"Approximation '{self.name}'.reinforce(loss) takes a loss tensor with gradients, "
@@ -152,7 +156,7 @@ class Approximation:
                 "function's default reduction='mean')")
         scaled = loss * self._loss_scaling if self._loss_scaling != 1 else loss
         scaled.backward()
-        return self.step(loss)
+        return self
 
     def step(self, loss: torch.Tensor | None = None) -> Approximation:
         """Apply the accumulated gradients (clip, optimizer step, clear), update the target,
@@ -266,6 +270,49 @@ class Approximation:
         result = self.model.load_state_dict(state_dict, strict=strict)
         self._target.sync()
         return result
+
+
+class _PartTargets(TargetNetwork):
+    """A ``JointApproximation``'s target: each part's target on the same inputs; each part
+    updates its own at its step."""
+
+    def __init__(self, parts: list[Approximation]):
+        self.parts = parts
+
+    def init(self, model: nn.Module) -> None:
+        pass
+
+    def __call__(self, *inputs: Any) -> tuple[Any, ...]:
+        return tuple(part.target(*inputs) for part in self.parts)
+
+    def sync(self) -> None:
+        for part in self.parts:
+            part._target.sync()
+
+
+class JointApproximation(Approximation):
+    """Several approximations (``parts``) trained as one, as ALL's agents train theirs:
+    ``model`` is a module over the parts' modules; ``reinforce(loss)`` backpropagates ``loss``
+    once, then steps every part with its own optimizer (clipping, target, scheduler, as
+    ``loss.backward(); v.step(); policy.step()``); ``target(*inputs)``: each part's target."""
+
+    def __init__(self, model: nn.Module, parts: list[Approximation], name: str):
+        self.parts = list(parts)
+        super().__init__(model, None, name=name, device=self.parts[0].device,
+                         target=_PartTargets(self.parts))
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """The parts' keys (a key they share is set on all)."""
+        return merge_hyperparameters(*(part.hyperparameters() for part in self.parts))
+
+    def reinforce(self, loss: torch.Tensor) -> JointApproximation:
+        return self._backward(loss).step(loss)
+
+    def step(self, loss: torch.Tensor | None = None) -> JointApproximation:
+        for part in self.parts:
+            part.step(loss)
+        self._updates += 1
+        return self
 
 
 def _check_parts(model: Any, optimizer: Any, clip_grad: Any, loss_scaling: Any, target: Any,

@@ -1,0 +1,108 @@
+"""ALL's on-policy agent classes (seed 003: agents composed by passing ALL's objects into their
+constructors): ``A2C``, ``PPO`` and ``VAC`` of ALL's ``(features, v, policy, ...)``, each an
+``ActorCriticPolicy`` over those networks and looprl's trainer in the ``OnPolicyAgent`` shell
+(``VPG``, in ``looprl.agents.vpg``, takes them too)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import nn
+
+from looprl.agents.a2c import A2CTrainer
+from looprl.agents.actor_critic import ActorCriticPolicy
+from looprl.agents.on_policy import OnPolicyAgent
+from looprl.agents.ppo import PPOTrainer
+from looprl.agents.vac import VACTrainer
+from looprl.approximation import FeatureNetwork, Identity, JointApproximation, VNetwork
+from looprl.core.suggest import check_count
+from looprl.nn import SharedActorCritic
+from looprl.policies import SoftmaxPolicy
+from looprl.policies.distributions import CategoricalHead
+
+__all__ = ["A2C", "PPO", "VAC", "all_actor_critic"]
+
+
+def all_actor_critic(agent: Any, features: Any, v: Any, policy: Any) -> ActorCriticPolicy:
+    """ALL's ``features`` (a ``FeatureNetwork`` or ``Identity``), ``v`` (a ``VNetwork``) and
+    ``policy`` (a ``SoftmaxPolicy``) as an ``ActorCriticPolicy`` over their networks (a
+    ``SharedActorCritic``), each stepped by its own optimizer (a ``JointApproximation``)."""
+    name = type(agent).__name__
+    if not (isinstance(features, FeatureNetwork | Identity) and isinstance(v, VNetwork)
+            and isinstance(policy, SoftmaxPolicy)):
+        raise TypeError(f"{name} takes ALL's (features, v, policy, ...): a FeatureNetwork, a "
+                        f"VNetwork and a SoftmaxPolicy (ALL's GaussianPolicy is not ported here: "
+                        f"build continuous agents from a preset), got {type(features).__name__}, "
+                        f"{type(v).__name__} and {type(policy).__name__}")
+    logits = [m.out_features for m in policy.model.model.modules() if isinstance(m, nn.Linear)]
+    if not logits:
+        raise ValueError(f"{name}'s SoftmaxPolicy has no nn.Linear layer to count its actions "
+                         "by: end its model with nn.Linear(features, n_actions)")
+    model = SharedActorCritic(getattr(features.model, "model", features.model),
+                              policy.model.model, v.model.model)
+    parts = [part for part in (features, v, policy) if not isinstance(part, Identity)]
+    return ActorCriticPolicy(JointApproximation(model, parts, "actor_critic"),
+                             CategoricalHead(logits[-1]))
+
+
+def _n_envs(agent: Any, n_envs: Any) -> int:
+    """ALL's required ``n_envs`` (``None``: one ``ValueError`` line, as ALL refuses it)."""
+    if n_envs is None:
+        raise ValueError(f"{type(agent).__name__} needs n_envs, the number of parallel "
+                         "environments whose StateArray it acts on (ALL: 'Must specify n_envs')")
+    check_count(n_envs=n_envs)
+    return n_envs
+
+
+class A2C(OnPolicyAgent):
+    """ALL's ``A2C(features, v, policy, discount_factor=0.99, entropy_loss_scaling=0.01,
+    n_envs=None, n_steps=4, logger=None)``: one ``A2CTrainer`` step of n-step advantages per
+    ``n_steps`` acts on the ``StateArray`` of ``n_envs`` environments (the loss ALL's
+    ``value_loss + policy_loss``)."""
+
+    def __init__(self, features: Any, v: Any, policy: Any, discount_factor: float = 0.99,
+                 entropy_loss_scaling: float = 0.01, n_envs: int | None = None,
+                 n_steps: int = 4, logger: Any = None):
+        acting = all_actor_critic(self, features, v, policy)
+        trainer = A2CTrainer(acting, value_coef=1.0, entropy_coef=entropy_loss_scaling,
+                             discount_factor=discount_factor)
+        super().__init__(acting, trainer, _n_envs(self, n_envs), n_steps, logger)
+        self.features, self.v = features, v  # (ALL's attributes)
+
+
+class PPO(OnPolicyAgent):
+    """ALL's ``PPO(features, v, policy, discount_factor=0.99, entropy_loss_scaling=0.01,
+    epochs=4, epsilon=0.2, lam=0.95, minibatches=4, compute_batch_size=256, n_envs=None,
+    n_steps=4, logger=None)``: a ``PPOTrainer`` update (GAE, clip ``epsilon``, ``minibatches``
+    per epoch, advantages not normalized, as ALL's) per ``n_steps`` acts on ``n_envs``
+    environments. ``compute_batch_size`` (ALL's chunks of gradient-free passes) changes no
+    result: the values are those stored while acting."""
+
+    def __init__(self, features: Any, v: Any, policy: Any, discount_factor: float = 0.99,
+                 entropy_loss_scaling: float = 0.01, epochs: int = 4, epsilon: float = 0.2,
+                 lam: float = 0.95, minibatches: int = 4, compute_batch_size: int = 256,
+                 n_envs: int | None = None, n_steps: int = 4, logger: Any = None):
+        acting = all_actor_critic(self, features, v, policy)
+        n_envs = _n_envs(self, n_envs)
+        check_count(minibatches=minibatches, compute_batch_size=compute_batch_size)
+        if minibatches > n_envs * n_steps:
+            raise ValueError(f"PPO splits its n_envs * n_steps = {n_envs * n_steps} rows into "
+                             f"minibatches, got minibatches={minibatches}: give at most "
+                             f"{n_envs * n_steps}")
+        trainer = PPOTrainer(acting, epochs, n_envs * n_steps // minibatches, clip=epsilon,
+                             normalize_advantages=False, entropy_coef=entropy_loss_scaling,
+                             value_coef=1.0, discount_factor=discount_factor, gae_lambda=lam)
+        super().__init__(acting, trainer, n_envs, n_steps, logger)
+        self.features, self.v = features, v  # (ALL's attributes)
+
+
+class VAC(OnPolicyAgent):
+    """ALL's ``VAC(features, v, policy, discount_factor=1)``: one ``VACTrainer`` step (the TD
+    error as advantage) per ``act``, on a ``State`` or the ``StateArray`` of parallel
+    environments."""
+
+    def __init__(self, features: Any, v: Any, policy: Any, discount_factor: float = 1):
+        acting = all_actor_critic(self, features, v, policy)
+        trainer = VACTrainer(acting, value_coef=1.0, discount_factor=discount_factor)
+        super().__init__(acting, trainer, n_envs=1, n_steps=1)
+        self.features, self.v = features, v  # (ALL's attributes)
