@@ -14,7 +14,7 @@ from torch import nn
 from looprl.agents.losses.continuous import critic_loss, deterministic_actor_loss, twin_critic_loss
 from looprl.agents.losses.value import td_target
 from looprl.agents.segments import ApproximationPolicy, PolicyTrainer, on_device
-from looprl.agents.shell import ReplayAgent, all_replay, looprl_form
+from looprl.agents.shell import AllForm, ReplayAgent, all_replay
 from looprl.approximation import Approximation
 from looprl.approximation.q_continuous import ContinuousQ
 from looprl.core import (
@@ -169,18 +169,12 @@ class DDPGTrainer(PolicyTrainer):
         return {"actor": loss.detach()}
 
 
-class DDPG(ReplayAgent):
+class DDPG(AllForm, ReplayAgent):
     """The DDPG agent (single environment, seed 003): ALL's ``DDPG(q, policy, replay_buffer,
     action_space, discount_factor=0.99, minibatch_size=32, noise=0.1, replay_start_size=5000,
     update_frequency=1)`` (``q`` a ``QContinuous``, ``policy`` its ``DeterministicPolicy``, whose
     ``noise`` it sets: the exploration's standard deviation in half action ranges), or looprl's
     ``ReplayAgent(policy, trainer, replay_buffer, ...)``, as the presets build it."""
-
-    def __init__(self, *args: Any, **kwargs: Any):
-        if looprl_form(args, kwargs):
-            super().__init__(*args, **kwargs)
-        else:
-            self._from_all(*args, **kwargs)
 
     def _from_all(self, q: Any, policy: Any, replay_buffer: Any, action_space: Any,
                   discount_factor: float = 0.99, minibatch_size: int = 32, noise: float = 0.1,
@@ -201,7 +195,7 @@ class DDPG(ReplayAgent):
         check_ranges({"noise": noise}, name)
         policy.noise = noise
         acting = DDPGPolicy(policy)
-        super().__init__(acting, DDPGTrainer(acting, q, gamma), buffer, minibatch_size,
+        self._units(acting, DDPGTrainer(acting, q, gamma), buffer, minibatch_size,
                          replay_start_size, update_frequency)
         self.q, self.replay_buffer = q, replay_buffer  # (ALL's attributes)
 

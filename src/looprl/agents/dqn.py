@@ -19,7 +19,7 @@ from looprl.agents.q_targets import (  # _max: the name older run checkpoints pi
     bootstrap,
 )
 from looprl.agents.segments import ApproximationPolicy, PolicyTrainer, on_device
-from looprl.agents.shell import ReplayAgent, all_replay, looprl_form
+from looprl.agents.shell import AllForm, ReplayAgent, all_replay
 from looprl.approximation import Approximation, FixedTarget, gather_actions
 from looprl.core import (
     Hyperparameter,
@@ -264,7 +264,7 @@ def q_units(agent: Any, q: Any, policy: Any, discount_factor: float, loss: Any =
                               huber=HUBER[loss])
 
 
-class DQN(ReplayAgent):
+class DQN(AllForm, ReplayAgent):
     """The DQN agent (single environment, seed 003): ALL's ``DQN(q, policy, replay_buffer,
     discount_factor=0.99, loss=mse_loss, minibatch_size=32, replay_start_size=5000,
     update_frequency=1)`` (``q`` a ``QNetwork``, ``policy`` its ``GreedyPolicy``; an
@@ -274,17 +274,11 @@ class DQN(ReplayAgent):
     #: the bootstrap of ALL's form (a name in ``UPDATES``)
     update = "q_learning"
 
-    def __init__(self, *args: Any, **kwargs: Any):
-        if looprl_form(args, kwargs):
-            super().__init__(*args, **kwargs)
-        else:
-            self._from_all(*args, **kwargs)
-
     def _from_all(self, q: Any, policy: Any, replay_buffer: Any, discount_factor: float = 0.99,
                   loss: Any = F.mse_loss, minibatch_size: int = 32, replay_start_size: int = 5000,
                   update_frequency: int = 1) -> None:
         buffer, n_step, gamma = all_replay(type(self).__name__, replay_buffer, discount_factor)
-        super().__init__(*q_units(self, q, policy, gamma, loss, n_step), buffer, minibatch_size,
+        self._units(*q_units(self, q, policy, gamma, loss, n_step), buffer, minibatch_size,
                          replay_start_size, update_frequency)
         self.q, self.replay_buffer = q, replay_buffer  # (ALL's attributes)
 

@@ -11,7 +11,7 @@ from torch import nn
 
 from looprl.agents.ddpg import ContinuousPolicy, DDPGTrainer, TwinQ, frozen, one_step_replay
 from looprl.agents.losses.continuous import sac_actor_loss, sac_target, sac_temperature_loss
-from looprl.agents.shell import ReplayAgent, looprl_form
+from looprl.agents.shell import AllForm, ReplayAgent
 from looprl.approximation import Approximation, JointApproximation
 from looprl.core.suggest import check_positive
 from looprl.policies.deterministic import SoftDeterministicPolicy
@@ -77,7 +77,7 @@ class SACTrainer(DDPGTrainer):
         return stats
 
 
-class SAC(ReplayAgent):
+class SAC(AllForm, ReplayAgent):
     """The SAC agent (single environment, seed 003): ALL's ``SAC(policy, q1, q2, replay_buffer,
     discount_factor=0.99, entropy_backups=True, entropy_target=-2.0, lr_temperature=1e-4,
     minibatch_size=32, replay_start_size=5000, temperature_initial=0.1, update_frequency=1,
@@ -85,12 +85,6 @@ class SAC(ReplayAgent):
     ``QContinuous``: the twin critic, each stepped by its own optimizer; the temperature's log
     descends by SGD at ``lr_temperature``), or looprl's ``ReplayAgent(policy, trainer,
     replay_buffer, ...)``, as the presets build it."""
-
-    def __init__(self, *args: Any, **kwargs: Any):
-        if looprl_form(args, kwargs):
-            super().__init__(*args, **kwargs)
-        else:
-            self._from_all(*args, **kwargs)
 
     def _from_all(self, policy: Any, q1: Any, q2: Any, replay_buffer: Any,
                   discount_factor: float = 0.99, entropy_backups: bool = True,
@@ -119,6 +113,6 @@ class SAC(ReplayAgent):
                                                                  lr=lr_temperature),
                                     name="temperature")
         acting = SACPolicy(policy)
-        super().__init__(acting, SACTrainer(acting, critic, temperature, gamma, entropy_target),
+        self._units(acting, SACTrainer(acting, critic, temperature, gamma, entropy_target),
                          buffer, minibatch_size, replay_start_size, update_frequency, logger=logger)
         self.q1, self.q2, self.replay_buffer = q1, q2, replay_buffer  # (ALL's attributes)

@@ -28,8 +28,8 @@ from looprl.memory.n_step import NStepReplayBuffer
 from looprl.memory.samples import OnPolicyBuffer
 from looprl.memory.segments import SegmentBuffer
 
-__all__ = ["LearningAgent", "ReplayAgent", "SegmentAgent", "all_replay", "looprl_form",
-           "seed_units"]
+__all__ = ["AllForm", "LearningAgent", "ReplayAgent", "SegmentAgent", "all_replay",
+           "looprl_form", "seed_units"]
 
 
 def seed_units(seed: int, actor: Actor | None = None, learner: Learner | None = None) -> None:
@@ -56,6 +56,24 @@ def looprl_form(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     second), not ALL's (``(q, policy, replay_buffer, ...)``: an approximation and its policy)."""
     second = args[1] if len(args) > 1 else kwargs.get("trainer")
     return isinstance(second, Trainer)
+
+
+class AllForm:
+    """An agent class that takes both forms of arguments: ALL's go to its ``_from_all``, looprl's
+    ``(policy, trainer, ...)`` (``looprl_form``) to its ``_units``, by default the shell's
+    constructor (the form the presets build)."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        if looprl_form(args, kwargs):
+            self._units(*args, **kwargs)
+        else:
+            self._from_all(*args, **kwargs)
+
+    def _units(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+
+    def _from_all(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError
 
 
 def all_replay(agent: str, replay_buffer: Any, discount_factor: float) -> tuple[Any, int, float]:

@@ -8,30 +8,24 @@ from typing import Any
 
 from looprl.agents.a2c import A2CTrainer
 from looprl.agents.all_agents import all_actor_critic
-from looprl.agents.shell import SegmentAgent, looprl_form
+from looprl.agents.shell import AllForm, SegmentAgent
 from looprl.core import Agent, Logger, Policy, Trainer
 from looprl.memory.segments import SegmentBuffer
 
 __all__ = ["VPG"]
 
 
-class VPG(SegmentAgent, Agent):
+class VPG(AllForm, SegmentAgent, Agent):
     """The VPG agent (single environment): trains after the episode that brings the segment to
     ``min_batch_size`` steps. ALL's ``VPG(features, v, policy, discount_factor=0.99,
     min_batch_size=1)`` (``all_actor_critic``'s networks), or looprl's ``VPG(policy, trainer,
     min_batch_size=500, logger=None)`` (``trainer``: ``A2CTrainer(policy, gae_lambda=1.0)``),
     as the presets build it."""
 
-    def __init__(self, *args: Any, **kwargs: Any):
-        if looprl_form(args, kwargs):
-            self._units(*args, **kwargs)
-        else:
-            self._from_all(*args, **kwargs)
-
     def _units(self, policy: Policy, trainer: Trainer, min_batch_size: int = 500,
                logger: Logger | None = None) -> None:
-        super().__init__(policy, trainer, SegmentBuffer(min_batch_size, 1, whole_episodes=True),
-                         logger)
+        SegmentAgent.__init__(self, policy, trainer,  # (past AllForm's dispatch)
+                              SegmentBuffer(min_batch_size, 1, whole_episodes=True), logger)
 
     def _from_all(self, features: Any, v: Any, policy: Any, discount_factor: float = 0.99,
                   min_batch_size: int = 1) -> None:
