@@ -196,7 +196,7 @@ class DDPG(AllForm, ReplayAgent):
         policy.noise = noise
         acting = DDPGPolicy(policy)
         self._units(acting, DDPGTrainer(acting, q, gamma), buffer, minibatch_size,
-                         replay_start_size, update_frequency)
+                    replay_start_size, update_frequency)
         self.q, self.replay_buffer = q, replay_buffer  # (ALL's attributes)
 
 

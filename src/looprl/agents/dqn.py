@@ -279,7 +279,7 @@ class DQN(AllForm, ReplayAgent):
                   update_frequency: int = 1) -> None:
         buffer, n_step, gamma = all_replay(type(self).__name__, replay_buffer, discount_factor)
         self._units(*q_units(self, q, policy, gamma, loss, n_step), buffer, minibatch_size,
-                         replay_start_size, update_frequency)
+                    replay_start_size, update_frequency)
         self.q, self.replay_buffer = q, replay_buffer  # (ALL's attributes)
 
 

@@ -114,5 +114,5 @@ class SAC(AllForm, ReplayAgent):
                                     name="temperature")
         acting = SACPolicy(policy)
         self._units(acting, SACTrainer(acting, critic, temperature, gamma, entropy_target),
-                         buffer, minibatch_size, replay_start_size, update_frequency, logger=logger)
+                    buffer, minibatch_size, replay_start_size, update_frequency, logger=logger)
         self.q1, self.q2, self.replay_buffer = q1, q2, replay_buffer  # (ALL's attributes)

@@ -1,7 +1,7 @@
 """``looprl-multiagent-atari ENV AGENT AGENT ...``: ALL's ``all-multiagent-atari``, one preset
 per agent of a PettingZoo game (``multiagent.independent``): for an Atari game (``pong_v3 dqn
 rainbow``) the Atari presets on ALL's ``MultiagentAtariEnv``; for another game
-(``tictactoe_v3 dqn ppo``) the ``multiagent`` family's."""
+(``tictactoe_v3 dqn dqn``) the ``multiagent`` family's."""
 
 from __future__ import annotations
 
