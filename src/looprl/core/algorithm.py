@@ -77,9 +77,8 @@ class Policy(_PartOfAlgorithm, metaclass=_ByName):
 
 
 class Trainer(_PartOfAlgorithm, metaclass=_ByName):
-    """Learning half of an algorithm: updates ``policy`` from batches. After ``step``,
-    ``predictions`` holds what the update computed (detached) and ``td_error`` the per-sample
-    TD errors (``None`` for policy-gradient trainers)."""
+    """Learning half of an algorithm: updates ``policy`` from batches; after ``step``,
+    ``predictions`` holds what it computed (detached), ``td_error`` the TD errors (or ``None``)."""
 
     predictions: dict[str, Any] = {}  # noqa: B006
     td_error: Any = None

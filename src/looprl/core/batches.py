@@ -13,17 +13,14 @@ from looprl.core.namedarray import namedarray
 
 @namedarray
 class RolloutRequest:
-    """What an actor sends a policy: a batch of observations (``obs``) and per row the
-    recurrent memory, whether to act deterministically (``is_evaluation``, or one bool), an
-    exploration rate (Ape-X), the agent index and whether the episode ended here (``done``:
-    the action is ignored)."""
+    """What an actor sends a policy: a batch of observations (``obs``) and per-row fields."""
 
     obs: Any
-    policy_state: Any = None
-    is_evaluation: Any = None
-    exploration: Any = None
-    agent: Any = None
-    done: Any = None
+    policy_state: Any = None  # the recurrent memory
+    is_evaluation: Any = None  # whether to act deterministically (or one bool for all rows)
+    exploration: Any = None  # an exploration rate (Ape-X)
+    agent: Any = None  # the agent index
+    done: Any = None  # the episode ended here: the action is ignored
 
 
 @namedarray
@@ -64,11 +61,9 @@ class SampleBatch:
     """Time-major trajectory segments ``[T + 1, B, ...]`` sent by actors to trainers.
 
     Row ``t`` holds the observation, the policy's outputs for it (``policy_state`` *before*
-    it) and the ``reward``/``done``/``truncated`` that arrived *with* it. An episode's final
-    observation is followed by the next episode's first (reward 0). Consecutive segments of a
-    stream overlap by one row (row ``T`` bootstraps). ``weight``: importance weights
-    (``None``: 1); ``stream``: which stream each column continues (n-step windows span a
-    stream's segments). A replay transition ``(s, a, r, s')`` is a segment with ``T = 1``.
+    it) and the ``reward``/``done``/``truncated`` that arrived *with* it; an episode's final
+    observation is followed by the next episode's first (reward 0). A stream's consecutive
+    segments overlap by one row (row ``T`` bootstraps); a replay transition is ``T = 1``.
     """
 
     obs: Any
@@ -80,17 +75,16 @@ class SampleBatch:
     log_prob: Any = None
     value: Any = None
     policy_version: Any = None
-    weight: Any = None
+    weight: Any = None  # importance weights (None: 1)
     agent: Any = None
-    stream: Any = None
+    stream: Any = None  # which stream each column continues (n-step windows span segments)
 
 
 @dataclass(eq=False)
 class TrainerStepResult:
-    """What ``Trainer.step`` returns: ``stats`` to log (floats or 0-d tensors), the step count
-    after it, whether the trainer agrees to publish the parameters after this step
-    (``agree_pushing``, as in SRL; ``False``: a Ray trainer publishes them later, when idle)
-    and new replay ``priorities`` of the sampled rows (or ``None``)."""
+    """What ``Trainer.step`` returns: ``stats`` to log (floats or 0-d tensors), the step count,
+    whether to publish the parameters now (``agree_pushing``, as in SRL; ``False``: a Ray
+    trainer publishes them later, when idle) and the sampled rows' new replay ``priorities``."""
 
     stats: dict[str, Any]
     step: int

@@ -19,14 +19,13 @@ _SCRIPT_MODULES = ("__main__", "__mp_main__")
 
 
 def save_atomically(obj: Any, path: str | Path) -> None:
-    """``torch.save(obj)`` at ``path`` through a temporary file beside it, renamed over it at
-    the end: an interrupted save leaves the file as it was (or none), never half of one."""
+    """``torch.save(obj)`` at ``path`` through ``write_atomically``: an interrupted save leaves
+    the file as it was (or none), never half of one."""
     write_atomically(path, lambda temporary: torch.save(obj, temporary))
 
 
 def write_atomically(path: str | Path, write: Callable[[Path], Any]) -> None:
-    """``write(temporary)``, a file beside ``path``, then renamed over it: ``save_atomically``
-    for any writer."""
+    """``write(temporary)``, a file beside ``path``, then renamed over it."""
     path = Path(path)
     temporary = _temporary(path)
     try:
@@ -43,8 +42,7 @@ def _temporary(path: Path) -> Path:
 
 
 def _never_written(path: Path, what: str, remedy: str) -> str:
-    """The line of a ``path`` whose first write was interrupted: the process was killed before
-    ``write_atomically`` renamed its temporary (left alone) over ``path``."""
+    """The line of a ``path`` whose first write was interrupted (its temporary left beside it)."""
     return (f"{path} was never written: the write of this first {what} was interrupted (the "
             f"process was killed while it wrote {_temporary(path).name}, left incomplete "
             f"beside it); {remedy}")
@@ -68,8 +66,8 @@ _PICKLE = types.SimpleNamespace(**{**{key: getattr(pickle, key) for key in pickl
 
 def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None,
               data: bytes | None = None) -> Any:
-    """``torch.load`` of ``path`` (or of ``data``, its bytes read elsewhere); ``what`` it
-    should hold (``"looprl preset"``) and the ``remedy`` are for one-line errors."""
+    """``torch.load`` of ``path`` (or of ``data``, its bytes); ``what`` it should hold
+    (``"looprl preset"``) and the ``remedy`` are for one-line errors."""
     path = Path(path)
     if data is None and not path.is_file():
         raise FileNotFoundError(_never_written(path, what, remedy) if _temporary(path).is_file()
@@ -118,8 +116,8 @@ def _unreadable(path: Path, what: str, remedy: str, error: Exception) -> ValueEr
 
 
 def check_path(path: Any, what: str, optional: bool = False) -> Any:
-    """``path`` if it is a path (a ``str`` or an ``os.PathLike``; ``optional``: or ``None``),
-    else a one-line ``TypeError`` that names ``what`` it is (``run_experiment's logdir``)."""
+    """``path`` if it is a ``str`` or an ``os.PathLike`` (``optional``: or ``None``), else a
+    one-line ``TypeError`` that names ``what`` it is (``run_experiment's logdir``)."""
     if not (isinstance(path, str | os.PathLike) or optional and path is None):
         raise TypeError(f"{what} is a directory path (a str or a Path){' or None' * optional}, "
                         f"got {type(path).__name__} {path!r:.40}")
@@ -143,9 +141,8 @@ def check_writable(path: str | Path, option: str) -> None:
 
 def find_one(run_dir: str | Path, name: str, missing: str, several: str,
              found: list[Path] | None = None) -> Path:
-    """The one checkpoint file ``name`` under ``run_dir`` (or of ``found``, those a resume
-    would take): ``FileNotFoundError`` (``missing``; the first one's write interrupted: that) if
-    none, ``ValueError`` (``several``) if several."""
+    """The one checkpoint file ``name`` under ``run_dir`` (or of ``found``): else a one-line
+    ``FileNotFoundError`` (``missing``) or ``ValueError`` (``several``)."""
     found = sorted(Path(run_dir).glob(f"**/{name}")) if found is None else found
     if not found:
         partial = sorted(Path(run_dir).glob(f"**/{_temporary(Path(name)).name}"))

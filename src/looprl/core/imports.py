@@ -44,9 +44,8 @@ def import_object(path: str, what: str) -> Any:
 
 
 def object_path(value: Any) -> str:
-    """``value``'s import path, ``import_object``'s inverse: ``module:qualname`` for a function
-    or a class (inside a ``functools.partial``'s text too), the text itself for a string (a
-    path already), else the ``repr``."""
+    """``value``'s import path, ``import_object``'s inverse (``module:qualname`` of a function
+    or class, in a ``functools.partial`` too; a string itself); else the ``repr``."""
     if isinstance(value, str):
         return value
     if isinstance(value, functools.partial):  # (its repr holds the function's memory address)

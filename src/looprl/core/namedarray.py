@@ -89,8 +89,7 @@ class NamedArray:
         return name in self._fields
 
     def __len__(self) -> int:
-        """The batch size: the leading dimension of the first leaf that has one (``None`` and 0-d
-        leaves, such as a scalar version number, have none)."""
+        """The batch size: the leading dimension of the first leaf that has one."""
         for value in self.values():
             length = _length(value)
             if length is not None:
@@ -98,7 +97,7 @@ class NamedArray:
         raise TypeError(f"len() of unsized {type(self).__name__}")
 
     def __bool__(self) -> bool:
-        return True  # never falsy, even with batch size 0 (unlike len())
+        return True  # (even with batch size 0)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name not in self._fields:
@@ -120,7 +119,7 @@ class NamedArray:
 
     def __setitem__(self, idx: Any, value: Any) -> None:
         """Sets field ``idx`` if it is a string, else writes ``value`` (a ``NamedArray`` of the
-        same fields, or anything that broadcasts) into every leaf in place."""
+        same fields, or what broadcasts) into every leaf in place."""
         if isinstance(idx, str):
             if idx not in self._fields:
                 raise KeyError(f"{type(self).__name__} has no field {idx!r}")
@@ -150,8 +149,7 @@ class NamedArray:
             raise
 
     def to(self: T, device: str | torch.device = "cpu") -> T:
-        """Moves every leaf to ``device`` as a torch tensor (numpy leaves are converted); a
-        device torch cannot use here is a one-line ``ValueError``."""
+        """Moves every leaf to ``device`` as a torch tensor (one line if torch cannot use it)."""
         return moved(lambda: recursive_apply(self, lambda x: leaves.as_tensor(x, device)), device)
 
     to_torch = to  # (the SRL name)
@@ -166,8 +164,7 @@ class NamedArray:
 
     @classmethod
     def from_dict(cls: type[T], d: dict[str, Any]) -> T:
-        """Builds a ``cls`` from a dict; nested dicts become plain ``NamedArray`` s. Anything
-        but a dict of text keys is a one-line ``TypeError``."""
+        """Builds a ``cls`` from a dict of text keys; nested dicts become plain ``NamedArray`` s."""
         if not isinstance(d, Mapping):
             raise TypeError(f"{cls.__name__}.from_dict takes a dict of field name -> array, got "
                             f"{a_type(d)} ({d!r:.40}); build one with {cls.__name__}(name=array)")
@@ -227,18 +224,11 @@ def _check_names(names: Any) -> None:
 
 def _check_lengths(name: str, values: dict[str, Any]) -> None:
     """A one-line ``ValueError`` if the leaves in ``values`` differ in leading dimension."""
-    first = None
-    for value in values.values():
-        length = _length(value)
-        if length is None:
-            continue
-        if first is None:
-            first = length
-        elif length != first:
-            listed = ", ".join(f"{key}: {_length(v)}" for key, v in values.items()
-                               if _length(v) is not None)
-            raise ValueError(f"{name} fields must share their leading (batch) dimension, got "
-                             f"{listed}; give every field the same number of rows")
+    lengths = {key: n for key, value in values.items() if (n := _length(value)) is not None}
+    if len(set(lengths.values())) > 1:
+        listed = ", ".join(f"{key}: {n}" for key, n in lengths.items())
+        raise ValueError(f"{name} fields must share their leading (batch) dimension, got "
+                         f"{listed}; give every field the same number of rows")
 
 
 def _length(value: Any) -> int | None:
@@ -319,15 +309,14 @@ def from_dict(values: dict[str, Any] | None) -> NamedArray | None:
 
 
 def recursive_apply(x: T, fn: Callable[[Any], Any]) -> T:
-    """Applies ``fn`` to every non-``None`` leaf of ``x``, keeping its structure and types (as
-    SRL's: ``x`` itself a leaf is ``fn(x)``, ``None`` stays ``None``); ``TypeError`` if ``fn``
-    is not callable."""
+    """Applies ``fn`` to every non-``None`` leaf of ``x`` (or to ``x``, a leaf), keeping its
+    structure and types, as SRL's; ``TypeError`` if ``fn`` is not callable."""
     check_callable("recursive_apply's fn", fn, "a function of one leaf (lambda v: v * 2)")
     return _apply(x, fn)
 
 
 def _apply(x: Any, fn: Callable[[Any], Any]) -> Any:
-    """``recursive_apply`` once ``fn`` is checked (every step's: no check per nested field)."""
+    """``recursive_apply`` once ``fn`` is checked (not again per nested field)."""
     if not isinstance(x, NamedArray):
         return None if x is None else fn(x)
     values = [None if v is None else _apply(v, fn) if isinstance(v, NamedArray) else fn(v)
@@ -337,18 +326,15 @@ def _apply(x: Any, fn: Callable[[Any], Any]) -> Any:
 
 def recursive_aggregate(xs: Sequence[T], aggregate_fn: Callable[[list[Any]], Any]) -> T:
     """Applies ``aggregate_fn`` to the list of each leaf across ``xs`` (NamedArrays with the same
-    fields, in any order, as SRL's; or leaves: ``aggregate_fn(xs)``). As SRL's, a leaf that is
-    ``None`` in some items only is zeros like another item's. ``ValueError`` if ``xs`` is
-    empty, fields differ or ``aggregate_fn`` fails (naming the field); ``TypeError`` if ``xs``
-    is no sequence (one ``NamedArray``) or ``aggregate_fn`` is not callable."""
+    fields, in any order, or leaves); as SRL's, a leaf ``None`` in some items only is zeros."""
     check_callable("recursive_aggregate's aggregate_fn", aggregate_fn,
                    "a function of a list of leaves (np.stack, torch.cat)")
     return _aggregate(_items(xs, "recursive_aggregate"), aggregate_fn, fill=True)
 
 
 def _items(xs: Any, what: str) -> list[Any]:
-    """``xs`` (a sequence of NamedArrays or leaves) as a list; a one-line ``TypeError`` for one
-    ``NamedArray`` (iterating it would give its field names), text or no sequence at all."""
+    """``xs`` as a list; a one-line ``TypeError`` for one ``NamedArray`` (iterating it would give
+    its field names), text or no sequence at all."""
     if isinstance(xs, NamedArray | str | bytes | Mapping) or not isinstance(xs, Iterable):
         raise TypeError(f"{what} takes a list of NamedArrays, got {a_type(xs)}"
                         f"{'; wrap it: [x]' if isinstance(xs, NamedArray) else ''}")
@@ -356,8 +342,7 @@ def _items(xs: Any, what: str) -> list[Any]:
 
 
 def _aggregate(xs: list[Any], fn: Callable[[list[Any]], Any], fill: bool, path: str = "") -> Any:
-    """``recursive_aggregate`` of the leaves or NamedArrays ``xs`` found at field ``path``;
-    ``fill=False``: a leaf ``None`` in some items only is an error."""
+    """``recursive_aggregate`` of ``xs`` at field ``path`` (``fill=False``: no ``None`` filling)."""
     if not xs:
         raise ValueError("cannot aggregate an empty sequence of NamedArrays")
     field = f"field {path!r}" if path else "the item"  # (cheap: not per step)
@@ -407,8 +392,8 @@ class _MixedBackends(TypeError):
 
 
 def _per_library(np_fn: Callable, torch_fn: Callable, dim: int) -> Callable[[list[Any]], Any]:
-    """The aggregate of a list of leaves by torch's function or NumPy's, the leaves all torch
-    tensors or none (NumPy's would silently turn tensors into arrays: ``_MixedBackends``)."""
+    """Aggregates leaves by torch's function or NumPy's, all tensors or none (``_MixedBackends``:
+    NumPy's would silently turn tensors into arrays)."""
     def aggregate(xs: list[Any]) -> Any:
         tensor = isinstance(xs[0], torch.Tensor)
         for i, x in enumerate(xs):
@@ -430,8 +415,7 @@ def concat(xs: Sequence[T], dim: int = 0) -> T:
 
 
 class _CallableModule(types.ModuleType):
-    """This module, callable as its ``namedarray`` decorator: ``looprl.core.namedarray`` is the
-    module (``import looprl.core.namedarray as na``) and seed 004's ``@namedarray`` alike."""
+    """This module, callable as seed 004's ``@namedarray`` decorator."""
 
     def __call__(self, cls: type) -> type[NamedArray]:
         return namedarray(cls)

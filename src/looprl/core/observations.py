@@ -47,9 +47,8 @@ def not_numeric(obs: Any, source: str) -> TypeError:
 
 
 def check_default_dtype(what: str) -> None:
-    """A one-line ``ValueError`` where torch's default dtype is not float32: looprl's networks,
-    buffers and observations are float32, and the tensors it makes of the default dtype would
-    meet them in one operation."""
+    """A one-line ``ValueError`` where torch's default dtype is not float32 (looprl's networks,
+    buffers and observations are)."""
     dtype = torch.get_default_dtype()
     if dtype != torch.float32:
         raise ValueError(f"{what}: looprl builds and trains in float32, but torch's default "

@@ -16,11 +16,10 @@ from looprl.core.suggest import text_hint
 
 class Preset(ABC):
     """A configured algorithm on a configured environment; builds agents that share weights.
-    ``env_remote``: what Ray actors make for the environment (text: why they cannot);
-    ``env_spaces``: its observation and action spaces (``None``: unknown); ``agent_spaces``:
-    those of each agent of a multi-agent environment, in its agents' order, with whether the
-    agent's states carry an action mask (``None``: unknown); ``meta``: the meta components
-    attached to its experiments."""
+    ``env_spaces``: the environment's observation and action spaces; ``agent_spaces``: each
+    agent's, with whether its states carry an action mask (both ``None``: unknown);
+    ``env_remote``: what Ray actors make for it (text: why they cannot); ``meta``: the meta
+    components attached to its experiments."""
 
     env_name: str | None = None
     env_spaces: tuple[Any, Any] | None = None
@@ -57,7 +56,7 @@ class ParallelPreset(Preset):
 
     @property
     def n_envs(self) -> int:
-        """Environments the training agent acts on (else ``hyperparameters['n_envs']``, 1)."""
+        """Environments the training agent acts on (default ``hyperparameters['n_envs']``)."""
         n_envs = self.__dict__.get("_n_envs")
         if n_envs is None:
             n_envs = getattr(self, "hyperparameters", {}).get("n_envs", 1)
@@ -78,7 +77,7 @@ class ParallelPreset(Preset):
 
 def check_built(preset: Any, owner: str, also: tuple[type, ...] = ()) -> None:
     """A one-line ``TypeError`` unless ``preset`` is a built ``Preset`` (or has ``agent()``,
-    or is one of ``also``) where ``owner`` takes one; a builder is told to build it."""
+    or is one of ``also``); a builder is told to build it."""
     if isinstance(preset, (Preset, *also)) or callable(getattr(preset, "agent", None)):
         return
     name = getattr(preset, "default_name", "preset")
@@ -87,8 +86,8 @@ def check_built(preset: Any, owner: str, also: tuple[type, ...] = ()) -> None:
 
 
 def check_agent(agent: Any, owner: str) -> None:
-    """A one-line ``TypeError`` unless ``agent`` acts (has ``act(state)``) where ``owner`` plays
-    one; a preset (built or not) is told to give its ``test_agent()``."""
+    """A one-line ``TypeError`` unless ``agent`` has ``act(state)``; a preset (built or not) is
+    told to give its ``test_agent()``."""
     if callable(getattr(agent, "act", None)):
         return
     if callable(getattr(agent, "test_agent", None)):
@@ -103,9 +102,8 @@ def check_agent(agent: Any, owner: str) -> None:
 
 
 def check_train_steps(train_steps: Any, owner: str) -> None:
-    """A one-line ``TypeError`` unless ``train_steps`` (the budget in frames that ``owner``'s
-    schedules anneal over) is a number, and a ``ValueError`` unless it is > 0 (``math.inf``:
-    no budget, the default)."""
+    """A one-line ``TypeError`` unless ``train_steps`` (the frames schedules anneal over) is a
+    number, and a ``ValueError`` unless it is > 0."""
     if not isinstance(train_steps, numbers.Real) or isinstance(train_steps, bool | np.bool_):
         raise TypeError(f"{owner}: train_steps is a number of frames (math.inf: no budget), got "
                         f"{train_steps!r:.40}{text_hint(train_steps, 'float')}")

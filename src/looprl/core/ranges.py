@@ -24,7 +24,7 @@ class Range:
 
     def holds(self, value: Any) -> bool:
         """Whether ``value`` lies in the range, a finite number (``None``, bools and non-numbers
-        pass, except text: ``value_clip='abc'`` would fail later, deep in a loss)."""
+        but text pass)."""
         if isinstance(value, str | bytes):
             return False
         if value is None or isinstance(value, bool) or not isinstance(value, int | float):
@@ -36,9 +36,8 @@ class Range:
 
     def check(self, name: str, value: Any, owner: str = "", got: str = "") -> Any:
         """``value`` if it is one real number in the range (not a bool, text or ``None``), else
-        a one-line ``ValueError`` naming ``owner``'s argument ``name``, the range and the value
-        (``NovelD's alpha must be >= 0, got -1``; ``got``: what to show in its place, as what
-        the user gave of a value derived from it)."""
+        a one-line ``ValueError`` (``NovelD's alpha must be >= 0, got -1``; ``got``: what to
+        show in place of the value, as what the user gave of a value derived from it)."""
         number = isinstance(value, numbers.Real) and not isinstance(value, bool)
         if not (number and self.holds(value if isinstance(value, int | float) else float(value))):
             whose = f"{owner}'s {name}" if owner else name
@@ -47,8 +46,7 @@ class Range:
         return value
 
     def requirement(self, value: Any) -> str:
-        """What a value must be, in words, said to one that is not (``value``: an infinite or
-        overly large number is told to be finite)."""
+        """What a value must be, in words, said to ``value`` (told to be finite if it is not)."""
         infinite = isinstance(value, int | float) and not is_finite(value)
         bounded = math.isfinite(self.low) or math.isfinite(self.high)
         finite = "finite and " if infinite and bounded else ""
@@ -57,8 +55,7 @@ class Range:
         return f"{finite}{self.text}{size}"
 
 
-#: the largest size a hyperparameter may have: float32's (torch's default dtype; 1e300 is a
-#: float64 that no float32 tensor holds)
+#: the largest size a hyperparameter may have: float32's (no float32 tensor holds 1e300)
 LARGEST = 3.4028234663852886e38
 #: float32's smallest normal number
 TINY = 1.1754943508222875e-38
@@ -108,8 +105,7 @@ RANGES: dict[str, Range] = {
                     WHOLE),
 }
 
-#: the values of the ``hp/*`` keys a running agent takes (set by meta components and schedules),
-#: a preset's ranges
+#: the values of the ``hp/*`` keys a running agent takes (set by meta components, schedules)
 HP_RANGES: dict[str, Range] = {
     "hp/lr": NON_NEGATIVE, "hp/clip": NON_NEGATIVE, "hp/epsilon": UNIT,
     "hp/temperature": POSITIVE, "hp/discount": UNIT, "hp/entropy_coef": NON_NEGATIVE,
@@ -132,8 +128,8 @@ def range_of(name: str, preset: str = "") -> Range | None:
 
 
 def check_arguments(owner: str, **values: Any) -> None:
-    """``Range.check`` of each of ``owner``'s arguments that ``RANGES`` knows (``PPOTrainer's
-    clip must be >= 0, got -1``); ``None`` and functions (schedules) pass."""
+    """``Range.check`` of each of ``owner``'s arguments that ``RANGES`` knows; ``None`` and
+    functions (schedules) pass."""
     for name, value in values.items():
         valid = RANGES.get(name)
         if valid is not None and value is not None and not callable(value):
@@ -141,8 +137,8 @@ def check_arguments(owner: str, **values: Any) -> None:
 
 
 def check_ranges(hyperparameters: dict[str, Any], owner: str = "") -> None:
-    """A one-line ``ValueError`` for the first of ``hyperparameters`` outside its range (that of
-    ``owner``, a preset builder's name: ``range_of``)."""
+    """A one-line ``ValueError`` for the first of ``hyperparameters`` outside its range
+    (``range_of`` in ``owner``, a preset builder's name)."""
     of = f" of {owner}" if owner else ""
     for key, value in hyperparameters.items():
         valid = range_of(key, owner)

@@ -1,8 +1,6 @@
-"""The reaper: a run that starts its own Ray instance leaves no process behind, however it ends
-(Ray's raylet agents outlive a ``kill -9`` of the driver). It runs this file as a script
-(standard library only) that kills the driver's Ray processes once the driver dies. Linux only.
-Beside it, ``start_local_ray``: every local Ray start of looprl (its settings, the reaper, the
-run's SIGTERM handler kept)."""
+"""The reaper, this file run as a script (standard library only, Linux): it kills a driver's
+Ray processes once the driver dies, however it ends (Ray's agents outlive a ``kill -9``).
+``start_local_ray``: every local Ray start of looprl, the reaper with it."""
 
 from __future__ import annotations
 
@@ -26,9 +24,8 @@ _reaper: list[int] = []  # (this process's one reaper's pid)
 
 
 def start_reaper() -> bool:
-    """Start this process's reaper (once, where there is ``/proc``); whether one runs. It is
-    spawned, not a ``subprocess.Popen``: it outlives this process on purpose, which a ``Popen``
-    object would warn of (``ResourceWarning: subprocess ... is still running``) at exit."""
+    """Start this process's reaper (once, where there is ``/proc``); whether one runs. (Spawned:
+    a ``Popen`` would warn at exit that it outlives this process, as it does on purpose.)"""
     if _reaper and _running(_reaper[0]):
         return True
     if not os.path.isdir("/proc/self"):
@@ -49,9 +46,8 @@ def _running(child: int) -> bool:
 
 
 def start_local_ray(num_cpus: int | None, **init: Any) -> None:
-    """Start a Ray instance of this process's own (never another session's), as every looprl
-    run does: ``local_instance_settings``, watched by the reaper, no dashboard, Ray's
-    warnings only, the workers' output not forwarded; ``init``: more ``ray.init`` arguments."""
+    """Start a Ray instance of this process's own (``local_instance_settings``, the reaper, no
+    dashboard, Ray's warnings only, the workers' output not forwarded; ``init``: more)."""
     import ray
     local_instance_settings()
     start_reaper()
@@ -61,8 +57,8 @@ def start_local_ray(num_cpus: int | None, **init: Any) -> None:
                      logging_level=logging.WARNING, log_to_driver=False, **init)
     except BaseException:  # (Ctrl-C or a failure halfway: what it started would live on)
         ray.shutdown()
-        if os.path.isdir("/proc/self"):  # (and the processes of a ray.init that did not
-            seen: dict[int, int] = {}  # return, which ray.shutdown does not know)
+        if os.path.isdir("/proc/self"):  # (a ray.init that did not return: ray.shutdown
+            seen: dict[int, int] = {}  # does not know its processes)
             _note_ray_processes(os.getpid(), seen)
             _kill(seen)
         raise
@@ -70,11 +66,8 @@ def start_local_ray(num_cpus: int | None, **init: Any) -> None:
 
 @contextlib.contextmanager
 def signals_kept() -> Iterator[None]:
-    """Keep this process's SIGTERM handler across ``ray.init``, which replaces it with one that
-    prints a crash report and aborts (``looprl``'s handler stops the run as Ctrl-C does), and
-    hold a Ctrl-C until ``ray.init`` returns, then raise it: inside, a ``KeyboardInterrupt``
-    could be swallowed by a handler Ray runs (the run then trained on). A second Ctrl-C
-    raises at once."""
+    """Keep this process's SIGTERM handler across ``ray.init`` (which sets one that aborts), and
+    hold a Ctrl-C until it returns (a handler of Ray's could swallow it); a second one raises."""
     main = threading.current_thread() is threading.main_thread()
     handler, interrupt = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     held: list[int] = []
@@ -98,9 +91,8 @@ def signals_kept() -> Iterator[None]:
 
 
 def local_instance_settings() -> None:
-    """Set (unless set) the environment of a local Ray instance started after this call: it
-    listens on 127.0.0.1 only (read when Ray is imported), needs no token, and runs its
-    workers at normal priority (Ray's niceness 15 lets other busy processes starve them)."""
+    """Set (unless set) the environment of a local Ray instance started later: on 127.0.0.1 only,
+    no token, workers at normal priority (Ray's niceness 15 lets busy processes starve them)."""
     os.environ.setdefault(LOOPBACK, "0")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("RAY_worker_niceness", "0")

@@ -14,21 +14,16 @@ __all__ = ["Registry", "UnknownName"]
 
 
 class UnknownName(KeyError, ValueError):
-    """A name no registry holds: a ``KeyError`` (and a ``ValueError``) whose message prints
-    without the quotes ``KeyError`` adds."""
+    """A name no registry holds, printed without the quotes ``KeyError`` adds."""
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
 
 
 class Registry:
-    """Names of one ``kind`` (``"policy"``) and what they stand for: an object (a class, a
-    factory) or a lazy ``'package.module:Name'`` path, imported by ``get``.
-
-    ``entries`` is the dict it reads and writes (shared, not copied; default: a new one);
-    ``advice`` ends the line about an unknown name; the modules in ``sources`` are imported
-    (they register names) before a name is said to be unknown.
-    """
+    """Names of one ``kind`` (``"policy"``) and what they stand for (an object, or a lazy path
+    that ``get`` imports) in ``entries`` (shared, not copied); ``advice`` ends the line about an
+    unknown name, which is said only after importing the modules in ``sources``."""
 
     def __init__(self, kind: str, entries: dict[str, Any] | None = None, advice: str = ""):
         self.kind, self.advice = kind, advice
@@ -36,10 +31,8 @@ class Registry:
         self.sources: list[str] = []
 
     def register(self, name: str, entry: Any) -> None:
-        """Register ``entry`` under ``name``; ``ValueError`` if ``name`` is taken by another
-        (the same class or function defined again, as by a notebook cell run again or a module
-        reloaded, takes its place), ``TypeError`` if it is no non-empty string or ``entry`` is
-        neither callable nor an import path."""
+        """Register ``entry`` (callable or an import path) under ``name``; ``ValueError`` if
+        another holds it (the same definition run again, as a notebook cell, replaces it)."""
         if not isinstance(name, str) or not name:
             raise TypeError(f"{self.kind} names must be non-empty strings, got {name!r}")
         if not (callable(entry) or is_import_path(entry)):
@@ -61,8 +54,8 @@ class Registry:
         return sorted(self.entries)
 
     def missing(self, name: str, also: Iterable[str] = (), n: int = 1) -> str | None:
-        """``None`` if ``name`` is registered, else the line saying it is not, with up to
-        ``n`` close names (of the registered ones and ``also``)."""
+        """``None`` if ``name`` is registered, else the line saying it is not (with up to ``n``
+        close names of the registered ones and ``also``)."""
         if name not in self.entries:
             for module in self.sources:
                 importlib.import_module(module)
@@ -73,8 +66,7 @@ class Registry:
         return f"unknown {self.kind} {name!r}.{hint} Registered: {known}{self.advice}"
 
     def get(self, name: str, also: Iterable[str] = (), n: int = 1) -> Any:
-        """What ``name`` stands for, a lazy path imported; ``UnknownName`` (``missing``'s line)
-        if it is not registered."""
+        """What ``name`` stands for, a lazy path imported; else ``UnknownName``."""
         problem = self.missing(name, also, n)
         if problem is not None:
             raise UnknownName(problem)
@@ -85,8 +77,8 @@ class Registry:
 
 
 def _definition(entry: Any) -> str | None:
-    """Where ``entry`` is defined, ``module:qualname`` (a path: itself; an object, a lambda or
-    a function made inside another, which share a qualname with others: ``None``)."""
+    """Where ``entry`` is defined, ``module:qualname`` (a path: itself; ``None`` where that is
+    not unique: an object, a lambda, a function made inside another)."""
     if isinstance(entry, str):
         return entry
     qualname = getattr(entry, "__qualname__", "<")

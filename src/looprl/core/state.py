@@ -1,9 +1,6 @@
-"""``State``, ``StateArray`` and ``MultiagentState``: what an agent sees at one time step.
-
-A ``State`` is a dict with ``observation``, ``reward`` (of the transition that led here),
-``done`` (terminated or truncated) and ``mask`` (``0.`` only when *terminated*: truncation
-keeps bootstrapping), plus any further entries, which ``StateArray`` batches along.
-"""
+"""``State``, ``StateArray`` and ``MultiagentState``: what an agent sees at one time step, a
+dict of ``observation``, ``reward``, ``done`` and ``mask`` (``0.`` only when *terminated*:
+truncation keeps bootstrapping), plus any further entries, which ``StateArray`` batches along."""
 
 from __future__ import annotations
 
@@ -62,11 +59,9 @@ def _check_scalars(x: dict[str, Any], kind: str) -> None:
 
 
 def _is_number(value: Any) -> bool:
-    if isinstance(value, numbers.Number | np.bool_):
-        return True
-    if isinstance(value, torch.Tensor):
-        return value.numel() == 1
-    return isinstance(value, np.ndarray) and value.size == 1
+    """Whether ``value`` is a number, or a tensor or an array of one element."""
+    return isinstance(value, numbers.Number | np.bool_) or (
+        isinstance(value, torch.Tensor | np.ndarray) and int(np.prod(value.shape)) == 1)
 
 
 def _stack(key: str, values: list[Any]) -> torch.Tensor:
@@ -86,8 +81,8 @@ def _different_shapes(key: str, shapes: set[tuple[int, ...]]) -> ValueError:
 
 
 def _objects(values: list, shape: tuple[int, ...]) -> np.ndarray:
-    """A list entry of a ``StateArray`` (nested lists, one level per batch dimension) as an
-    object array of batch ``shape``; the items stay as they are (lists included)."""
+    """A list entry of a ``StateArray`` (nested, one level per batch dimension) as an object
+    array of batch ``shape``."""
     array = np.empty(shape, dtype=object)
     for index in np.ndindex(*shape):
         item = values
@@ -98,8 +93,7 @@ def _objects(values: list, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _model_input(value: torch.Tensor) -> torch.Tensor:
-    """``value`` as models take it: ``float32`` (ALL's ``as_input`` casts every input with
-    ``.float()``: float64, integer and bool observations included), except ``uint8`` images,
+    """``value`` as ``float32``, as ALL's ``as_input`` casts every input, except ``uint8`` images,
     which looprl's image models scale themselves."""
     dtype = getattr(value, "dtype", None)  # (None: fields of a NamedArray, passed as they are)
     if dtype is None or dtype == torch.float32 or dtype == torch.uint8:
@@ -140,9 +134,8 @@ def _gym_fields(gym_output: Any) -> tuple[Any, Any, Any, Any, Any]:
         gym_output = (gym_output, {})
     if len(gym_output) == 2:
         return gym_output[0], 0.0, False, False, gym_output[1]
-    if len(gym_output) == 4:
-        obs, reward, done, info = gym_output
-        return obs, reward, done, False, info
+    if len(gym_output) == 4:  # (obs, reward, done, info)
+        return (*gym_output[:3], False, gym_output[3])
     if len(gym_output) == 5:
         return gym_output
     raise ValueError(f"State.from_gym takes reset()'s (obs, info) or step()'s (obs, reward, "
@@ -193,8 +186,8 @@ class State(dict):
     @classmethod
     def from_gym(cls, gym_output: Any, device: str | torch.device = "cpu",
                  dtype: Any = None, source: str = "The environment") -> State:
-        """A state from ``env.reset()`` or ``env.step()`` output; ``info``'s entries become
-        entries. ``dtype``: of the observation; ``source``: named by errors."""
+        """A state from ``env.reset()`` or ``env.step()`` output, ``info``'s entries as entries
+        (``dtype``: of the observation; ``source``: named by errors)."""
         obs, reward, terminated, truncated, info = _gym_fields(gym_output)
         if dtype is not None and not isinstance(dtype, torch.dtype):  # a NumPy dtype
             dtype = torch.from_numpy(np.empty(0, dtype=np.dtype(dtype))).dtype
@@ -229,8 +222,7 @@ class State(dict):
         return self.apply_mask(self.as_output(model(*[self.as_input(key) for key in keys])))
 
     def as_input(self, key: str) -> torch.Tensor:
-        """The entry ``key`` as a batch of one row, as batch-first models take it (``float32``,
-        as ``StateArray.as_input``: ``_model_input``)."""
+        """The entry ``key`` as a batch of one row (``float32``: ``_model_input``)."""
         return _model_input(torch.as_tensor(self[key]).unsqueeze(0))
 
     def as_output(self, tensor: torch.Tensor) -> torch.Tensor:
@@ -249,13 +241,8 @@ class State(dict):
 
     def update(self, key: str | dict | None = None, value: Any = None, **kwargs: Any) -> State:
         """Return a copy with ``key`` set to ``value`` (the original is unchanged)."""
-        x = dict(self)
-        if isinstance(key, dict):
-            x.update(key)
-        elif key is not None:
-            x[key] = value
-        x.update(kwargs)
-        return self._new(x)
+        entries = key if isinstance(key, dict) else {} if key is None else {key: value}
+        return self._new({**self, **entries, **kwargs})
 
     def to(self, device: str | torch.device) -> State:
         """A copy with every tensor entry on ``device`` (one line if torch cannot use it here)."""
@@ -323,8 +310,7 @@ class StateArray(State):
         return self._new(x, tuple(shape))
 
     def as_input(self, key: str) -> torch.Tensor:
-        """The entry ``key`` with the batch dimensions flattened into one, ``float32`` as in
-        ALL (``uint8`` images stay compact: ``_model_input``)."""
+        """The entry ``key`` with the batch dimensions flattened into one (``_model_input``)."""
         value = self[key]
         return _model_input(value.reshape((-1, *value.shape[len(self._shape) :])))
 
@@ -338,8 +324,7 @@ class StateArray(State):
         return tensor * mask
 
     def view(self, shape: tuple[int, ...]) -> StateArray:
-        """Reshape the batch dimensions of every batched entry (one of them may be ``-1``); a
-        shape of another number of states is a one-line ``ValueError``."""
+        """Reshape the batch dimensions of every batched entry (one of them may be ``-1``)."""
         n, shape = len(self._shape), _batch_shape(shape)
         try:  # (a meta tensor of the batch shape: -1 resolved, a wrong size one line)
             shape = torch.empty(self._shape, device="meta").view(shape).shape
@@ -362,9 +347,7 @@ class StateArray(State):
             raise ValueError(f"batch_execute needs minibatch_size >= 1, got {minibatch_size}")
         results = [fn(self[first:first + minibatch_size])
                    for first in range(0, self._shape[0], minibatch_size)]
-        if isinstance(results[0], StateArray):
-            return StateArray.cat(results)
-        return torch.cat(results, dim=0)
+        return StateArray.cat(results) if isinstance(results[0], StateArray) else torch.cat(results)
 
     @classmethod
     def cat(cls, state_array_list: Iterable[StateArray], axis: int = 0) -> StateArray:

@@ -26,20 +26,16 @@ def did_you_mean(name: str, choices: Iterable[str], n: int = 1) -> str:
     return f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
 
 
-#: the lines (and keys) ``warn_once`` gave since the outermost ``warnings_per_run`` began
-#: (clear it to hear them again), and the depth of the runs now running
+#: the lines (and keys) ``warn_once`` gave in this run, and the depth of the runs now running
 WARNED: set[str] = set()
 _RUNS = [0]
 
 
 @contextlib.contextmanager
 def warnings_per_run(said: set[str] | None = None) -> Iterator[None]:
-    """The block (as a decorator: the call) as one run for ``warn_once``: the outermost one
-    starts with no line said, so that each run of a sweep says its own (a later run that never
-    trained too; a search's trial in a Ray worker, whose lines the driver says once for the
-    search: ``log_worker_warnings``); the runs inside it are part of it (a search's trials warn
-    once for the search). ``said``: the lines of a run that goes on in later blocks (an
-    ``Experiment``'s ``train`` calls), kept in it for them."""
+    """The block (as a decorator: the call) as one run for ``warn_once``: the outermost starts
+    with no line said (each run of a sweep says its own), the runs inside are part of it.
+    ``said``: the lines of a run that goes on in later blocks (``Experiment.train`` calls)."""
     if not _RUNS[0]:
         WARNED.clear()
         WARNED.update(said or ())
@@ -54,10 +50,8 @@ def warnings_per_run(said: set[str] | None = None) -> Iterator[None]:
 
 
 def warn_once(log: logging.Logger, message: str, *args: Any, key: str | None = None) -> None:
-    """``log.warning(message, *args)`` the first time this run meets it (``warnings_per_run``;
-    a preset built for each trial of a search warns once; outside runs: since the last one
-    began); ``key``: the first time it meets ``key``, whatever ``args`` (a budget's warning,
-    whose frames grow with each ``train`` call of a run)."""
+    """``log.warning(message, *args)`` the first time this run (``warnings_per_run``) meets it
+    (``key``: meets ``key``, whatever ``args``)."""
     line = message % args if args else message
     if (key or line) not in WARNED:
         WARNED.add(key or line)
@@ -65,10 +59,8 @@ def warn_once(log: logging.Logger, message: str, *args: Any, key: str | None = N
 
 
 class WorkerWarnings(logging.Handler):
-    """In a Ray worker or Tune trial, from ``start`` on (as a context manager: within): the
-    warnings its loggers log (Python's ``warnings`` too), which a local Ray instance leaves in
-    its session logs; ``take`` hands them over, each line once, as ``(logger, line)``, for its
-    answers to carry to the driver, which logs them (``log_worker_warnings``)."""
+    """A Ray worker's warnings (Python's too) from ``start`` on (or within, as a context manager),
+    which ``take`` hands over, each once, as ``(logger, line)`` for ``log_worker_warnings``."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
@@ -92,42 +84,44 @@ class WorkerWarnings(logging.Handler):
 
     def take(self) -> list[tuple[str, str]]:
         """The lines kept since the last call."""
-        self.acquire()
-        try:
+        with self.lock:
             taken, self.lines = list(self.lines), {}
-        finally:
-            self.release()
         return taken
 
 
 def log_worker_warnings(lines: Iterable[tuple[str, str]]) -> None:
-    """Log a worker's ``WorkerWarnings`` here, on their loggers, each line once per run
-    (``warn_once``: the same warning of several workers once)."""
+    """Log a worker's ``WorkerWarnings`` here, on their loggers, each line once per run."""
     for name, line in lines:
         warn_once(logging.getLogger(name), "%s", line)
 
 
 def check_choice(what: str, value: str, choices: Sequence[str], hint: str = "") -> str:
-    """``value`` if it is one of ``choices``, else a one-line ``ValueError`` listing them
-    (after ``hint``, or the closest of them)."""
+    """``value`` if it is one of ``choices``, else a one-line ``ValueError`` listing them."""
     if value not in choices:
         hint = hint or did_you_mean(str(value), choices)
         raise ValueError(f"Unknown {what} {value!r}.{hint} Valid: {', '.join(choices)}")
     return value
 
 
-def check_count(optional: bool = False, **values: Any) -> None:
-    """A one-line ``ValueError`` for a value that is no whole number >= 1, a bool included
-    (``None`` passes where ``optional``)."""
+def _check_each(values: dict[str, Any], optional: bool, holds: Callable[[Any], Any], what: str,
+                kind: str = "", owner: str = "") -> None:
+    """A one-line ``ValueError`` (``{owner}{name} must be {what}``) for the first value that
+    ``holds`` rejects or fails on; ``None`` passes where ``optional``."""
     for name, value in values.items():
         try:
-            whole = (value >= 1 and float(value).is_integer() and not _is_bool(value)
-                     if value is not None else optional)
+            good = bool(holds(value)) if value is not None else optional
         except (TypeError, ValueError, RuntimeError):  # (text: '10' >= 1; arrays, tensors)
-            whole = False
-        if not whole:
-            raise ValueError(f"{name} must be positive (a whole number), got {value!r}"
-                             f"{text_hint(value, 'int')}")
+            good = False
+        if not good:
+            hint = text_hint(value, kind) if kind else ""
+            raise ValueError(f"{owner}{name} must be {what}, got {value!r}{hint}")
+
+
+def check_count(optional: bool = False, **values: Any) -> None:
+    """A one-line ``ValueError`` for a value that is no whole number >= 1 (a bool included;
+    ``None`` passes where ``optional``)."""
+    _check_each(values, optional, lambda v: v >= 1 and float(v).is_integer() and not _is_bool(v),
+                "positive (a whole number)", "int")
 
 
 def check_device(device: Any) -> Any:
@@ -171,9 +165,8 @@ def is_whole(value: Any) -> bool:
 
 
 def check_seed(owner: str, seed: Any, optional: bool = True) -> int | None:
-    """``seed`` as an int: a whole number that NumPy's global generator takes (NumPy's too, not
-    a bool; ``None`` passes where ``optional``), else a one-line ``TypeError`` (a ``ValueError``
-    out of range) that ``owner`` begins (``"CartPole-v1"``)."""
+    """``seed`` as an int, a whole number that NumPy's generator takes (``None`` passes where
+    ``optional``), else a one-line ``TypeError`` (or ``ValueError``) that ``owner`` begins."""
     if seed is None and optional:
         return None
     if not is_whole(seed) or not 0 <= seed < 2**32:
@@ -187,9 +180,8 @@ def check_seed(owner: str, seed: Any, optional: bool = True) -> int | None:
 def check_finite(owner: str = "", optional: bool = False, **values: Any) -> None:
     """A one-line ``ValueError`` for a value that is not one finite number (``None`` passes
     where ``optional``); ``owner`` begins the message (``"HPSchedule's "``)."""
-    for name, value in values.items():
-        if not (value is None and optional) and not (is_number(value) and math.isfinite(value)):
-            raise ValueError(f"{owner}{name} must be a finite number, got {value!r}")
+    _check_each(values, optional, lambda v: is_number(v) and math.isfinite(v), "a finite number",
+                owner=owner)
 
 
 def check_flag(name: str, value: Any) -> bool:
@@ -208,18 +200,11 @@ def _is_bool(value: Any) -> bool:
 
 def check_positive(optional: bool = False, **values: Any) -> None:
     """A one-line ``ValueError`` for a value not positive (``None`` passes where ``optional``)."""
-    for name, value in values.items():
-        try:
-            positive = bool(value > 0) if value is not None else optional
-        except (TypeError, ValueError, RuntimeError):  # (not a number; arrays, tensors)
-            positive = False
-        if not positive:
-            raise ValueError(f"{name} must be positive, got {value!r}{text_hint(value, 'float')}")
+    _check_each(values, optional, lambda v: v > 0, "positive", "float")
 
 
 def text_hint(value: Any, kind: str) -> str:
-    """For a number given as text (an argparse option without ``type=``: ``'30'``), how to
-    convert it; else ``""``."""
+    """For a number given as text (an argparse option without ``type=``), how to convert it."""
     return (f" (text, not a number: convert it with {kind}(...), or give the argparse option "
             f"type={kind})" if isinstance(value, str) else "")
 
@@ -231,8 +216,7 @@ def a_type(value: Any) -> str:
 
 
 def check_callable(name: str, fn: Any, what: str) -> Any:
-    """``fn`` if it is callable, else a one-line ``TypeError`` (``{name} is {what}, got an int
-    (3)``)."""
+    """``fn`` if it is callable, else a one-line ``TypeError`` (``{name} is {what}, got ...``)."""
     if not callable(fn):
         raise TypeError(f"{name} is {what}, got {a_type(fn)} ({fn!r:.40})")
     return fn
@@ -249,7 +233,7 @@ def check_once(keys: Sequence[str], given: Sequence[str], how: str = "give it on
 
 def either(name: str, value: Any, alias: str, other: Any, default: Any = None) -> Any:
     """``value``, else ``other`` (``alias``: ALL's name of ``name``), else ``default``; a
-    one-line ``ValueError`` for both given with different values (neither silently wins)."""
+    one-line ``ValueError`` for both given, different."""
     if value is not None and other is not None and value != other:
         raise ValueError(f"{name}={value!r} and {alias}={other!r} are one argument under two "
                          "names: give one of them")
@@ -263,8 +247,8 @@ INPUT_PACKAGES = ("hydra", "omegaconf", "yaml", "gymnasium", "sqlalchemy")
 
 
 def is_bad_input(error: BaseException) -> bool:
-    """Whether the commands report ``error`` in one line: ``BAD_INPUT``, an error of the
-    ``INPUT_PACKAGES`` or a ``RuntimeError`` that looprl raises itself (not bugs)."""
+    """Whether the commands report ``error`` in one line: ``BAD_INPUT``, the ``INPUT_PACKAGES``'
+    errors and ``RuntimeError`` s that looprl raises itself (not bugs)."""
     if isinstance(error, BAD_INPUT):
         return True
     if type(error).__module__.split(".")[0] in INPUT_PACKAGES:
@@ -281,8 +265,7 @@ def is_bad_input(error: BaseException) -> bool:
 
 
 def is_out_of_memory(error: BaseException) -> bool:
-    """Whether ``error`` is torch's failure to allocate a tensor (CPU or accelerator), or
-    NumPy's to allocate an array."""
+    """Whether ``error`` is torch's or NumPy's failure to allocate memory."""
     import torch
 
     return isinstance(error, torch.OutOfMemoryError | MemoryError) or (
@@ -290,8 +273,8 @@ def is_out_of_memory(error: BaseException) -> bool:
 
 
 def memory_limit(device: Any = "cpu") -> int:
-    """The bytes of memory this process can have on ``device``: a CUDA GPU's, or the
-    machine's, less under ``ulimit -v`` or a container's (cgroup) limit."""
+    """The bytes of memory this process can have on ``device``: a CUDA GPU's, or the machine's
+    (less under ``ulimit -v`` or a cgroup limit)."""
     import resource  # (Unix only, as os.sysconf)
 
     import torch
@@ -310,10 +293,8 @@ def memory_limit(device: Any = "cpu") -> int:
 
 def check_fits(nbytes: int, what: str, remedy: str, device: Any = "cpu",
                error: BaseException | None = None) -> None:
-    """A one-line ``ValueError`` when ``nbytes`` bytes are more than the memory this process can
-    have on ``device`` (``memory_limit``), or (always) when their allocation failed with
-    ``error``: ``what`` names them with its verb ("N rows of B bytes need"), ``remedy`` what to
-    lower."""
+    """A one-line ``ValueError`` when ``nbytes`` are more than ``memory_limit(device)`` or their
+    allocation failed with ``error``: ``what`` names them ("N rows need"), ``remedy`` the fix."""
     need = f"{what} {nbytes / 2**30:,.1f} GiB"
     if error is not None:
         raise ValueError(f"{need} on {device}, which could not be allocated ({one_line(error)}); "
