@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import pytest
 import torch
 from torch import nn, optim
@@ -181,6 +182,53 @@ def test_parallel_actor_critics_as_alls(agent_class: type) -> None:
         n_envs,)
 
 
+class Target(gym.Env):
+    """One-step episodes: observe ``x ~ U(-1, 1)``, act ``a`` in [-2, 2], reward ``-(a - x)^2``."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+
+    def reset(self, *, seed: int | None = None, options: Any = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.x = self.np_random.uniform(-1, 1, (1,)).astype(np.float32)
+        return self.x, {}
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
+        return self.x, -float((action[0] - self.x[0]) ** 2), True, False, {}
+
+
+def gaussian_parts(lr: float = 3e-3) -> tuple[FeatureNetwork, VNetwork, GaussianPolicy]:
+    """ALL's continuous actor-critic parts for ``Target``: the policy model gives ``cat(mean,
+    log_variance)``."""
+    features, v, pi = nn.Sequential(nn.Linear(1, 32), nn.Tanh()), nn.Linear(32, 1), nn.Linear(32, 2)
+    return (FeatureNetwork(features, optim.Adam(features.parameters(), lr=lr)),
+            VNetwork(v, optim.Adam(v.parameters(), lr=lr)),
+            GaussianPolicy(pi, optim.Adam(pi.parameters(), lr=lr), Target.action_space))
+
+
+@pytest.mark.parametrize("agent_class", [A2C, PPO])
+def test_actor_critics_with_alls_gaussian_policy(agent_class: type) -> None:
+    """``A2C``/``PPO(features, v, GaussianPolicy(...), ...)`` act from ALL's distribution (the
+    same log-probabilities, up to the bounds' constant ``sum(log scale)``) and learn to put their
+    action on the observation (random play: about -1 a step; was: one ``TypeError`` line)."""
+    seed_everything(SEED)
+    features, v, policy = gaussian_parts()
+    agent = agent_class(features, v, policy, entropy_loss_scaling=0.0, n_envs=8, n_steps=8)
+    obs, actions = torch.rand(5, 1) * 2 - 1, torch.rand(5, 1) * 4 - 2
+    with torch.no_grad():
+        alls = policy.model(features.model(obs)).log_prob(actions)
+        params = agent.policy.module(obs)[0]
+    ours = agent.policy.head.log_prob(params, actions) - np.log(2.0)
+    torch.testing.assert_close(ours, alls)
+    env = GymVectorEnvironment(Target, 8)
+    states, rewards = env.reset(seed=SEED), []
+    for _ in range(1000):
+        states = env.step(agent.act(states))
+        rewards.append(float(states.reward.mean()))
+    assert np.mean(rewards[:50]) < -0.4 and np.mean(rewards[-100:]) > -0.1
+    assert agent.eval(env.reset(seed=1)).shape == (8, 1)
+
+
 def test_vpg_as_alls() -> None:
     """``VPG(features, v, policy, discount_factor, min_batch_size)``: an update after the episode
     that brings the batch to ``min_batch_size`` steps (was: looprl's (policy, trainer) only)."""
@@ -285,11 +333,11 @@ def test_alls_arguments_that_looprl_cannot_honour_are_one_line() -> None:
     with pytest.raises(ValueError, match=r"^SAC's q1 and q2 are one critic"):
         SAC(policy, q1, q1, buffer)
     features, v, pi = actor_critic_parts(1e-3, 1e-3)
-    gaussian = GaussianPolicy(nn.Linear(64, 2), None, gym.spaces.Box(-1.0, 1.0, (1,)))
     with pytest.raises(TypeError, match=r"^A2C takes ALL's \(features, v, policy, \.\.\.\): "
-                                        r".*ALL's GaussianPolicy is not ported here.*got "
-                                        r"FeatureNetwork, VNetwork and GaussianPolicy$"):
-        A2C(features, v, gaussian, n_envs=4)
+                                        r"a FeatureNetwork, a VNetwork and a SoftmaxPolicy or "
+                                        r"GaussianPolicy, got FeatureNetwork, VNetwork and "
+                                        r"VNetwork$"):
+        A2C(features, v, v, n_envs=4)
     with pytest.raises(ValueError, match=r"^PPO needs n_envs, the number of parallel "
                                          r"environments"):
         PPO(features, v, pi)

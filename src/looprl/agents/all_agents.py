@@ -1,12 +1,14 @@
 """ALL's on-policy agent classes (seed 003: agents composed by passing ALL's objects into their
 constructors): ``A2C``, ``PPO`` and ``VAC`` of ALL's ``(features, v, policy, ...)``, each an
 ``ActorCriticPolicy`` over those networks and looprl's trainer in the ``OnPolicyAgent`` shell
-(``VPG``, in ``looprl.agents.vpg``, takes them too)."""
+(``VPG``, in ``looprl.agents.vpg``, takes them too). ``policy``: a ``SoftmaxPolicy`` (discrete
+actions) or a ``GaussianPolicy`` (``Box`` actions)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import torch
 from torch import nn
 
 from looprl.agents.a2c import A2CTrainer
@@ -17,32 +19,54 @@ from looprl.agents.vac import VACTrainer
 from looprl.approximation import FeatureNetwork, Identity, JointApproximation, VNetwork
 from looprl.core.suggest import check_count
 from looprl.nn import SharedActorCritic
-from looprl.policies import SoftmaxPolicy
-from looprl.policies.distributions import CategoricalHead
+from looprl.policies import GaussianPolicy, SoftmaxPolicy
+from looprl.policies.distributions import CategoricalHead, GaussianHead
 
 __all__ = ["A2C", "PPO", "VAC", "all_actor_critic"]
 
 
 def all_actor_critic(agent: Any, features: Any, v: Any, policy: Any) -> ActorCriticPolicy:
     """ALL's ``features`` (a ``FeatureNetwork`` or ``Identity``), ``v`` (a ``VNetwork``) and
-    ``policy`` (a ``SoftmaxPolicy``) as an ``ActorCriticPolicy`` over their networks (a
-    ``SharedActorCritic``), each stepped by its own optimizer (a ``JointApproximation``)."""
+    ``policy`` (a ``SoftmaxPolicy`` or ``GaussianPolicy``) as an ``ActorCriticPolicy`` over their
+    networks (a ``SharedActorCritic``), each stepped by its own optimizer (a
+    ``JointApproximation``)."""
     name = type(agent).__name__
     if not (isinstance(features, FeatureNetwork | Identity) and isinstance(v, VNetwork)
-            and isinstance(policy, SoftmaxPolicy)):
+            and isinstance(policy, SoftmaxPolicy | GaussianPolicy)):
         raise TypeError(f"{name} takes ALL's (features, v, policy, ...): a FeatureNetwork, a "
-                        f"VNetwork and a SoftmaxPolicy (ALL's GaussianPolicy is not ported here: "
-                        f"build continuous agents from a preset), got {type(features).__name__}, "
-                        f"{type(v).__name__} and {type(policy).__name__}")
-    logits = [m.out_features for m in policy.model.model.modules() if isinstance(m, nn.Linear)]
-    if not logits:
-        raise ValueError(f"{name}'s SoftmaxPolicy has no nn.Linear layer to count its actions "
-                         "by: end its model with nn.Linear(features, n_actions)")
-    model = SharedActorCritic(getattr(features.model, "model", features.model),
-                              policy.model.model, v.model.model)
+                        f"VNetwork and a SoftmaxPolicy or GaussianPolicy, got "
+                        f"{type(features).__name__}, {type(v).__name__} and "
+                        f"{type(policy).__name__}")
+    if isinstance(policy, GaussianPolicy):
+        bounds = policy.model.bounds
+        policy_model, head = (_AllsGaussian(policy.model.model, bounds.scale),
+                              GaussianHead(bounds.low, bounds.high))
+    else:
+        logits = [m.out_features for m in policy.model.model.modules()
+                  if isinstance(m, nn.Linear)]
+        if not logits:
+            raise ValueError(f"{name}'s SoftmaxPolicy has no nn.Linear layer to count its "
+                             "actions by: end its model with nn.Linear(features, n_actions)")
+        policy_model, head = policy.model.model, CategoricalHead(logits[-1])
+    model = SharedActorCritic(getattr(features.model, "model", features.model), policy_model,
+                              v.model.model)
     parts = [part for part in (features, v, policy) if not isinstance(part, Identity)]
-    return ActorCriticPolicy(JointApproximation(model, parts, "actor_critic"),
-                             CategoricalHead(logits[-1]))
+    return ActorCriticPolicy(JointApproximation(model, parts, "actor_critic"), head)
+
+
+class _AllsGaussian(nn.Module):
+    """ALL's ``GaussianPolicy`` model, whose ``cat(mean, log_variance)`` draws ``center + mean +
+    scale * exp(log_variance / 2) * noise``, as ``GaussianHead``'s ``cat(mean / scale,
+    log_std)``: the same distribution (``GaussianHead`` clamps ``log_std`` to [-20, 2])."""
+
+    def __init__(self, model: nn.Module, scale: torch.Tensor):
+        super().__init__()
+        self.model = model
+        self.register_buffer("inverse_scale", 1.0 / scale)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        mean, log_variance = self.model(features).chunk(2, dim=-1)
+        return torch.cat((mean * self.inverse_scale, 0.5 * log_variance), dim=-1)
 
 
 def _n_envs(agent: Any, n_envs: Any) -> int:
