@@ -1,6 +1,5 @@
-"""Agents: one module per algorithm, each a policy + a trainer + a local agent; the agent
-interfaces ``Agent``, ``ParallelAgent`` and ``Multiagent`` (from ``looprl.core``) as in
-seed 003's ``from all.agents import Agent``."""
+"""Agents: one module per algorithm, each a policy + a trainer + a local agent, and the agent
+interfaces ``Agent``, ``ParallelAgent`` and ``Multiagent`` (seed 003's ``all.agents``)."""
 
 from looprl.agents.a2c import A2CTrainer
 from looprl.agents.actor import Actor
@@ -36,16 +35,15 @@ from looprl.agents.vpg import VPG
 from looprl.core import Agent, Multiagent, ParallelAgent, register_policy, register_trainer
 
 __all__ = ["Agent", "Multiagent", "ParallelAgent", "A2C", "C51", "DDQN", "PPO", "Rainbow", "VAC",
-           "VQN", "VSarsa",
-           "A2CTrainer", "Actor", "ActorCriticNetwork", "ActorCriticPolicy", "C51Policy",
-           "C51Trainer", "ContinuousPolicy", "ContinuousQ", "DDPG", "DDPGPolicy", "DDPGTrainer",
-           "DQN", "DQNPolicy", "DQNTrainer", "DelayedPolyakTarget", "IndependentMultiagent",
-           "IndependentPolicy", "IndependentTrainer", "Learner", "MaskedAgent", "OnPolicyAgent",
-           "OnPolicyTrainer", "PPGTrainer", "PPOTrainer", "RandomAgent",
-           "LearningAgent", "ReplayAgent", "ReplaySchedule", "SegmentAgent", "SAC", "SACPolicy",
-           "SACTrainer", "SingleStateAgent",
-           "TD3", "TD3Trainer", "Temperature", "TwinQ", "VACTrainer", "VPG",
-           "SingleModelPytorchPolicy", "actor_critic_policy", "q_network_policy"]
+           "VQN", "VSarsa", "A2CTrainer", "Actor", "ActorCriticNetwork", "ActorCriticPolicy",
+           "C51Policy", "C51Trainer", "ContinuousPolicy", "ContinuousQ", "DDPG", "DDPGPolicy",
+           "DDPGTrainer", "DQN", "DQNPolicy", "DQNTrainer", "DelayedPolyakTarget",
+           "IndependentMultiagent", "IndependentPolicy", "IndependentTrainer", "Learner",
+           "MaskedAgent", "OnPolicyAgent", "OnPolicyTrainer", "PPGTrainer", "PPOTrainer",
+           "RandomAgent", "LearningAgent", "ReplayAgent", "ReplaySchedule", "SegmentAgent", "SAC",
+           "SACPolicy", "SACTrainer", "SingleStateAgent", "TD3", "TD3Trainer", "Temperature",
+           "TwinQ", "VACTrainer", "VPG", "SingleModelPytorchPolicy", "actor_critic_policy",
+           "q_network_policy"]
 
 # Trainers and ready-made policies by name (seed 004): Trainer(type_=name, ...) and
 # Policy(type_=name, args=dict(...)).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 
 import torch
@@ -15,9 +16,8 @@ __all__ = ["Actor"]
 
 
 class Actor(Agent, ParallelAgent):
-    """A policy acting on one ``State`` or each row of a ``StateArray`` (seed 003's ``act``),
-    writing what it saw and did into ``adder`` (``None``: nothing written); ``evaluation``:
-    ask for evaluation actions (``RolloutRequest.is_evaluation``)."""
+    """A policy acting on a ``State`` or each row of a ``StateArray`` (seed 003's ``act``), writing
+    what it saw and did into ``adder`` (if any); ``evaluation``: ask for evaluation actions."""
 
     def __init__(self, policy: Policy, adder: SegmentBuffer | None = None,
                  evaluation: bool = False):
@@ -34,9 +34,7 @@ class Actor(Agent, ParallelAgent):
     def rollout(self, request: RolloutRequest) -> RolloutResult:
         """The policy's ``rollout`` of ``request``, inside the actor's stream if seeded."""
         try:
-            if self.stream is None:
-                return self.policy.rollout(request)
-            with self.stream:
+            with self.stream or nullcontext():
                 return self.policy.rollout(request)
         except RuntimeError as error:  # (torch's: e.g. "mat1 and mat2 shapes cannot be ...")
             shape = getattr(request.obs, "shape", None)
@@ -50,8 +48,7 @@ class Actor(Agent, ParallelAgent):
                              ) from error
 
     def act(self, state: Any) -> Any:
-        """The policy's action for ``state`` (a ``State``), or one per row (a ``StateArray``); the
-        rows are written to the adder, if any."""
+        """The policy's action for ``state``, or one per row of a ``StateArray``."""
         if not isinstance(state, State):
             raise TypeError(f"act takes a State (env.state, State({{'observation': obs}})) or a "
                             f"StateArray of several (State.array(states)), got "

@@ -34,11 +34,8 @@ logger = logging.getLogger(__name__)
 
 @namedarray
 class ActorCriticAnalysis:
-    """What ``analyze(sample, target="ppo")`` returns: ``[T, B]`` fields, with gradients.
-
-    ``log_prob`` and ``entropy`` are ``None`` for target ``value`` (``entropy`` also when not
-    asked for); ``aux_value`` is ``None`` without an auxiliary head; ``logits`` ``[T, B, A]`` of
-    discrete policies (PPG's exact KL), ``None`` for Gaussian ones."""
+    """What ``analyze(sample, target="ppo")`` returns: ``[T, B]`` fields, with gradients
+    (``None`` where not computed; ``logits`` ``[T, B, A]`` of discrete policies only)."""
 
     log_prob: Any
     entropy: Any
@@ -64,9 +61,7 @@ class SeparateGRUPolicyState:
 
 class ActorCriticNetwork(ActorCriticModel):
     """Actor and critic backbones (one, if ``critic`` is ``None``) with policy, value and
-    auxiliary heads. GRU memories are ``(actor [L, B, H], critic or None)`` over ``[B]`` or
-    ``[T, B]`` rows (``hx=None``: zeros; ``reset`` ``[T, B]`` zeroes them before rows); an obs
-    field ``action_mask`` gives illegal discrete actions the logit ``MASKED_Q``."""
+    auxiliary heads; GRU memories ``(actor [L, B, H], critic or None)``."""
 
     def __init__(self, actor: Backbone, critic: Backbone | None, action_dim: int,
                  continuous: bool = False, auxiliary_head: bool = False,
@@ -96,8 +91,7 @@ class ActorCriticNetwork(ActorCriticModel):
         return SeparateGRUPolicyState(hx=hx, critic_hx=hx.copy())
 
     def memory_in(self, state: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``[B, L, 1, H]`` leaves of a ``policy_state`` as GRU memories ``[L, B, H]``
-        (``ValueError``: a leaf is missing or has another shape than ``initial_state``'s rows)."""
+        """``[B, L, 1, H]`` leaves of a ``policy_state`` as GRU memories ``[L, B, H]``."""
         names = ("hx",) if self.critic is None else ("hx", "critic_hx")
         layers, hidden = self.actor.rnn.num_layers, self.actor.rnn.hidden_size
         device = self.value_head.weight.device
@@ -121,8 +115,8 @@ class ActorCriticNetwork(ActorCriticModel):
 
     def forward(self, obs: Any, hx: tuple | None = None, reset: torch.Tensor | None = None
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, tuple | None]:
-        """``(policy parameters, values, auxiliary values, next GRU memories)`` of the rows of
-        ``obs`` (``[B]`` or ``[T, B]``; ``hx`` and ``reset`` for recurrent networks only)."""
+        """``(policy parameters, values, auxiliary values, next GRU memories)`` of ``obs`` rows
+        ``[B]`` or ``[T, B]`` (``reset`` ``[T, B]``: zero the memories before those rows)."""
         device = self.value_head.weight.device
         fields, lead, mask = observation_fields(obs, self.shapes, device)
         actor = self.actor.features(fields)
@@ -157,14 +151,10 @@ class ActorCriticNetwork(ActorCriticModel):
 
 
 class ActorCriticPolicy(ApproximationPolicy):
-    """Stochastic actor-critic policy over ``approximation`` (of an ``ActorCriticModel``, with the
-    trainers' optimizer), ``head`` a ``CategoricalHead`` or ``GaussianHead``, ``seed`` seeding
-    the sampling. ``rollout`` takes ``obs`` and ``policy_state`` rows ``[B, ...]`` (evaluation
-    rows: the mode); ``analyze(sample, target)`` rows ``[T, B, ...]`` (GRU: with
-    ``policy_state``, ``done``, ``truncated``; unrolled from ``policy_state[0]``, the memory
-    reset after episode ends), ``"ppo"`` an ``ActorCriticAnalysis``, ``"value"`` the values.
-    The network reads ``obs`` as ``observation_tensor(obs, device, strict=False)`` gives it:
-    an array or a one-field ``NamedArray`` as its tensor, several fields as a ``NamedArray``."""
+    """Stochastic actor-critic policy over ``approximation`` (of an ``ActorCriticModel``), ``head``
+    a ``CategoricalHead`` or ``GaussianHead``. ``rollout`` takes rows ``[B, ...]`` (evaluation
+    rows: the mode); ``analyze`` rows ``[T, B, ...]`` (GRU: unrolled from ``policy_state[0]``,
+    reset after episode ends), ``"ppo"`` an ``ActorCriticAnalysis``, ``"value"`` the values."""
 
     def __init__(self, approximation: Approximation, head: Any, seed: int | None = None):
         self.approximation = approximation
@@ -186,8 +176,7 @@ class ActorCriticPolicy(ApproximationPolicy):
 
     @property
     def unused_parameters(self) -> bool:
-        """An auxiliary value head's (PPO's loss and PPG's policy phase leave it out), or any
-        of a network not of looprl's."""
+        """An auxiliary value head's (PPO's loss leaves it out), or a user's network's."""
         model = self.module
         return getattr(model, "aux_head", None) is not None or not isinstance(
             model, (ActorCritic, SharedActorCritic, ActorCriticNetwork))
@@ -221,8 +210,7 @@ class ActorCriticPolicy(ApproximationPolicy):
     def analyze(self, sample: Any, target: str | None = None, entropy: bool = True,
                 **kwargs: Any) -> Any:
         """Re-evaluate ``sample`` with gradients (see the class docstring); ``entropy=False``:
-        discrete policies leave the entropy out (``None``). ``ValueError``: unknown ``target``, or
-        a sample a GRU policy cannot unroll."""
+        discrete policies leave the entropy out (``None``)."""
         target = target or "ppo"
         if target not in ("ppo", "value"):
             raise ValueError(f"unknown analyze target {target!r}; {type(self).__name__} "
@@ -279,11 +267,8 @@ def actor_critic_policy(obs_dim: Any, action_dim: int, state_dim: Any = None, hi
                         device: str | torch.device = "cpu", seed: int | None = None
                         ) -> ActorCriticPolicy:
     """An ``ActorCriticPolicy`` over an ``ActorCriticNetwork`` with Adam (seed 004's policies):
-    ``obs_dim`` ``{field: dim or shape}`` (an int or a shape: ``{"obs": ...}``) for the actor,
-    ``state_dim`` for a separate critic, ``action_dim`` actions (or the action size),
-    ``rnn_type`` ``None`` or ``"gru"``, ``auxiliary_head`` for PPG, ``action_low``/``action_high``
-    (default: unbounded), ``seed`` for weights and sampling. ``ValueError`` for a bad
-    ``action_dim``, layer size or ``rnn_type``."""
+    ``obs_dim`` ``{field: dim or shape}`` for the actor, ``state_dim`` for a separate critic,
+    ``rnn_type`` ``None`` or ``"gru"``, ``auxiliary_head`` for PPG, ``seed``: weights, sampling."""
     if not isinstance(action_dim, int | np.integer) or action_dim <= 0:
         raise ValueError(f"action_dim must be a positive int, got {action_dim!r}")
     if hidden_dim <= 0 or num_layers < 0 or num_rnn_layers <= 0:

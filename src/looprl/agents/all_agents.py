@@ -1,8 +1,6 @@
-"""ALL's on-policy agent classes (seed 003: agents composed by passing ALL's objects into their
-constructors): ``A2C``, ``PPO`` and ``VAC`` of ALL's ``(features, v, policy, ...)``, each an
-``ActorCriticPolicy`` over those networks and looprl's trainer in the ``OnPolicyAgent`` shell
-(``VPG``, in ``looprl.agents.vpg``, takes them too). ``policy``: a ``SoftmaxPolicy`` (discrete
-actions) or a ``GaussianPolicy`` (``Box`` actions)."""
+"""ALL's on-policy agent classes (seed 003): ``A2C``, ``PPO`` and ``VAC`` of ALL's ``(features, v,
+policy, ...)``, an ``ActorCriticPolicy`` over those networks and looprl's trainer (``VPG`` too);
+``policy`` a ``SoftmaxPolicy`` or, for ``Box`` actions, a ``GaussianPolicy``."""
 
 from __future__ import annotations
 
@@ -26,10 +24,8 @@ __all__ = ["A2C", "PPO", "VAC", "all_actor_critic"]
 
 
 def all_actor_critic(agent: Any, features: Any, v: Any, policy: Any) -> ActorCriticPolicy:
-    """ALL's ``features`` (a ``FeatureNetwork`` or ``Identity``), ``v`` (a ``VNetwork``) and
-    ``policy`` (a ``SoftmaxPolicy`` or ``GaussianPolicy``) as an ``ActorCriticPolicy`` over their
-    networks (a ``SharedActorCritic``), each stepped by its own optimizer (a
-    ``JointApproximation``)."""
+    """ALL's ``features``, ``v`` and ``policy`` as an ``ActorCriticPolicy`` over their networks,
+    each stepped by its own optimizer; ``agent`` gets ALL's attributes ``features`` and ``v``."""
     name = type(agent).__name__
     if not (isinstance(features, FeatureNetwork | Identity) and isinstance(v, VNetwork)
             and isinstance(policy, SoftmaxPolicy | GaussianPolicy)):
@@ -51,6 +47,7 @@ def all_actor_critic(agent: Any, features: Any, v: Any, policy: Any) -> ActorCri
     model = SharedActorCritic(getattr(features.model, "model", features.model), policy_model,
                               v.model.model)
     parts = [part for part in (features, v, policy) if not isinstance(part, Identity)]
+    agent.features, agent.v = features, v
     return ActorCriticPolicy(JointApproximation(model, parts, "actor_critic"), head)
 
 
@@ -79,10 +76,8 @@ def _n_envs(agent: Any, n_envs: Any) -> int:
 
 
 class A2C(OnPolicyAgent):
-    """ALL's ``A2C(features, v, policy, discount_factor=0.99, entropy_loss_scaling=0.01,
-    n_envs=None, n_steps=4, logger=None)``: one ``A2CTrainer`` step of n-step advantages per
-    ``n_steps`` acts on the ``StateArray`` of ``n_envs`` environments (the loss ALL's
-    ``value_loss + policy_loss``)."""
+    """ALL's ``A2C``: one ``A2CTrainer`` step of n-step advantages per ``n_steps`` acts on the
+    ``StateArray`` of ``n_envs`` environments."""
 
     def __init__(self, features: Any, v: Any, policy: Any, discount_factor: float = 0.99,
                  entropy_loss_scaling: float = 0.01, n_envs: int | None = None,
@@ -91,16 +86,11 @@ class A2C(OnPolicyAgent):
         trainer = A2CTrainer(acting, value_coef=1.0, entropy_coef=entropy_loss_scaling,
                              discount_factor=discount_factor)
         super().__init__(acting, trainer, _n_envs(self, n_envs), n_steps, logger)
-        self.features, self.v = features, v  # (ALL's attributes)
 
 
 class PPO(OnPolicyAgent):
-    """ALL's ``PPO(features, v, policy, discount_factor=0.99, entropy_loss_scaling=0.01,
-    epochs=4, epsilon=0.2, lam=0.95, minibatches=4, compute_batch_size=256, n_envs=None,
-    n_steps=4, logger=None)``: a ``PPOTrainer`` update (GAE, clip ``epsilon``, ``minibatches``
-    per epoch, advantages not normalized, as ALL's) per ``n_steps`` acts on ``n_envs``
-    environments. ``compute_batch_size`` (ALL's chunks of gradient-free passes) changes no
-    result: the values are those stored while acting."""
+    """ALL's ``PPO``: a ``PPOTrainer`` update (advantages not normalized, as ALL's) per ``n_steps``
+    acts on ``n_envs`` environments; ``compute_batch_size`` changes no result."""
 
     def __init__(self, features: Any, v: Any, policy: Any, discount_factor: float = 0.99,
                  entropy_loss_scaling: float = 0.01, epochs: int = 4, epsilon: float = 0.2,
@@ -117,16 +107,13 @@ class PPO(OnPolicyAgent):
                              normalize_advantages=False, entropy_coef=entropy_loss_scaling,
                              value_coef=1.0, discount_factor=discount_factor, gae_lambda=lam)
         super().__init__(acting, trainer, n_envs, n_steps, logger)
-        self.features, self.v = features, v  # (ALL's attributes)
 
 
 class VAC(OnPolicyAgent):
-    """ALL's ``VAC(features, v, policy, discount_factor=1)``: one ``VACTrainer`` step (the TD
-    error as advantage) per ``act``, on a ``State`` or the ``StateArray`` of parallel
-    environments."""
+    """ALL's ``VAC``: one ``VACTrainer`` step (the TD error as advantage) per ``act``, on a
+    ``State`` or a ``StateArray``."""
 
     def __init__(self, features: Any, v: Any, policy: Any, discount_factor: float = 1):
         acting = all_actor_critic(self, features, v, policy)
         trainer = VACTrainer(acting, value_coef=1.0, discount_factor=discount_factor)
         super().__init__(acting, trainer, n_envs=1, n_steps=1)
-        self.features, self.v = features, v  # (ALL's attributes)

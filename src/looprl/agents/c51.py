@@ -1,7 +1,5 @@
-"""C51, distributional DQN (Bellemare et al., 2017, https://arxiv.org/abs/1707.06887): a
-categorical return distribution per action over fixed atoms, trained by cross-entropy
-against the projected target ``r + gamma * Z(s', a*)`` (the KL divergence from it: the new
-priorities, Rainbow)."""
+"""C51, distributional DQN (Bellemare et al., 2017, https://arxiv.org/abs/1707.06887): categorical
+return distributions, trained by cross-entropy against the projected ``r + gamma * Z(s', a*)``."""
 
 from __future__ import annotations
 
@@ -67,11 +65,8 @@ class C51Trainer(DQNTrainer):
 
 
 class C51(ReplayAgent):
-    """ALL's ``C51(q_dist, replay_buffer, discount_factor=0.99, eps=1e-5, exploration=0.02,
-    minibatch_size=32, replay_start_size=5000, update_frequency=1, logger=None)``: random actions
-    for the first ``replay_start_size`` steps, then epsilon-greedy at ``exploration`` over the
-    expected values of ``q_dist`` (a ``QDist``); the online network picks the next action of
-    the target (ALL's). ``eps`` is ALL's default only: looprl clamps probabilities at 1e-6."""
+    """ALL's ``C51``: random actions for ``replay_start_size`` steps, then epsilon-greedy at
+    ``exploration``; the online network picks the target's next action (ALL's)."""
 
     def __init__(self, q_dist: QDist, replay_buffer: Any, discount_factor: float = 0.99,
                  eps: float = 1e-5, exploration: float = 0.02, minibatch_size: int = 32,
@@ -95,7 +90,5 @@ class C51(ReplayAgent):
 
 
 class Rainbow(C51):
-    """ALL's ``Rainbow(q_dist, replay_buffer, ...)``: ``C51``'s arguments; the rest of Rainbow
-    is in the parts given (ALL's): dueling and noisy networks in ``q_dist``'s model, prioritized
-    replay and n-step returns in ``replay_buffer`` (``NStepReplayBuffer(n, gamma,
-    PrioritizedReplayBuffer(...))`` with ``discount_factor=gamma ** n``)."""
+    """ALL's ``Rainbow(q_dist, replay_buffer, ...)``: ``C51`` whose parts hold the rest (dueling,
+    noisy networks; a prioritized ``NStepReplayBuffer`` with ``discount_factor=gamma ** n``)."""

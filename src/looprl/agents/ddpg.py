@@ -31,8 +31,7 @@ from looprl.policies.deterministic import DeterministicPolicy
 
 
 class TwinQ(nn.Module):
-    """Two independent critics (TD3, SAC), networks of ``cat(s, a)`` or ``ContinuousQ``s (as
-    ``QContinuous``'s); ``forward`` returns ``(Q1(s, a), Q2(s, a))``."""
+    """Two independent critics (TD3, SAC): ``forward`` returns ``(Q1(s, a), Q2(s, a))``."""
 
     def __init__(self, model1: nn.Module, model2: nn.Module):
         super().__init__()
@@ -58,9 +57,8 @@ def frozen(module: nn.Module) -> Iterator[None]:
 
 
 class ContinuousPolicy(ApproximationPolicy):
-    """Acting half of DDPG, TD3 and SAC over a ``Box`` action space, for ``actor`` (a
-    ``DeterministicPolicy`` or ``SoftDeterministicPolicy``): evaluation rows get its ``mode``,
-    the first ``random_steps`` other rows uniform random actions, the others its ``explore``."""
+    """Acting half of DDPG, TD3 and SAC for ``actor``: evaluation rows get its ``mode``, the first
+    ``random_steps`` other rows uniform random actions, the others its ``explore``."""
 
     def __init__(self, actor: Any, random_steps: int = 0):
         self.actor = actor
@@ -95,8 +93,7 @@ class DDPGPolicy(ContinuousPolicy):
 
 
 def one_step(batch: SampleBatch) -> tuple[torch.Tensor, ...]:
-    """``(s, a, r, s', mask)`` of one-step windows ``[2, B]``; ``mask`` is ``False`` where ``s'``
-    is terminal (a truncated one still bootstraps)."""
+    """``(s, a, r, s', mask)`` of one-step windows ``[2, B]``; ``mask``: ``s'`` is not terminal."""
     if batch.reward.shape[0] != 2:
         raise ValueError(f"DDPG, TD3 and SAC learn from one-step windows [2, B], got "
                          f"{batch.reward.shape[0] - 1}-step ones")
@@ -170,11 +167,9 @@ class DDPGTrainer(PolicyTrainer):
 
 
 class DDPG(AllForm, ReplayAgent):
-    """The DDPG agent (single environment, seed 003): ALL's ``DDPG(q, policy, replay_buffer,
-    action_space, discount_factor=0.99, minibatch_size=32, noise=0.1, replay_start_size=5000,
-    update_frequency=1)`` (``q`` a ``QContinuous``, ``policy`` its ``DeterministicPolicy``, whose
-    ``noise`` it sets: the exploration's standard deviation in half action ranges), or looprl's
-    ``ReplayAgent(policy, trainer, replay_buffer, ...)``, as the presets build it."""
+    """The DDPG agent (seed 003): ALL's ``DDPG(q, policy, replay_buffer, action_space,
+    discount_factor=0.99, minibatch_size=32, noise=0.1, replay_start_size=5000,
+    update_frequency=1)``, or looprl's ``ReplayAgent(policy, trainer, replay_buffer, ...)``."""
 
     def _from_all(self, q: Any, policy: Any, replay_buffer: Any, action_space: Any,
                   discount_factor: float = 0.99, minibatch_size: int = 32, noise: float = 0.1,
@@ -201,8 +196,7 @@ class DDPG(AllForm, ReplayAgent):
 
 
 def one_step_replay(agent: str, replay_buffer: Any, discount_factor: float) -> tuple[Any, float]:
-    """``all_replay`` of ALL's DDPG and SAC, which learn from one-step transitions (an
-    ``NStepReplayBuffer`` is one ``ValueError`` line): the buffer and the discount."""
+    """``all_replay``'s buffer and discount for ALL's DDPG and SAC, of one-step transitions."""
     buffer, n_step, gamma = all_replay(agent, replay_buffer, discount_factor)
     if n_step != 1:
         raise ValueError(f"{agent} learns from one-step transitions, got a {n_step}-step "

@@ -51,22 +51,16 @@ __all__ = ["DDQN", "DQN", "DQNPolicy", "DQNTrainer", "MASKED_Q", "QModel", "UPDA
 
 
 class DQNPolicy(ApproximationPolicy):
-    """Epsilon-greedy policy over a Q approximation (``QNetwork``, ``QDist.expectation`` or an
-    ``Approximation`` of a ``QModel``) whose ``q(obs, actions=None)``/``no_grad``/``eval``/
-    ``target`` map observations ``[N, ...]`` (a tensor or fields) to action values
-    ``[N, num_actions]``. ``epsilon``: a float or a schedule; ``exploration``: another
-    exploration policy replacing the epsilon-greedy one; ``seed``: ``greedy``'s own draws
-    (``rollout`` draws from torch's global generator); ``evaluation_epsilon``: the rate of
-    evaluation rows."""
+    """Epsilon-greedy policy over a Q approximation mapping observations ``[N, ...]`` to action
+    values ``[N, num_actions]``; ``epsilon``: a float or a schedule; ``exploration``: another
+    exploration policy in its place; ``evaluation_epsilon``: the rate of evaluation rows."""
 
-    #: whether a schedule of ``epsilon`` advances once per row of a request (an env step each),
-    #: else once per call (a batched step of parallel environments)
+    #: whether an ``epsilon`` schedule advances once per row of a request, else once per call
     epsilon_per_row: bool = False
 
     @property
     def unused_parameters(self) -> bool:
-        """None in looprl's networks (the losses take their one output, the action values);
-        a user's network may have some."""
+        """None in looprl's networks; a user's network may have some."""
         model = getattr(self.q.model, "model", self.q.model)  # (inside QModule, QDistModule)
         return not type(model).__module__.startswith("looprl.")
 
@@ -93,8 +87,7 @@ class DQNPolicy(ApproximationPolicy):
         return merge_hyperparameters(super().hyperparameters(), self.greedy.hyperparameters())
 
     def states(self, obs: Any, shape: tuple[int, ...], done: Any = None) -> StateArray:
-        """``obs`` (a tensor or fields) as a ``StateArray`` of ``shape``, ``done`` where given:
-        the rows an exploration policy's ``choose`` reads."""
+        """``obs`` as a ``StateArray`` of ``shape`` (``done`` where given), for ``choose``."""
         obs = single_field(obs, strict=False)
         entries = self._entries.get(shape)
         if entries is None:  # made once per shape: no new tensors per update
@@ -109,10 +102,8 @@ class DQNPolicy(ApproximationPolicy):
         return StateArray({"observation": obs, **entries}, shape, device=self.device)
 
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
-        """Actions for ``request.obs`` (``[B, ...]``): each row explores at its own rate
-        (``request.exploration``, else the policy's epsilon or ``exploration`` policy, advanced once
-        per call), evaluation rows at ``evaluation_epsilon`` (all-evaluation requests:
-        ``q.eval``)."""
+        """Actions for ``request.obs`` (``[B, ...]``), each row at its rate (``exploration``, else
+        the exploration policy's), evaluation rows at ``evaluation_epsilon``."""
         obs = observation_tensor(request.obs, self.device, strict=False)
         rate = getattr(request, "exploration", None)
         rows = obs.shape[0] if isinstance(obs, torch.Tensor) else len(obs)  # (len(): 3x slower)
@@ -138,14 +129,13 @@ class DQNPolicy(ApproximationPolicy):
         return q, q.max(dim=-1).values
 
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> torch.Tensor:
-        """``Q(sample.obs, .)`` ``[..., num_actions]`` with gradients (leading shape: that of
-        ``sample.reward``, else ``[B]``); ``ValueError`` for a ``target`` other than ``"q"``."""
+        """``Q(sample.obs, .)`` ``[..., num_actions]`` with gradients (the only ``target``: "q")."""
         if (target or "q") != "q":
             raise ValueError(f"unknown analyze target {target!r}; DQNPolicy supports 'q'")
         return self._on_rows(self.q, sample)
 
     def _on_rows(self, forward: Any, sample: Any) -> torch.Tensor:
-        """``forward`` of ``sample.obs`` flattened to rows, shaped back as ``analyze`` says."""
+        """``forward`` of ``sample.obs`` as rows, shaped back as ``sample.reward`` (or ``[B]``)."""
         obs = observation_tensor(sample["obs"], self.device, strict=False)
         reward = sample["reward"] if "reward" in sample.fields else None
         lead = tuple(reward.shape) if reward is not None else (len(obs),)
@@ -157,8 +147,7 @@ class DQNPolicy(ApproximationPolicy):
         return out.view(*lead, *out.shape[1:])
 
     def _epsilons(self, rate: Any, deterministic: Any, rows: int) -> float | torch.Tensor:
-        """The rows' exploration rate (``rate``, else ``epsilon``): one float, or one per row;
-        ``evaluation_epsilon`` on evaluation rows."""
+        """The rows' exploration rate (``rate``, else ``epsilon``): one float, or one per row."""
         if deterministic is True:
             return float(self.evaluation_epsilon)
         if rate is None:  # the exploration policy's (the constructor's epsilon without one)
@@ -176,10 +165,8 @@ class DQNPolicy(ApproximationPolicy):
 
 
 class DQNTrainer(PolicyTrainer):
-    """One gradient step of (n-step, double) Q-learning per ``step`` (registered ``"dqn"``):
-    ``Q(s_0, a_0)`` of each column of ``[T + 1, B]`` windows (0 weight if row 0 ended an episode)
-    regresses onto ``r^(K) + gamma^K * V(s_K)``, ``K <= n_step``, ``V`` by ``update`` (a name in
-    ``UPDATES``; ``double_q``: ``"double_q"``). Priorities: ``|td error|``; ``seed``: unused."""
+    """One step of (n-step) Q-learning (registered ``"dqn"``): ``Q(s_0, a_0)`` of ``[T + 1, B]``
+    windows regresses onto ``r^(K) + gamma^K * V(s_K)``, ``V`` by ``update`` (in ``UPDATES``)."""
 
     sample_buffer = "prioritized"
 
@@ -230,10 +217,8 @@ class DQNTrainer(PolicyTrainer):
 
 
 def row_weights(batch: SampleBatch) -> torch.Tensor | None:
-    """Row 0's importance weight per column (1 without), 0 where row 0 ended an episode, scaled
-    by ``B / transitions``: a loss's mean over the columns is over their transitions alone.
-    ``None`` (all ones: the loss's plain mean, the same numbers) on the CPU when no row 0 ended
-    and there are no importance weights (asking waits for an accelerator: there, the weights)."""
+    """Row 0's importance weight per column, 0 where row 0 ended an episode, scaled by ``B /
+    transitions``; ``None`` (all ones) on the CPU when none ended and nothing is weighted."""
     ended = batch.done[0] | batch.truncated[0]
     if batch.weight is None and ended.device.type == "cpu" and not ended.any():
         return None
@@ -249,8 +234,7 @@ HUBER = {F.mse_loss: False, weighted_mse_loss: False, F.smooth_l1_loss: True,
 
 def q_units(agent: Any, q: Any, policy: Any, discount_factor: float, loss: Any = F.mse_loss,
             n_step: int = 1) -> tuple[DQNPolicy, DQNTrainer]:
-    """ALL's ``q`` (a ``QNetwork``) and ``policy`` (its ``GreedyPolicy``) as a ``DQNPolicy``
-    exploring through ``policy`` and a ``DQNTrainer`` of ``agent``'s ``update`` rule."""
+    """ALL's ``q`` and ``policy`` as a ``DQNPolicy`` and a ``DQNTrainer`` of ``agent.update``."""
     name = type(agent).__name__
     if not (isinstance(q, Approximation) and isinstance(policy, GreedyPolicy)):
         raise TypeError(f"{name} takes ALL's (q, policy, ...): a QNetwork and its GreedyPolicy(q, "
@@ -265,11 +249,9 @@ def q_units(agent: Any, q: Any, policy: Any, discount_factor: float, loss: Any =
 
 
 class DQN(AllForm, ReplayAgent):
-    """The DQN agent (single environment, seed 003): ALL's ``DQN(q, policy, replay_buffer,
-    discount_factor=0.99, loss=mse_loss, minibatch_size=32, replay_start_size=5000,
-    update_frequency=1)`` (``q`` a ``QNetwork``, ``policy`` its ``GreedyPolicy``; an
-    ``NStepReplayBuffer``: n-step returns), or looprl's ``ReplayAgent(policy, trainer,
-    replay_buffer, ...)``, as the presets build it."""
+    """The DQN agent (seed 003): ALL's ``DQN(q, policy, replay_buffer, discount_factor=0.99,
+    loss=mse_loss, minibatch_size=32, replay_start_size=5000, update_frequency=1)``, or
+    looprl's ``ReplayAgent(policy, trainer, replay_buffer, ...)`` (the presets')."""
 
     #: the bootstrap of ALL's form (a name in ``UPDATES``)
     update = "q_learning"
@@ -284,17 +266,13 @@ class DQN(AllForm, ReplayAgent):
 
 
 class DDQN(DQN):
-    """ALL's ``DDQN(q, policy, replay_buffer, ...)``: ``DQN``'s arguments, with double
-    Q-learning (the online network picks the next action, the target network values it) and a
-    prioritized replay's priorities."""
+    """ALL's ``DDQN(q, policy, replay_buffer, ...)``: ``DQN`` with double Q-learning."""
 
     update = "double_q"
 
 
 class VQN(OnPolicyAgent):
-    """ALL's ``VQN(q, policy, discount_factor=0.99)``: online Q-learning, one update (MSE) per
-    ``act`` on its batch of states (a ``State`` or the ``StateArray`` of parallel
-    environments); ``policy``: a ``GreedyPolicy`` (ALL's ``ParallelGreedyPolicy``)."""
+    """ALL's ``VQN``: online Q-learning, one MSE update per ``act`` (of a batch of states)."""
 
     #: the bootstrap of each update (a name in ``UPDATES``)
     update = "q_learning"
@@ -305,17 +283,14 @@ class VQN(OnPolicyAgent):
 
 
 class VSarsa(VQN):
-    """ALL's ``VSarsa(q, policy, discount_factor=0.99)``: ``VQN`` bootstrapping from the action
-    the policy takes next (SARSA)."""
+    """ALL's ``VSarsa``: ``VQN`` bootstrapping from the action the policy takes next."""
 
     update = "sarsa"
 
 
 class QModel(nn.Module):
-    """Observation fields (``obs_dim``: ``{field: dim or shape}``, an int or a shape is ``obs``) to
-    action values ``[*lead, action_dim]``; ``dueling``: value and advantage streams.
-    ``forward(state, actions=None)`` reads ``state["observation"]``; actions masked by the
-    field ``action_mask`` get ``MASKED_Q``."""
+    """Observation fields (``obs_dim``: ``{field: dim or shape}``) to action values ``[*lead,
+    action_dim]``; ``dueling``: value and advantage streams; masked actions get ``MASKED_Q``."""
 
     def __init__(self, obs_dim: Any, action_dim: int, hidden_dim: int = 64, num_layers: int = 2,
                  activation: str = "relu", dueling: bool = False):
@@ -343,9 +318,7 @@ def q_network_policy(obs_dim: Any, action_dim: int, hidden_dim: int = 64, num_la
                      activation: str = "relu", dueling: bool = False, epsilon: float = 0.05,
                      lr: float = 3e-4, clip_grad: float = 10.0, target_update: int = 500,
                      device: str | torch.device = "cpu", seed: int | None = None) -> DQNPolicy:
-    """A ``DQNPolicy`` over a ``QModel`` (registered as policy ``"q-network"``): ``epsilon`` for
-    rows without a ``request.exploration``, ``clip_grad`` (0: off), ``target_update`` (updates
-    between target copies), ``seed`` (initial weights)."""
+    """A ``DQNPolicy`` over a ``QModel`` (registered policy ``"q-network"``)."""
     if not isinstance(action_dim, int) or action_dim <= 0:
         raise ValueError(f"action_dim must be a positive int, got {action_dim!r}")
     check_arguments("the q-network policy", epsilon=epsilon, lr=lr, clip_grad=clip_grad)

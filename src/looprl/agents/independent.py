@@ -15,31 +15,27 @@ from looprl.core import (
     Agent,
     AgentWrapper,
     Multiagent,
-    MultiagentState,
     Policy,
     RolloutRequest,
     RolloutResult,
     SampleBatch,
-    State,
-    StateArray,
     Trainer,
     TrainerStepResult,
 )
 from looprl.core.leaves import as_numpy
 from looprl.core.namedarray import NamedArray, concat, recursive_apply
 from looprl.core.preset import check_agent
+from looprl.core.state import MultiagentState, State, StateArray
 from looprl.nn import ActorCriticModel, single_field
 from looprl.nn.fields import ACTION_MASK, legal_mask
 from looprl.policies import MASKED_Q, legal_actions
 
 
 class IndependentMultiagent(Multiagent):
-    """Routes each state to ``agents[state['agent']]`` (seed 003); each row of a
-    ``StateArray`` to its agent's, one action per row."""
+    """Routes each state to ``agents[state['agent']]`` (seed 003), each row of a ``StateArray``
+    to its agent; ``agents``: a dict agent name -> agent."""
 
     def __init__(self, agents: dict[str, Agent]):
-        """``agents``: a dict agent name -> agent (an object with ``act(state)``), else one
-        ``TypeError`` line."""
         if not isinstance(agents, Mapping):
             raise TypeError(f"IndependentMultiagent takes a dict agent name -> agent, got "
                             f"{type(agents).__name__} {agents!r:.40}")
@@ -58,8 +54,7 @@ class IndependentMultiagent(Multiagent):
 
 def row_actions(agent: Any, states: StateArray, names: Sequence[str] | None = None
                 ) -> np.ndarray:
-    """``agent``'s action for each row of ``states``, as a ``MultiagentState`` (its ``agent`` a
-    name, or an index into ``names``: the collector's rows)."""
+    """``agent``'s action per row of ``states`` (``agent``: a name, or an index into ``names``)."""
     actions = []
     for i in range(len(states)):
         row = dict(states[i])
@@ -86,10 +81,9 @@ def masked_observation(observation: Any, mask: Any) -> Any:
 
 
 class MaskedModule(nn.Module):
-    """Gives illegal actions the value ``MASKED_Q`` (invalid action masking, Huang & Ontanon,
-    2020); the mask is the input's last ``num_actions`` features. Masks the output, or its first
-    element (actor-critics), by ``legal_mask``: a row whose mask is all 0 (a finished agent)
-    is unmasked."""
+    """Gives illegal actions the value ``MASKED_Q`` (Huang & Ontanon, 2020), the mask being the
+    input's last ``num_actions`` features; masks the output, or its first element (an all-0
+    mask, a finished agent's, masks nothing)."""
 
     def __init__(self, module: nn.Module, num_actions: int):
         super().__init__()
@@ -118,8 +112,8 @@ class MaskedModule(nn.Module):
 
 
 class MaskedAgent(AgentWrapper, Agent):
-    """Makes an agent respect ``state['action_mask']``: its networks see the observation with the
-    mask appended (``masked_observation``); an illegal action raises ``RuntimeError``."""
+    """Makes an agent respect ``state['action_mask']``, appended to the observation its networks
+    see; an illegal action raises ``RuntimeError``."""
 
     def act(self, state: State) -> Any:
         mask = state["action_mask"]
@@ -147,11 +141,8 @@ class RandomAgent(Agent):
 
 
 class IndependentPolicy(Policy):
-    """One policy per agent behind one ``rollout``: row ``i`` goes to the policy of agent
-    ``request.agent[i]``, in that agent's ``view``; the policies share one ``version``.
-    ``names``: the agents', in the order of ``policies``; ``masked``: those whose observations
-    carry an ``action_mask``. ``ValueError``: ``names`` does not name every policy, or only some
-    policies are recurrent."""
+    """One policy per agent behind one ``rollout``: row ``i`` goes to agent ``request.agent[i]``'s
+    policy, in its ``view``; one shared ``version``; ``masked``: agents with an ``action_mask``."""
 
     _padded = False  # (a policy pickled before the flag)
 
@@ -165,9 +156,8 @@ class IndependentPolicy(Policy):
         self.policies = list(policies)
         self.names = list(names)
         self.masked = [name in set(masked) for name in self.names]
-        #: policies of several kinds answer with different fields: every row then carries
-        #: ``log_prob`` and ``value`` (NaN where its policy has none), so that the rows of one
-        #: agent and of another, asked alone (turns), are written alike
+        #: policies of several kinds: every row carries ``log_prob`` and ``value`` (NaN where
+        #: its policy has none), so that rows of agents asked alone (turns) are written alike
         self._padded = len({type(policy) for policy in self.policies}) > 1
         self._module = nn.ModuleList([policy.module for policy in self.policies])
 
@@ -200,8 +190,7 @@ class IndependentPolicy(Policy):
         return self.policies[0].default_policy_state
 
     def view(self, agent: int, obs: Any) -> Any:
-        """``obs`` (fields) as agent ``agent``'s networks read it: a masked agent's is ``{"obs"}``
-        with its ``action_mask`` appended."""
+        """``obs`` as agent ``agent``'s networks read it (``action_mask`` appended if masked)."""
         if not self.masked[agent]:
             return obs
         return NamedArray(obs=masked_observation(obs["obs"], obs[ACTION_MASK]))
@@ -221,8 +210,7 @@ class IndependentPolicy(Policy):
         return _merge(results, indices, self._padded)
 
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> Any:
-        """The ``analyze`` of the one agent whose streams ``sample`` holds (``sample['agent']``;
-        ``ValueError`` if none or several)."""
+        """The ``analyze`` of the one agent whose streams ``sample`` holds."""
         agents = np.unique(_agent_indices(sample["agent"] if "agent" in sample else None,
                                           "sample", len(self.policies)))
         if len(agents) != 1:
@@ -235,8 +223,7 @@ class IndependentPolicy(Policy):
 
 
 class IndependentTrainer(PolicyTrainer):
-    """One trainer per agent (trainer ``i`` trains ``policy.policies[i]``), each on its own streams
-    (``ValueError`` otherwise)."""
+    """One trainer per agent (trainer ``i`` trains ``policy.policies[i]``) on its own streams."""
 
     def __init__(self, policy: IndependentPolicy, trainers: list[Trainer]):
         if [t.policy for t in trainers] != policy.policies:
@@ -297,8 +284,7 @@ def _take(value: Any, index: np.ndarray) -> Any:
 
 def _merge(results: list[RolloutResult], rows: list[np.ndarray], padded: bool = False
            ) -> RolloutResult:
-    """The agents' ``results`` for their ``rows`` as one, in request order (NaN if missing;
-    with ``padded``, ``log_prob`` and ``value`` are never missing)."""
+    """The agents' ``results`` for their ``rows`` as one, in request order (NaN if missing)."""
     results = [result.to_numpy() for result in results]
     for result, index in zip(results, rows, strict=True) if padded else ():
         for name in ("log_prob", "value"):

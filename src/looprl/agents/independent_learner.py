@@ -22,6 +22,11 @@ from looprl.memory.segments import SegmentBuffer
 __all__ = ["IndependentLearner", "IndependentLearners", "shared_cut"]
 
 
+def _summed(counter: str, doc: str) -> property:
+    """A read-only property: the agents' learners' ``counter`` summed."""
+    return property(lambda self: sum(getattr(core, counter) for core in self.cores), doc=doc)
+
+
 class IndependentLearner(StepLoop):
     """One ``Learner`` per agent (``cores[i]`` trains ``policy.policies[i]``); ``put`` hands each
     agent's streams to its own, and ``trainer`` is the ``IndependentTrainer`` of their trainers."""
@@ -34,8 +39,7 @@ class IndependentLearner(StepLoop):
     @classmethod
     def from_buffers(cls, trainer: IndependentTrainer, buffers: list[tuple[str | None, Any]],
                      max_lag: int | None = None) -> IndependentLearner:
-        """Each agent's learner (``make_learner``) of one ``(buffer, buffer_args)`` per agent,
-        in the agents' order (``ValueError``: not one per agent)."""
+        """Each agent's ``make_learner`` of one ``(buffer, buffer_args)`` per agent, in order."""
         if len(buffers) != len(trainer.trainers):
             raise ValueError(f"IndependentLearner needs one (buffer, buffer_args) per agent "
                              f"({len(trainer.trainers)}), got {len(buffers)}")
@@ -66,20 +70,9 @@ class IndependentLearner(StepLoop):
         """Whether an agent learns from a replay."""
         return any(core.replay for core in self.cores)
 
-    @property
-    def received(self) -> int:
-        """Streams put, over all agents."""
-        return sum(core.received for core in self.cores)
-
-    @property
-    def dropped(self) -> int:
-        """Streams dropped as too old, over all agents."""
-        return sum(core.dropped for core in self.cores)
-
-    @property
-    def updates(self) -> int:
-        """Trainer steps taken, over all agents (0: none trained, as a run's warning says)."""
-        return sum(core.updates for core in self.cores)
+    received = _summed("received", "Streams put, over all agents.")
+    dropped = _summed("dropped", "Streams dropped as too old, over all agents.")
+    updates = _summed("updates", "Trainer steps taken, over all agents (0: none trained).")
 
     def shared_state(self) -> list[Any]:
         """Every agent's components' shared states, agent after agent."""
@@ -142,12 +135,9 @@ class IndependentLearner(StepLoop):
 
 
 class IndependentLearners(IndependentMultiagent, LearningAgent):
-    """Independent learners as one agent of two faces: seed 003's ``Multiagent`` (``act`` routes
-    each state to its agent's own ``act``) and, for the collector, one ``Actor`` over an
-    ``IndependentPolicy`` and an ``IndependentLearner`` over the agents' own learners.
-    ``agents``: one per agent name (around a ``ReplayAgent`` or ``SegmentAgent``); ``masked``:
-    the agents whose observations carry an ``action_mask``. ``ValueError``: an agent learns
-    otherwise, or no one cut of the rows fits every agent."""
+    """Independent learners as seed 003's ``Multiagent`` (``act`` routes each state to its agent)
+    and, for the collector, one ``Actor`` over an ``IndependentPolicy`` and an
+    ``IndependentLearner``; ``masked``: the agents whose observations carry an ``action_mask``."""
 
     def __init__(self, agents: dict[str, Any], masked: Collection[str] = ()):
         IndependentMultiagent.__init__(self, agents)
@@ -164,10 +154,8 @@ class IndependentLearners(IndependentMultiagent, LearningAgent):
 
 
 def shared_cut(cuts: Sequence[tuple[int, bool, bool]]) -> tuple[int, bool]:
-    """How the collector cuts every agent's rows, ``(segment_length, whole_episodes)``, from each
-    agent's ``(segment_length, whole_episodes, replay)``: on-policy agents must agree, replay
-    agents take any divisor of their own (so the length is the greatest common divisor).
-    ``ValueError`` when no cut fits every agent."""
+    """The collector's ``(segment_length, whole_episodes)`` for every agent's ``(segment_length,
+    whole_episodes, replay)``: on-policy agents must agree, replay agents take any divisor."""
     length = math.gcd(*(cut[0] for cut in cuts))
     own = {cut[0] for cut in cuts if not cut[2]}  # the on-policy agents' lengths
     whole = any(cut[1] for cut in cuts)  # (then every agent must cut alike)

@@ -1,7 +1,5 @@
 """The ``Learner``: the learning half of the shell around every algorithm (Acme's learner), the
-same object on every runtime: a buffer, one update schedule, a trainer and the update hooks.
-Replay learners step as their ``ReplaySchedule`` says; on-policy ones once per ``batch_streams``
-fresh streams."""
+same object on every runtime: a buffer, one update schedule, a trainer and the update hooks."""
 
 from __future__ import annotations
 
@@ -31,9 +29,8 @@ __all__ = ["Learner", "ReplaySchedule", "StepLoop", "buffer_kind", "make_learner
 
 @dataclass
 class ReplaySchedule:
-    """When a replay learner steps: ``gradient_steps`` trainer steps at every
-    ``update_frequency``-th observation beyond the first ``min_size``, each on ``batch_size``
-    transitions; an actor more than ``max_ahead`` observations ahead waits (Ray)."""
+    """``gradient_steps`` trainer steps of ``batch_size`` transitions at every
+    ``update_frequency``-th observation beyond ``min_size``; actors wait ``max_ahead`` ahead."""
 
     batch_size: int = 32
     min_size: int = 0
@@ -58,8 +55,7 @@ class ReplaySchedule:
 
     @property
     def segment_length(self) -> int:
-        """Transitions per segment an actor hands over: the largest divisor of ``update_frequency``
-        up to 256, so that every due step falls on a segment's end."""
+        """Transitions per segment: the largest divisor of ``update_frequency`` up to 256."""
         frequency = self.update_frequency
         return max(t for t in range(1, min(frequency, 256) + 1) if frequency % t == 0)
 
@@ -68,9 +64,8 @@ CPU = torch.device("cpu")
 
 
 def check_finite(trainer: Trainer, result: TrainerStepResult, device_too: bool = True) -> None:
-    """A ``FloatingPointError`` naming the stats of ``result`` that are NaN or inf: training
-    diverged (a trainer leaves out a stat it cannot compute). Stats still on an accelerator
-    are read only where ``device_too`` (reading one waits for the device)."""
+    """A ``FloatingPointError`` naming the stats of ``result`` that are NaN or inf (those on an
+    accelerator only where ``device_too``: reading one waits for the device)."""
     name = type(trainer).__name__
     if not isinstance(result, TrainerStepResult) or not isinstance(result.stats, dict):
         got = (f"stats={type(result.stats).__name__}" if isinstance(result, TrainerStepResult)
@@ -121,14 +116,9 @@ _COUNTERS = ("received", "dropped", "observed", "owed", "updates")
 
 
 class Learner(StepLoop, AgentBase):
-    """A ``trainer``, the ``buffer`` it learns from (a replay or an ``OnPolicyBuffer``) and the
-    ``schedule`` of its steps (``None``: on-policy, one step per batch); ``logger`` receives the
-    statistics every ``log_every`` steps (``None``: ``REPLAY_LOG_EVERY`` with a schedule, else
-    every step), on every runtime (a Ray trainer's reach the run's logs). ``hooks``: the run's
-    ``MetaHub`` (or ``None``), whose update hooks run around every step. Counters: ``observed``
-    transitions (on-policy: rows), ``owed`` and ``updates`` trainer steps, ``received`` and
-    ``dropped`` (stale) streams; ``refill_from``: the observations the schedule counts from (a
-    learner whose replay was saved empty refills ``min_size`` of them before it steps again)."""
+    """A ``trainer``, its ``buffer`` (a replay or an ``OnPolicyBuffer``) and the ``schedule`` of its
+    steps (``None``: one per on-policy batch); ``logger`` gets the statistics every ``log_every``
+    steps; ``hooks``: the run's ``MetaHub`` (or ``None``), run around every step."""
 
     refill_from = 0
 
@@ -192,22 +182,19 @@ class Learner(StepLoop, AgentBase):
         self._refill_if_empty()
 
     def _refill_if_empty(self) -> None:
-        """Restored with an empty replay (a checkpoint saved without it), refill ``min_size``
-        observations before the next step: nothing owed, the schedule counting anew (it
-        stepped on the first transitions put, and owed steps blocked ``backlogged``)."""
+        """Restored with an empty replay (saved without it), owe nothing and count the schedule
+        anew: ``min_size`` observations refill it before the next step."""
         if self.schedule is not None and len(self.buffer) == 0:
             self.owed, self.refill_from = 0, self.observed
 
     def ready(self) -> bool:
-        """Whether a step is due: an on-policy batch is complete, or the replay holds a transition
-        and the schedule owes a step."""
+        """Whether a step is due (an on-policy batch is complete, or the schedule owes one)."""
         if self.schedule is None:
             return self.buffer.ready()
         return self.owed > 0 and len(self.buffer) > 0
 
     def backlogged(self, batches: int) -> bool:
-        """Whether the actors must wait: the on-policy buffer holds ``batches`` whole batches,
-        or they ran more than ``max_ahead`` observations ahead of the replay's schedule."""
+        """Whether the actors must wait: ``batches`` on-policy batches, or ``max_ahead`` ahead."""
         schedule = self.schedule
         if schedule is None:
             return len(self.buffer) >= batches * self.buffer.batch_streams
@@ -227,8 +214,7 @@ class Learner(StepLoop, AgentBase):
         return self.buffer.gather(index), index
 
     def learn(self, batch: tuple[SampleBatch, Any]) -> TrainerStepResult:
-        """``Trainer.step`` on ``batch`` inside the update hooks (touches the trainer only, not the
-        buffer: Ray's trainer worker runs it beside ``put``)."""
+        """``Trainer.step`` on ``batch`` inside the update hooks (not touching the buffer)."""
         with self.stream or nullcontext():
             if self.hooks is None:
                 result = self.trainer.step(batch[0])
@@ -277,8 +263,7 @@ class Learner(StepLoop, AgentBase):
 
 
 def buffer_kind(trainer: Any, buffer: str | None = None) -> str:
-    """``make_learner``'s buffer kind: ``buffer``, else ``trainer.sample_buffer``, else
-    ``"on_policy"``."""
+    """``buffer``, else ``trainer.sample_buffer``, else ``"on_policy"``."""
     return buffer or getattr(trainer, "sample_buffer", None) or "on_policy"
 
 
@@ -286,10 +271,7 @@ def make_learner(trainer: Trainer, buffer: str | None = None,
                  buffer_args: dict[str, Any] | None = None, max_lag: int | None = None
                  ) -> Learner:
     """The learner of ``trainer`` over a buffer of kind ``buffer_kind(trainer, buffer)`` built
-    from ``buffer_args``: on-policy, ``batch_streams`` (8) and ``max_lag`` (the argument); a
-    replay (kept on the CPU), ``size`` (100,000), ``n_step`` (the trainer's), ``alpha``/``beta``
-    and ``ReplaySchedule``'s fields (``batch``: ``batch_size``; ``ValueError`` for a
-    ``max_lag``, which a replay would ignore)."""
+    from ``buffer_args`` (a replay's: also ``ReplaySchedule``'s fields, ``batch``: its size)."""
     args = dict(buffer_args or {})
     kind = buffer_kind(trainer, buffer)
     if kind not in REPLAY_KINDS:

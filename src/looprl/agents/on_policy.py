@@ -1,5 +1,5 @@
-"""What the on-policy actor-critics (PPO, PPG, A2C, VAC, VPG) share, on every runtime: the
-``OnPolicyTrainer`` and ``OnPolicyAgent``, the local ``ParallelAgent`` that feeds it."""
+"""What the on-policy actor-critics (PPO, PPG, A2C, VAC, VPG) share: ``OnPolicyTrainer`` and
+``OnPolicyAgent``."""
 
 from __future__ import annotations
 
@@ -46,14 +46,10 @@ _REQUIRED = ("obs", "action", "reward", "done", "truncated", "log_prob")
 class OnPolicyTrainer(PolicyTrainer):
     """Targets and minibatches of an on-policy actor-critic update; subclasses give the loss.
 
-    Each ``step`` is one update (``epochs`` passes of shuffled minibatches of ``minibatch_size``
-    valid rows, ``None``: the whole sample; recurrent policies take ``max(1, minibatch_size //
-    T)`` whole streams, their memory rebuilt from ``policy_state[0]``) and increments
-    ``policy.version``; the loss parts are averaged over minibatches.
-    ``vtrace``: V-trace targets (truncated at ``clip_rho``, ``clip_c``) from the current
-    policy, else GAE from the values the actors stored. ``lr``: ``None``, or a function of
-    training progress in ``[0, 1]`` (over ``total_updates`` steps) that sets the learning rate
-    before every optimizer step: the policy's approximation's ``lr_scheduler`` (a
+    Each ``step``: ``epochs`` passes of shuffled minibatches of ``minibatch_size`` valid rows
+    (``None``: all; recurrent policies: ``max(1, minibatch_size // T)`` whole streams).
+    ``vtrace``: V-trace targets from the current policy, else GAE from the stored values.
+    ``lr``: a function of training progress in ``[0, 1]`` setting the learning rate (a
     ``ProgressLR``; setting ``hp/lr/<name>`` drops it); ``seed``: the shuffling.
     """
 
@@ -96,8 +92,7 @@ class OnPolicyTrainer(PolicyTrainer):
         return min(self.updates / self.total_updates, 1.0)
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """``hp/discount``, ``hp/lam``, ``hp/entropy_coef``, ``hp/value_coef``, ``hp/epochs``,
-        ``hp/batch_size`` (with a ``minibatch_size``) and the policy's ``hp/lr/<name>``."""
+        """The coefficients', ``epochs``' and ``minibatch_size``'s keys and ``hp/lr/<name>``."""
         found = {f"hp/{key}": Hyperparameter.attribute(self, name, kind) for key, name, kind in (
             ("discount", "discount_factor", float), ("lam", "gae_lambda", float),
             ("entropy_coef", "entropy_coef", float), ("value_coef", "value_coef", float),
@@ -217,8 +212,7 @@ class OnPolicyTrainer(PolicyTrainer):
         return parts
 
     def _empty_step(self, analysis: NamedArray) -> dict[str, torch.Tensor]:
-        """A minibatch without valid rows: no step, except a zero-gradient one under DDP (whose
-        every backward is a collective of all trainers)."""
+        """No step, but a zero-gradient one under DDP (each backward is a collective)."""
         if getattr(self._policy.approximation, "process_group", None) is not None:
             self._policy.approximation.reinforce(0.0 * analysis.value.sum())
         return {}
@@ -257,8 +251,7 @@ def mean_parts(parts: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
 
 class OnPolicyAgent(SegmentAgent, ParallelAgent):
     """Local agent over ``n_envs`` parallel environments that learns from each fresh segment of
-    ``n_steps`` rows (PPO, PPG, A2C, VAC; with ``n_steps=1`` VQN and VSarsa), as the parallel
-    experiments' collector does via ``train``."""
+    ``n_steps`` rows (PPO, PPG, A2C, VAC; with ``n_steps=1`` VQN and VSarsa)."""
 
     def __init__(self, policy: Policy, trainer: Trainer, n_envs: int, n_steps: int = 128,
                  logger: Logger | None = None):

@@ -1,6 +1,5 @@
 """Phasic Policy Gradient (Cobbe et al., 2021, https://arxiv.org/abs/2009.04416): as SRL's,
-``n_policy`` PPO iterations, then an auxiliary phase distilling the value targets into an
-auxiliary value head while a KL term clones the phase's starting policy."""
+PPO iterations, then an auxiliary phase distilling the value targets into an auxiliary head."""
 
 from __future__ import annotations
 
@@ -20,11 +19,9 @@ __all__ = ["PPGTrainer"]
 
 
 class PPGTrainer(PPOTrainer):
-    """PPO updates on ``[T + 1, B]`` segments, with an auxiliary phase every ``n_policy`` of them:
-    ``aux_epochs`` passes of ``aux_minibatch_size`` rows (default: ``minibatch_size``), the
-    cloning term weighted by ``beta_clone``. ``ValueError`` at the first ``step`` without an
-    auxiliary value head. The cloning term is the exact categorical KL when ``analyze`` returns
-    ``logits``, else the estimate ``mean(log pi_old(a) - log pi(a))`` over the stored actions."""
+    """PPO updates with an auxiliary phase every ``n_policy`` of them: ``aux_epochs`` passes of
+    ``aux_minibatch_size`` rows, the cloning term (the exact KL given ``logits``, else estimated
+    from the stored actions) weighted by ``beta_clone``."""
 
     def __init__(self, policy: Policy, n_policy: int = 32, aux_epochs: int = 6,
                  beta_clone: float = 1.0, aux_minibatch_size: int | None = None,

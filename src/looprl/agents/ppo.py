@@ -21,13 +21,8 @@ __all__ = ["PPOTrainer"]
 
 class PPOTrainer(OnPolicyTrainer):
     """PPO on ``[T + 1, B]`` segments (``OnPolicyTrainer``'s targets, minibatches and ``**kwargs``).
-
-    ``clip``: the ratio's clipping range, or a function of training progress in ``[0, 1]``
-    (``linear(0.2)`` anneals it to 0); ``value_clip``: clip value predictions around the old
-    values (``None``: off). Reports ``approx_kl``, ``clip_fraction``, the clip range,
-    ``explained_variance`` (where the returns vary), ``valid_rows`` and the sample lag besides
-    the loss parts.
-    """
+    ``clip``: the ratio's clipping range, or a function of training progress in ``[0, 1]``;
+    ``value_clip``: clip value predictions around the old values (``None``: off)."""
 
     def __init__(self, policy: Policy, epochs: int = 4, minibatch_size: int | None = 256,
                  clip: float | Callable[[float], float] = 0.2, value_clip: float | None = None,

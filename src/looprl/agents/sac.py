@@ -34,9 +34,8 @@ class SACPolicy(ContinuousPolicy):
 
 
 class SACTrainer(DDPGTrainer):
-    """One critic, actor and temperature update per ``step``: ``q`` is an ``Approximation`` of a
-    ``TwinQ`` with a ``PolyakTarget``, ``temperature`` one of a ``Temperature`` (fixed without an
-    optimizer), tuned towards ``target_entropy`` (``-|A|`` in the paper)."""
+    """One critic, actor and temperature update per ``step``: ``q`` of a ``TwinQ``, ``temperature``
+    of a ``Temperature`` (fixed without an optimizer) tuned towards ``target_entropy``."""
 
     def __init__(self, policy: SACPolicy, q: Approximation, temperature: Approximation,
                  discount_factor: float = 0.99, target_entropy: float = -1.0):
@@ -78,13 +77,10 @@ class SACTrainer(DDPGTrainer):
 
 
 class SAC(AllForm, ReplayAgent):
-    """The SAC agent (single environment, seed 003): ALL's ``SAC(policy, q1, q2, replay_buffer,
-    discount_factor=0.99, entropy_backups=True, entropy_target=-2.0, lr_temperature=1e-4,
-    minibatch_size=32, replay_start_size=5000, temperature_initial=0.1, update_frequency=1,
-    logger=None)`` (``policy`` a ``SoftDeterministicPolicy``, ``q1`` and ``q2`` two
-    ``QContinuous``: the twin critic, each stepped by its own optimizer; the temperature's log
-    descends by SGD at ``lr_temperature``), or looprl's ``ReplayAgent(policy, trainer,
-    replay_buffer, ...)``, as the presets build it."""
+    """The SAC agent (seed 003): ALL's ``SAC(policy, q1, q2, replay_buffer, discount_factor=0.99,
+    entropy_backups=True, entropy_target=-2.0, lr_temperature=1e-4, minibatch_size=32,
+    replay_start_size=5000, temperature_initial=0.1, update_frequency=1, logger=None)`` (the
+    temperature's log by SGD), or looprl's ``ReplayAgent(policy, trainer, replay_buffer, ...)``."""
 
     def _from_all(self, policy: Any, q1: Any, q2: Any, replay_buffer: Any,
                   discount_factor: float = 0.99, entropy_backups: bool = True,

@@ -13,8 +13,7 @@ from looprl.core.namedarray import NamedArray, recursive_apply
 
 
 class ApproximationPolicy(Policy):
-    """A ``Policy`` whose parameters are those of one ``Approximation`` (its ``approximation``,
-    the one a trainer optimizes and DDP wraps)."""
+    """A ``Policy`` whose parameters are those of one ``Approximation``, its ``approximation``."""
 
     approximation: Any
 

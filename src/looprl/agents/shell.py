@@ -28,13 +28,11 @@ from looprl.memory.n_step import NStepReplayBuffer
 from looprl.memory.samples import OnPolicyBuffer
 from looprl.memory.segments import SegmentBuffer
 
-__all__ = ["AllForm", "LearningAgent", "ReplayAgent", "SegmentAgent", "all_replay",
-           "looprl_form", "seed_units"]
+__all__ = ["AllForm", "LearningAgent", "ReplayAgent", "SegmentAgent", "all_replay", "seed_units"]
 
 
 def seed_units(seed: int, actor: Actor | None = None, learner: Learner | None = None) -> None:
-    """Seed an ``actor`` and a ``learner`` with ``wrapped_seed(seed)`` (each with random numbers
-    of its own), as every runtime seeds them: a local run's seed and a Ray worker's alike."""
+    """Seed an ``actor`` and a ``learner`` with ``wrapped_seed(seed)``, as every runtime does."""
     for unit in (actor, learner):
         if unit is not None:
             unit.seed(wrapped_seed(seed))
@@ -51,20 +49,12 @@ def _check_units(agent: Any, policy: Any, trainer: Any) -> None:
                         "(docs/coming-from-all.md#agents)")
 
 
-def looprl_form(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """Whether an agent's arguments are looprl's ``(policy, trainer, ...)`` (a ``Trainer``
-    second), not ALL's (``(q, policy, replay_buffer, ...)``: an approximation and its policy)."""
-    second = args[1] if len(args) > 1 else kwargs.get("trainer")
-    return isinstance(second, Trainer)
-
-
 class AllForm:
-    """An agent class that takes both forms of arguments: ALL's go to its ``_from_all``, looprl's
-    ``(policy, trainer, ...)`` (``looprl_form``) to its ``_units``, by default the shell's
-    constructor (the form the presets build)."""
+    """An agent class of two argument forms: looprl's ``(policy, trainer, ...)`` (a ``Trainer``
+    second) go to ``_units`` (the shell's constructor), ALL's to ``_from_all``."""
 
     def __init__(self, *args: Any, **kwargs: Any):
-        if looprl_form(args, kwargs):
+        if isinstance(args[1] if len(args) > 1 else kwargs.get("trainer"), Trainer):
             self._units(*args, **kwargs)
         else:
             self._from_all(*args, **kwargs)
@@ -77,10 +67,8 @@ class AllForm:
 
 
 def all_replay(agent: str, replay_buffer: Any, discount_factor: float) -> tuple[Any, int, float]:
-    """ALL's ``replay_buffer`` and agent ``discount_factor`` as looprl's learner takes them: the
-    buffer, its ``n_step`` and the discount per step. An ``NStepReplayBuffer(n, gamma, buffer)``
-    gives its ``buffer``, ``n`` and ``gamma``: its agent bootstraps at ``gamma ** n``, as ALL's
-    presets give it (another ``discount_factor`` is one ``ValueError`` line)."""
+    """ALL's ``replay_buffer`` and ``discount_factor`` as ``(buffer, n_step, discount per step)``;
+    an ``NStepReplayBuffer(n, gamma, buffer)`` needs ``discount_factor=gamma ** n``, as ALL's."""
     if not isinstance(replay_buffer, NStepReplayBuffer):
         return replay_buffer, int(getattr(replay_buffer, "n_step", 1)), discount_factor
     n, gamma = replay_buffer.steps, replay_buffer.discount_factor
@@ -108,8 +96,7 @@ class LearningAgent(AgentBase):
         return self.actor.adder
 
     def act(self, state: Any) -> Any:
-        """The policy's action for ``state`` (a ``State``, or each row of a ``StateArray``), written
-        as one row; the learner takes each finished segment and steps as due."""
+        """The policy's action for ``state``, written as one row; the learner steps as due."""
         if torch.get_default_dtype() is not torch.float32:  # (no message built each step)
             check_default_dtype(f"{type(self).__name__}.act")
         self._fit(len(state) if isinstance(state, StateArray) else 1)
@@ -138,8 +125,7 @@ class LearningAgent(AgentBase):
             self.learner.buffer.batch_streams = rows
 
     def _stretch_budget(self, factor: float) -> None:
-        """Scale the updates a budget counts (the trainer's ``total_updates``, each learning-rate
-        ``ProgressLR``'s) by ``factor``: the updates now take ``1 / factor`` times the rows."""
+        """Scale the trainer's and each ``ProgressLR``'s ``total_updates`` by ``factor``."""
         if hasattr(self.trainer, "total_updates"):
             self.trainer.total_updates *= factor
         parts = {**self.policy.approximations(), **self.trainer.approximations()}
@@ -150,8 +136,7 @@ class LearningAgent(AgentBase):
 
     def train(self, segment: SampleBatch) -> TrainerStepResult | None:
         """Put ``segment`` (``[T + 1, B]``), take the steps due; the last result (or ``None``).
-        Gradients are on for it whatever the caller's mode (``torch.no_grad()``,
-        ``torch.inference_mode()``, ``torch.set_grad_enabled(False)``), which covers acting only."""
+        Gradients are on whatever the caller's mode (``no_grad``, ``inference_mode``)."""
         if not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
             with torch.inference_mode(False), torch.enable_grad():  # (5 us: only where needed)
                 return self.train(segment)
@@ -165,11 +150,8 @@ class LearningAgent(AgentBase):
 
 
 class ReplayAgent(LearningAgent, Agent):
-    """A replay agent (single environment): every ``act`` writes one row; the rows go into the
-    replay in segments of the schedule's ``segment_length``, and the learner trains as its
-    ``ReplaySchedule`` says (``minibatch_size``: its ``batch_size``, ``replay_start_size``: its
-    ``min_size``), the step's priorities going back to the buffer; ``logger`` receives the
-    trainer's statistics every ``log_every`` gradient steps (``Learner``'s default)."""
+    """A replay agent (single environment): the learner trains as its ``ReplaySchedule`` says
+    (``minibatch_size``: its ``batch_size``, ``replay_start_size``: its ``min_size``)."""
 
     def __init__(self, policy: Policy, trainer: Trainer, replay_buffer: Any,
                  minibatch_size: int = 32, replay_start_size: int = 1000,

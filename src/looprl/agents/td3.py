@@ -1,6 +1,5 @@
-"""Twin Delayed DDPG (Fujimoto et al., 2018, https://arxiv.org/abs/1802.09477): DDPG plus
-twin critics (the target takes their minimum), target-policy smoothing and delayed actor
-and target updates, each a small override of ``DDPGTrainer``."""
+"""Twin Delayed DDPG (Fujimoto et al., 2018, https://arxiv.org/abs/1802.09477): ``DDPGTrainer``
+with twin critics, target-policy smoothing and delayed actor and target updates."""
 
 from __future__ import annotations
 
@@ -30,10 +29,8 @@ class DelayedPolyakTarget(PolyakTarget):
 
 
 class TD3Trainer(DDPGTrainer):
-    """TD3's update: twin critics every step, the actor every ``policy_delay`` steps. ``policy``'s
-    actor and ``q`` (of a ``TwinQ``; ``DelayedPolyakTarget(tau, policy_delay)`` for the paper's
-    delay) have target networks; ``target_noise``, ``noise_clip``: the smoothing noise's
-    standard deviation and clipping range, in units of half the action range."""
+    """TD3's update: twin critics (``q`` of a ``TwinQ``) every step, the actor every
+    ``policy_delay``; ``target_noise``, ``noise_clip``: the smoothing's, in half action ranges."""
 
     def __init__(self, policy: DDPGPolicy, q: Approximation, discount_factor: float = 0.99,
                  policy_delay: int = 2, target_noise: float = 0.2, noise_clip: float = 0.5):

@@ -16,11 +16,9 @@ __all__ = ["VPG"]
 
 
 class VPG(AllForm, SegmentAgent, Agent):
-    """The VPG agent (single environment): trains after the episode that brings the segment to
-    ``min_batch_size`` steps. ALL's ``VPG(features, v, policy, discount_factor=0.99,
-    min_batch_size=1)`` (``all_actor_critic``'s networks), or looprl's ``VPG(policy, trainer,
-    min_batch_size=500, logger=None)`` (``trainer``: ``A2CTrainer(policy, gae_lambda=1.0)``),
-    as the presets build it."""
+    """The VPG agent: trains after the episode that brings the segment to ``min_batch_size``
+    steps. ALL's ``VPG(features, v, policy, discount_factor=0.99, min_batch_size=1)``, or
+    looprl's ``VPG(policy, trainer, min_batch_size=500, logger=None)`` (the presets')."""
 
     def _units(self, policy: Policy, trainer: Trainer, min_batch_size: int = 500,
                logger: Logger | None = None) -> None:
@@ -32,4 +30,3 @@ class VPG(AllForm, SegmentAgent, Agent):
         acting = all_actor_critic(self, features, v, policy)
         self._units(acting, A2CTrainer(acting, value_coef=1.0, discount_factor=discount_factor),
                     min_batch_size)
-        self.features, self.v = features, v  # (ALL's attributes)

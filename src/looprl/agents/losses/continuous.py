@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import torch
 
+__all__ = ["critic_loss", "deterministic_actor_loss", "sac_actor_loss", "sac_target",
+           "sac_temperature_loss", "smoothed_target_action", "td3_target", "twin_critic_loss"]
+
 
 def critic_loss(values: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """``mean((Q(s, a) - y)^2)`` onto fixed targets ``y``."""

@@ -8,6 +8,9 @@ import math
 import torch
 import torch.nn.functional as F
 
+__all__ = ["a2c_loss", "categorical_kl", "normalize", "policy_gradient_loss", "ppg_aux_loss",
+           "ppo_clip_bounds", "ppo_loss", "ppo_policy_loss", "value_loss"]
+
 
 def ppo_policy_loss(log_probs: torch.Tensor, old_log_probs: torch.Tensor,
                     advantages: torch.Tensor, clip: float,

@@ -6,7 +6,11 @@ import torch
 import torch.nn.functional as F
 
 from looprl.approximation.q_dist import project_distribution
-from looprl.memory.returns import n_step_bootstrap as n_step_bootstrap  # (re-exported)
+from looprl.memory.returns import n_step_bootstrap
+
+__all__ = ["c51_loss", "categorical_cross_entropy", "categorical_kl_divergence",
+           "categorical_projection", "clipped_double_q_target", "double_q_target", "dqn_loss",
+           "n_step_bootstrap", "td_target"]
 
 
 def td_target(rewards: torch.Tensor, next_values: torch.Tensor, masks: torch.Tensor, discount: float

@@ -9,6 +9,8 @@ import torch
 
 from looprl.memory.returns import discounted_sums, generalized_advantage_estimate
 
+__all__ = ["generalized_advantage_estimate", "segment_gae", "segment_mask", "vtrace"]
+
 
 def segment_mask(done: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:
     """Training rows of a ``[T + 1, B]`` segment: ``[T, B]``, ``False`` at final observations."""
