@@ -1,19 +1,11 @@
 """Environments: seed 003's (``Environment``, ``VectorEnvironment``, ``MultiagentEnvironment``)
 and seed 004's SRL API (``SRLEnvironment``, ``make``); outside libraries called from one place."""
 
+from looprl.environments import bodies
 from looprl.environments.ale import atari_games
 from looprl.environments.atari import AtariEnvironment, AtariVectorEnvironment
 from looprl.environments.base import Environment, VectorEnvironment
-from looprl.environments.bodies import (
-    Body,
-    EpisodicLife,
-    FrameStack,
-    ObservationNormalization,
-    RewardClipping,
-    RunningMeanStd,
-    TimeFeature,
-    deepmind_atari_body,
-)
+from looprl.environments.bodies import *  # noqa: F403  (the names of bodies.__all__)
 from looprl.environments.contextual import (
     ContextualEnv,
     ContextualEnvironment,
@@ -43,12 +35,10 @@ from looprl.environments.vector import GymVectorEnvironment
 
 __all__ = [
     "ContextualEnv", "ContextualEnvironment", "contextual_envs", "DeepSea", "DuplicateEnvironment",
-    "sample_contexts", "AtariEnvironment", "AtariVectorEnvironment", "Body", "EpisodicLife",
-    "FrameStack", "ObservationNormalization", "RewardClipping", "RunningMeanStd", "TimeFeature",
-    "atari_games", "deepmind_atari_body", "AgentView", "MujocoEnvironment", "MultiagentAtariEnv",
-    "MultiagentEnvironment", "MultiagentPettingZooEnv", "Environment", "GymEnvironment",
-    "GymVectorEnvironment",
-    "VectorEnvironment", "check_env_id", "SRLEnvironment", "AtariGameEnvironment",
-    "GymnasiumEnvironment", "PettingZooEnvironment", "StepResult", "make", "register",
-    "registered_environments", "step_result", "EnvironmentFailure", "PolicyActionError",
+    "sample_contexts", "AtariEnvironment", "AtariVectorEnvironment", "atari_games", "AgentView",
+    "MujocoEnvironment", "MultiagentAtariEnv", "MultiagentEnvironment", "MultiagentPettingZooEnv",
+    "Environment", "GymEnvironment", "GymVectorEnvironment", "VectorEnvironment", "check_env_id",
+    "SRLEnvironment", "AtariGameEnvironment", "GymnasiumEnvironment", "PettingZooEnvironment",
+    "StepResult", "make", "register", "registered_environments", "step_result",
+    "EnvironmentFailure", "PolicyActionError", *bodies.__all__,
 ]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import torch
 
@@ -14,7 +13,7 @@ from looprl.core import State, StateArray
 from looprl.core.leaves import as_numpy
 from looprl.core.suggest import check_device, check_seed
 from looprl.environments.ale import DEEPMIND_OPTIONS, game_name, make_ale_vector_env
-from looprl.environments.base import Environment
+from looprl.environments.base import Environment, forwarded
 from looprl.environments.gym_helpers import discrete_actions
 from looprl.environments.vector import NumpyVectorEnvironment, state_array_from_numpy
 
@@ -137,14 +136,10 @@ class AtariEnvironment(Environment):
         """The Gymnasium id of the game (``'ALE/Breakout-v5'``)."""
         return f"ALE/{self.name}-v5"
 
-    @property
-    def env(self) -> Any:
-        """The wrapped ``ale_py.AtariVectorEnv`` (of one environment)."""
-        return self._vector.env
-
-    @property
-    def needs_reset(self) -> bool:
-        return self._vector.needs_reset
+    env = forwarded("_vector.env", "The wrapped ``ale_py.AtariVectorEnv`` (of one environment).")
+    needs_reset = forwarded("_vector.needs_reset")
+    observation_space = forwarded("_vector.observation_space")
+    action_space = forwarded("_vector.action_space")
 
     def prepare_checkpoint(self, frame: int) -> None:
         self._vector.prepare_checkpoint(frame)
@@ -170,14 +165,6 @@ class AtariEnvironment(Environment):
              "life_lost": bool(states["life_lost"][0]), "lives": int(states["lives"][0])}
         self._state = State(x, device=states.device)
         return self._state
-
-    @property
-    def observation_space(self) -> gym.Space:
-        return self._vector.observation_space
-
-    @property
-    def action_space(self) -> gym.Space:
-        return self._vector.action_space
 
     def render(self, **kwargs: Any) -> np.ndarray:
         """The newest preprocessed frame as an ``(84, 84, 3)`` uint8 RGB array."""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,12 @@ SEED_SPAN = 2**31 - 2**16
 def wrapped_seed(seed: int) -> int:
     """``seed`` (a run's seed plus an offset) wrapped below ``SEED_SPAN``."""
     return seed % SEED_SPAN
+
+
+def forwarded(path: str, doc: str | None = None) -> property:
+    """A read-only property that reads the attribute at ``path`` of the instance: what a wrapper
+    passes on from the environment it wraps (``"env.action_space"``)."""
+    return property(attrgetter(path), doc=doc or f"``self.{path}``.")
 
 
 class Restorable:

@@ -14,7 +14,7 @@ from looprl.core import State
 from looprl.core.imports import is_import_path
 from looprl.core.observations import as_observation
 from looprl.core.suggest import check_device, check_seed
-from looprl.environments.base import Environment
+from looprl.environments.base import Environment, forwarded
 from looprl.environments.faults import failure, gym_reset_output, gym_step_output, unpack_hint
 from looprl.environments.gym_helpers import (
     action_to_numpy,
@@ -181,13 +181,8 @@ class GymEnvironment(Environment):
                 raise shape_changed(self.name, self._shape, shape)
         return super().state
 
-    @property
-    def observation_space(self) -> gym.Space:
-        return self.env.observation_space
-
-    @property
-    def action_space(self) -> gym.Space:
-        return self.env.action_space
+    observation_space = forwarded("env.observation_space")
+    action_space = forwarded("env.action_space")
 
     def render(self, **kwargs: Any) -> Any:
         try:

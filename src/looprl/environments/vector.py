@@ -14,7 +14,7 @@ import torch
 from looprl.core import StateArray
 from looprl.core.observations import as_observation
 from looprl.core.suggest import check_device, check_seed, is_whole
-from looprl.environments.base import VectorEnvironment
+from looprl.environments.base import VectorEnvironment, forwarded
 from looprl.environments.faults import (
     EnvironmentOutputError,
     failure,
@@ -178,13 +178,8 @@ class NumpyVectorEnvironment(VectorEnvironment):
     def _make_state(self, obs, reward, terminated, truncated, info: Any = None) -> StateArray:
         return state_array_from_numpy(obs, reward, terminated, truncated, self.device)
 
-    @property
-    def observation_space(self) -> gym.Space:
-        return self.env.single_observation_space
-
-    @property
-    def action_space(self) -> gym.Space:
-        return self.env.single_action_space
+    observation_space = forwarded("env.single_observation_space")
+    action_space = forwarded("env.single_action_space")
 
     def close(self) -> None:
         try:
