@@ -1,15 +1,17 @@
 """Test helpers: replay an agent's evaluation episodes independently of the experiment code
 (so that tests can compare ``Experiment.test`` with what the agent really scores); a
 trainer that records its batches instead of training; a meta component that records what
-every hook sees; a callback that kills a worker of a distributed run; the smallest user
-policy of seed 004 (``LinearPolicy``); a Pendulum preset's save, load and evaluation
-(``check_pendulum_round_trip``)."""
+every hook sees; an env that counts its steps (``CountingEnv``); a callback that kills a
+worker of a distributed run; the smallest user policy of seed 004 (``LinearPolicy``); seed
+003's supervised example (``fit_sum``); a preset's save and load (``saved_and_loaded``) and a
+Pendulum preset's, with its evaluation (``check_pendulum_round_trip``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+import gymnasium
 import numpy as np
 import torch
 from torch import nn
@@ -33,6 +35,18 @@ class LinearPolicy(SingleModelPytorchPolicy):
 
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> Any:
         return self.net(sample)
+
+
+class CountingEnv(gymnasium.Env):
+    """A Gymnasium env of two actions counting its steps since ``reset`` (``t``), which returns
+    float32 zeros of ``observation_space``'s shape: subclasses set that space and ``step``."""
+
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def reset(self, seed: int | None = None, options: Any = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(self.observation_space.shape, np.float32), {}
 
 
 class RecordingTrainer(Trainer):
@@ -84,6 +98,32 @@ def replay_first_episodes(agent, env_id: str, n_envs: int, seed: int,
                 running[i] = 0.0
     env.close()
     return returns
+
+
+def fit_sum(f: Any, steps: int = 200) -> list[float]:
+    """Seed 003's supervised example as written: ``steps`` steps of ``f`` (an ``Approximation``
+    of 16 features) fitting the sum of 16 random features; the losses."""
+    losses = []
+    for _ in range(steps):
+        x = torch.randn((16, 16))
+        y = x.sum(1, keepdim=True)
+        y_hat = f(x)
+        loss = nn.functional.mse_loss(y_hat, y)
+        f.reinforce(loss)
+        losses.append(float(loss.detach()))
+    return losses
+
+
+def saved_and_loaded(preset: Any, folder: Any) -> Any:
+    """``preset`` saved to ``folder / "preset.pt"`` and loaded back: of its type, with its
+    hyperparameters."""
+    from looprl.presets import load_preset
+
+    path = folder / "preset.pt"
+    preset.save(str(path))
+    loaded = load_preset(str(path))
+    assert type(loaded) is type(preset) and loaded.hyperparameters == preset.hyperparameters
+    return loaded
 
 
 def check_pendulum_round_trip(preset: Any, experiment: Any, path: str,
@@ -158,13 +198,16 @@ def fail_allocations(monkeypatch: Any, name: str, rows: int, module: Any = torch
     monkeypatch.setattr(module, name, failing)
 
 
-def evaluations_until(experiment: Any, frames: int, eval_every: int, bar: float) -> list[float]:
-    """The mean returns of 10 test episodes every ``eval_every`` frames of ``experiment`` up to
-    ``frames``, until one reaches ``bar``; the experiment is closed."""
+def evaluations_until(experiment: Any, frames: int, eval_every: int, bar: float,
+                      evaluate: Callable[[], float] | None = None) -> list[float]:
+    """The mean returns of 10 test episodes (or what ``evaluate()`` returns) every ``eval_every``
+    frames of ``experiment`` up to ``frames``, until one reaches ``bar``; the experiment is
+    closed."""
     evaluations: list[float] = []
     for target in range(eval_every, frames + 1, eval_every):
         experiment.train(frames=target)
-        evaluations.append(sum(experiment.test(episodes=10)) / 10)
+        evaluations.append(sum(experiment.test(episodes=10)) / 10 if evaluate is None
+                           else evaluate())
         if evaluations[-1] >= bar:
             break
     experiment.close()

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+from helpers import CountingEnv
 from looprl.agents.sac import Temperature
 from looprl.core import Policy
 from looprl.core.files import load_file
@@ -29,16 +30,10 @@ from looprl.presets.classic_control import dqn, ppo
 from looprl.presets.continuous import sac
 
 
-class ShapeShifter(gym.Env):
+class ShapeShifter(CountingEnv):
     """Observations of shape (4,) for 3 steps, then (5,)."""
 
     observation_space = gym.spaces.Box(-1, 1, (4,), np.float32)
-    action_space = gym.spaces.Discrete(2)
-
-    def reset(self, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return np.zeros(4, np.float32), {}
 
     def step(self, action):
         self.t += 1

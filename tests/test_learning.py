@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pytest
 
+from helpers import evaluations_until
 from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment
 from looprl.experiments.experiment import seed_everything
@@ -32,13 +33,7 @@ def test_solves_cartpole(builder, frames, eval_every, tmp_path):
     experiment = make_experiment(
         preset, env, train_steps=frames, logdir=str(tmp_path), quiet=True, verbose=False, seed=1
     )
-    evaluations = []
-    for target in range(eval_every, frames + 1, eval_every):
-        experiment.train(frames=target)
-        evaluations.append(sum(experiment.test(episodes=10)) / 10)
-        if evaluations[-1] >= 195:
-            break
-    experiment.close()
+    evaluations = evaluations_until(experiment, frames, eval_every, 195)
     assert max(evaluations) >= 195, f"{preset.name} evaluations: {evaluations}"
     assert experiment.episode > 0
     csv = tmp_path / preset.name / "CartPole-v1" / "returns100.csv"

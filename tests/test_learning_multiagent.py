@@ -23,6 +23,7 @@ import torch
 
 pytest.importorskip("pettingzoo")
 
+from helpers import evaluations_until  # noqa: E402
 from looprl.agents.independent import IndependentMultiagent, RandomAgent  # noqa: E402
 from looprl.environments.multiagent import MultiagentPettingZooEnv  # noqa: E402
 from looprl.experiments.experiment import seed_everything  # noqa: E402
@@ -72,13 +73,8 @@ def test_independent_learners_beat_a_random_player(builder, frames, eval_every, 
     experiment = MultiagentEnvExperiment(
         preset, env, train_steps=frames, logdir=str(tmp_path), quiet=True, verbose=False, seed=1
     )
-    scores = []
-    for target in range(eval_every, frames + 1, eval_every):
-        experiment.train(frames=target)
-        scores.append(score(env, preset.test_agent().agents))
-        if scores[-1] >= BAR:
-            break
-    experiment.close()
+    scores = evaluations_until(experiment, frames, eval_every, BAR,
+                               lambda: score(env, preset.test_agent().agents))
     assert max(scores) >= BAR, f"{preset.name} scores against a random player: {scores}"
     if builder is dqn:  # values within reach of the returns: the targets stop at the end
         for agent, learner in experiment.agent.agents.items():

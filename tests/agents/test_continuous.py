@@ -188,16 +188,23 @@ def test_td3_trainer_targets_use_smoothed_target_actions_and_the_twin_minimum() 
     assert torch.allclose(stats["critic"], expected, rtol=1e-5, atol=0)
 
 
-def test_sac_trainer_critic_target_and_actor_loss_carry_the_entropy_term() -> None:
+def _sac(alpha: float, **kwargs: float) -> tuple[SoftDeterministicPolicy, Approximation,
+                                                  SACTrainer]:
+    """A seeded SAC on Pendulum's shapes: its actor, twin critic and trainer (the temperature
+    starting at ``alpha``, tuned towards entropy -1)."""
     torch.manual_seed(0)
     actor = SoftDeterministicPolicy(_mlp(3, 2), None, PENDULUM, name="actor")
     actor.optimizer = optim.Adam(actor.parameters(), lr=1e-2)
     critic = TwinQ(_mlp(4, 1), _mlp(4, 1))
     q = Approximation(critic, optim.Adam(critic.parameters(), lr=1e-2), target=PolyakTarget(0.5))
-    _move_away_from_targets(critic)
-    temperature = Temperature(2.0)
+    temperature = Temperature(alpha)
     tuned = Approximation(temperature, optim.Adam(temperature.parameters(), lr=0.1))
-    trainer = SACTrainer(SACPolicy(actor), q, tuned, discount_factor=0.9, target_entropy=-1.0)
+    return actor, q, SACTrainer(SACPolicy(actor), q, tuned, target_entropy=-1.0, **kwargs)
+
+
+def test_sac_trainer_critic_target_and_actor_loss_carry_the_entropy_term() -> None:
+    actor, q, trainer = _sac(2.0, discount_factor=0.9)
+    _move_away_from_targets(q.model)
     batch = _batch_with_terminals()
     obs, actions, rewards, next_obs, mask = _unpack(batch)
     alpha = 2.0
@@ -227,14 +234,7 @@ def test_sac_trainer_critic_target_and_actor_loss_carry_the_entropy_term() -> No
 
 
 def test_sac_trainer_tunes_the_temperature() -> None:
-    torch.manual_seed(0)
-    actor = SoftDeterministicPolicy(_mlp(3, 2), None, PENDULUM, name="actor")
-    actor.optimizer = optim.Adam(actor.parameters(), lr=1e-2)
-    critic = TwinQ(_mlp(4, 1), _mlp(4, 1))
-    q = Approximation(critic, optim.Adam(critic.parameters(), lr=1e-2), target=PolyakTarget(0.5))
-    temperature = Temperature(0.5)
-    tuned = Approximation(temperature, optim.Adam(temperature.parameters(), lr=0.1))
-    trainer = SACTrainer(SACPolicy(actor), q, tuned, target_entropy=-1.0)
+    actor, q, trainer = _sac(0.5)
     stats = trainer.step(_batch()).stats
     assert {"critic", "actor", "alpha", "temperature"} <= set(stats)
     assert torch.isclose(stats["alpha"], torch.tensor(0.5))

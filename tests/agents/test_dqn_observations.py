@@ -20,27 +20,24 @@ from looprl.policies import epsilon_greedy
 
 
 class RecordingQ(QNetwork):
-    """A ``QNetwork`` subclass noting what each forward pass is called on."""
+    """A ``QNetwork`` subclass noting what each forward pass (``__call__``, ``no_grad``, ``eval``,
+    ``target``) is called on: ``("call", type)`` and so on."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.inputs: list[tuple[str, type]] = []
 
-    def __call__(self, *inputs):
-        self.inputs.append(("call", type(inputs[0])))
-        return super().__call__(*inputs)
 
-    def no_grad(self, *inputs):
-        self.inputs.append(("no_grad", type(inputs[0])))
-        return super().no_grad(*inputs)
+def _recorded(name: str):
+    def method(self, *inputs):
+        self.inputs.append((name.strip("_"), type(inputs[0])))
+        return getattr(super(RecordingQ, self), name)(*inputs)
 
-    def eval(self, *inputs):
-        self.inputs.append(("eval", type(inputs[0])))
-        return super().eval(*inputs)
+    return method
 
-    def target(self, *inputs):
-        self.inputs.append(("target", type(inputs[0])))
-        return super().target(*inputs)
+
+for _name in ("__call__", "no_grad", "eval", "target"):
+    setattr(RecordingQ, _name, _recorded(_name))
 
 
 def _policy(epsilon: float = 0.5, kind: type = QNetwork) -> DQNPolicy:

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import optim
 
-from helpers import RecordingTrainer, replay_episodes, replay_first_episodes
+from helpers import RecordingTrainer, replay_episodes, replay_first_episodes, saved_and_loaded
 from looprl.agents import (
     VPG,
     A2CTrainer,
@@ -37,7 +37,6 @@ from looprl.experiments import make_experiment
 from looprl.experiments.experiment import seed_everything
 from looprl.nn import MLP, ActorCritic
 from looprl.policies.distributions import CategoricalHead
-from looprl.presets import load_preset
 from looprl.presets.classic_control.a2c import a2c
 from looprl.presets.classic_control.ppg import ppg, ppg_network
 from looprl.presets.classic_control.ppo import ppo
@@ -68,11 +67,17 @@ class Recording:
         trainer.step = step
 
 
-def test_a2c_agent_trains_once_per_segment_with_n_step_targets() -> None:
+def _recorded(trainer: type, n_envs: int, n_steps: int) -> tuple:
+    """``_policy()``, the ``Recording`` of its ``trainer`` (discount 0.9), an ``OnPolicyAgent``
+    of ``n_envs`` x ``n_steps`` segments training it, and ``n_envs`` seeded CartPole copies."""
     policy = _policy()
-    recording = Recording(A2CTrainer(policy, discount_factor=0.9))
-    agent = OnPolicyAgent(policy, recording.trainer, n_envs=2, n_steps=4)
-    env = GymVectorEnvironment("CartPole-v1", 2, seed=0)
+    recording = Recording(trainer(policy, discount_factor=0.9))
+    agent = OnPolicyAgent(policy, recording.trainer, n_envs=n_envs, n_steps=n_steps)
+    return policy, recording, agent, GymVectorEnvironment("CartPole-v1", n_envs, seed=0)
+
+
+def test_a2c_agent_trains_once_per_segment_with_n_step_targets() -> None:
+    policy, recording, agent, env = _recorded(A2CTrainer, n_envs=2, n_steps=4)
     state = env.reset()
     for _ in range(13):
         state = env.step(agent.act(state))
@@ -83,10 +88,7 @@ def test_a2c_agent_trains_once_per_segment_with_n_step_targets() -> None:
 
 
 def test_vac_trains_every_step_on_one_step_targets() -> None:
-    policy = _policy()
-    recording = Recording(VACTrainer(policy, discount_factor=0.9))
-    agent = OnPolicyAgent(policy, recording.trainer, n_envs=3, n_steps=1)
-    env = GymVectorEnvironment("CartPole-v1", 3, seed=0)
+    policy, recording, agent, env = _recorded(VACTrainer, n_envs=3, n_steps=1)
     previous = env.reset()
     state = env.step(agent.act(previous))  # the first act only acts
     for i in range(40):
@@ -345,10 +347,7 @@ def test_preset_trains_saves_loads_and_evaluates(name: str, tmp_path: Path) -> N
     assert any(not torch.equal(before[k], after[k]) for k in before)
     if name == "ppg":
         assert agent.trainer.aux_phases >= 1
-    path = tmp_path / "preset.pt"
-    preset.save(str(path))
-    loaded = load_preset(str(path))
-    assert type(loaded) is type(preset) and loaded.hyperparameters == preset.hyperparameters
+    loaded = saved_and_loaded(preset, tmp_path)
     states = StateArray({"observation": torch.randn(8, 4)}, (8,))
     test_agent = loaded.test_agent()
     assert isinstance(test_agent, test_agent_type)

@@ -8,6 +8,7 @@ import pytest
 import torch
 from torch import nn, optim
 
+from helpers import fit_sum
 from looprl.approximation import Approximation, FixedTarget, JointApproximation, ProgressLR
 
 
@@ -53,12 +54,7 @@ def _train_sum(lr: float) -> tuple[Approximation, float]:
     optimizer = optim.Adam(model.parameters(), lr=lr)
     f = Approximation(model, optimizer)
     initial = _fresh_mse(f)
-    for _ in range(200):
-        x = torch.randn((16, 16))
-        y = x.sum(1, keepdim=True)
-        y_hat = f(x)
-        loss = nn.functional.mse_loss(y_hat, y)
-        f.reinforce(loss)
+    fit_sum(f)
     return f, initial
 
 

@@ -9,6 +9,7 @@ import gymnasium
 import numpy as np
 import torch
 
+from helpers import CountingEnv
 from looprl.agents.actor import Actor
 from looprl.collector import EnvRunner, Episode
 from looprl.core import RolloutResult, SampleBatch
@@ -184,16 +185,10 @@ def test_srl_copies_pass_namedarray_actions_as_they_are():
     assert isinstance(received, NamedArray) and received.x.tolist() == [3.5]
 
 
-class Tenths(gymnasium.Env):
+class Tenths(CountingEnv):
     """Reward 0.1 a step, episodes of 1,000 steps: a return of 100."""
 
     observation_space = gymnasium.spaces.Box(-1.0, 1.0, (1,), np.float32)
-    action_space = gymnasium.spaces.Discrete(2)
-
-    def reset(self, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return np.zeros(1, np.float32), {}
 
     def step(self, action):
         self.t += 1

@@ -152,6 +152,17 @@ class _Samples:
         self.priorities: dict[int, float] = {}  # by transition, as set (prioritized)
         self.max_priority = 1.0
 
+    def feed(self, method: str, *args: Any) -> None:
+        """``method`` (``"store"``, ``"put"``) of the buffer and of the reference on ``args``."""
+        getattr(self.buffer, method)(*args)
+        getattr(self.reference, method)(*args)
+
+    def end(self, skipped: int) -> _Samples:
+        """These samples, after a last check that the buffer skipped ``skipped`` rows."""
+        self.check()
+        assert self.buffer.skipped == skipped
+        return self
+
     def check(self) -> None:
         buffer = self.buffer
         windows, order = self.reference.windows()
@@ -241,15 +252,12 @@ def _stored(kind: type, n: int) -> _Samples:
             state = State(_frames(200))
         elif t == 260 and previous is not None and not previous.done:  # another state object
             previous = State(previous.observation.clone())
-        samples.buffer.store(previous, action, state)
-        samples.reference.store(previous, action, state)
+        samples.feed("store", previous, action, state)
         if t == 150:
             continue
         if t % 37 == 36:
             samples.check()
-    samples.check()
-    assert samples.buffer.skipped == 1
-    return samples
+    return samples.end(skipped=1)
 
 
 def _restart(segment: SampleBatch, b: int) -> None:
@@ -274,15 +282,12 @@ def _put(kind: type, n: int, streams: bool) -> _Samples:
             segment.obs[3, 2] = _frames(220)[:, :1]
         if not streams:
             segment.stream = None
-        samples.buffer.put(segment)
-        samples.reference.put(segment)
+        samples.feed("put", segment)
         if i == 20:
             samples.buffer = pickle.loads(pickle.dumps(samples.buffer))
         if i % 3 == 2:
             samples.check()
-    samples.check()
-    assert samples.buffer.skipped == 2
-    return samples
+    return samples.end(skipped=2)
 
 
 def _turns(kind: type, n: int) -> _Samples:
@@ -313,17 +318,15 @@ def _turns(kind: type, n: int) -> _Samples:
                 else:  # two transitions skipped (into and out of the row)
                     segment.obs[2 if event == "inner" else 1, 0] = _frames(220)[:, :1]
             skips += _skips(segment)
-            samples.buffer.put(segment)
-            samples.reference.put(segment)
+            samples.feed("put", segment)
             fed, last = fed + 1, s
             if fed == 60:
                 samples.buffer = pickle.loads(pickle.dumps(samples.buffer))
             if fed % 7 == 6:
                 samples.check()
         s = 1 - s
-    samples.check()
-    assert not events and samples.buffer.skipped == skips == 6
-    return samples
+    assert not events and skips == 6
+    return samples.end(skipped=skips)
 
 
 def _skips(segment: SampleBatch) -> int:

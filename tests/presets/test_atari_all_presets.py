@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("ale_py")
 
 import torch  # noqa: E402
+from tests.helpers import saved_and_loaded  # noqa: E402
 
 import looprl.presets.atari as atari  # noqa: E402
 from looprl.agents.dqn import DQN  # noqa: E402
@@ -27,7 +28,6 @@ from looprl.memory.atari_replay import (  # noqa: E402
     PrioritizedAtariReplayBuffer,
 )
 from looprl.nn.cnn import nature_c51, nature_dqn, nature_rainbow  # noqa: E402
-from looprl.presets import load_preset  # noqa: E402
 
 NAMES = ["a2c", "c51", "ddqn", "dqn", "ppg", "ppo", "rainbow", "vac", "vpg", "vqn", "vsarsa"]
 STEPS = 100  # agent steps per episode (400 emulator frames) and training budget per preset
@@ -102,10 +102,7 @@ def test_preset_trains_saves_loads_and_evaluates(name: str, tmp_path: Path) -> N
     if name == "ppg":
         assert agent.trainer.aux_phases >= 1
 
-    path = tmp_path / "preset.pt"
-    preset.save(str(path))
-    loaded = load_preset(str(path))
-    assert type(loaded) is type(preset) and loaded.hyperparameters == preset.hyperparameters
+    loaded = saved_and_loaded(preset, tmp_path)
     assert torch.equal(_weights(loaded.model), _weights(preset.model))
     assert 0 < _evaluate(loaded, env) <= STEPS
 
