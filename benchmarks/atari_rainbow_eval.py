@@ -23,8 +23,6 @@ table is printed and written to ``benchmarks/results/atari_rainbow_eval.md``.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -33,6 +31,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
+import harness  # noqa: E402
 from harness import format_table  # noqa: E402
 from looprl.core import StateArray  # noqa: E402
 from looprl.environments.atari import AtariEnvironment  # noqa: E402
@@ -131,24 +130,14 @@ def main() -> None:
     header = ["agent", "actions changed from one call to the next (of 512)",
               "actions differing from the mean network's greedy action (of 512)",
               f"score over {args.episodes} episodes"]
-    table = format_table(rows, header)
-    text = "\n".join([
-        f"# Atari Rainbow evaluation on {GAME}",
-        "",
-        f"{platform.machine()}, {os.cpu_count()} CPU cores, torch {torch.__version__}, "
-        f"{args.threads} torch thread(s). Rainbow preset defaults except "
+    harness.write_report(RESULTS, f"Atari Rainbow evaluation on {GAME}", [
+        f"{harness.machine(args.threads)}. Rainbow preset defaults except "
         + ", ".join(f"{k}={v:,}" for k, v in OVERRIDES.items())
         + f"; trained {args.steps:,} agent steps ({4 * args.steps:,} frames, "
         f"{seconds:.0f} s), seed {args.seed}. States: 512 from the replay buffer, {CALLS} calls "
         "each (means). Scores: "
         f"game score over all lives, episodes cut at {MAX_EPISODE_STEPS:,} steps.",
-        "",
-        table,
-        "",
-    ])
-    print(text)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(text)
+    ], format_table(rows, header))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
+import harness  # noqa: E402
 from harness import format_table  # noqa: E402
 from looprl.environments.ale import rom_id  # noqa: E402
 from looprl.environments.atari import AtariEnvironment  # noqa: E402
@@ -114,24 +114,14 @@ def main() -> None:
             f"{fps / FRAME_SKIP:,.0f}", f"{fps / ceiling_fps:.3f}",
         ])
     header = ["run", "frames", "seconds", "frames/s", "agent steps/s", "ratio to raw ALE"]
-    table = format_table(rows, header)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    text = "\n".join([
-        f"# Atari throughput on {GAME}",
-        "",
-        f"{platform.machine()}, {os.cpu_count()} CPU cores, torch {torch.__version__}, "
-        f"{args.threads} torch thread(s), load average {load:.1f} at the end of the run.",
+    harness.write_report(RESULTS, f"Atari throughput on {GAME}", [
+        f"{harness.machine(args.threads)}, load average {load:.1f} at the end of the run.",
         "Frames are emulator frames (one agent step = 4 frames). DQN: default hyperparameters",
         "but a 1,000-step replay start and a 100k replay (timed in its steady state: one",
         "update of 32 every 4 steps). PPO: default hyperparameters (8 envs x 128 steps, 4",
         "epochs), timed after one warm-up rollout.",
-        "",
-        table,
-        "",
-    ])
-    print(text)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(text)
+    ], format_table(rows, header))
 
 
 if __name__ == "__main__":

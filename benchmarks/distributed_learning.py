@@ -55,7 +55,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from distributed_throughput import start_local_ray  # noqa: E402
-from harness import format_table  # noqa: E402
+from harness import format_table, results_store  # noqa: E402
 from looprl.core import Preset  # noqa: E402
 from looprl.distributed import DistributedRun, RuntimeConfig  # noqa: E402
 from looprl.environments import GymEnvironment  # noqa: E402
@@ -255,10 +255,7 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     torch.set_num_threads(1)
-    results = Path(args.results)
-    results.mkdir(parents=True, exist_ok=True)
-    store = results / "distributed_learning.json"
-    stored = json.loads(store.read_text()) if store.exists() else {}
+    results, store, stored = results_store(args.results, "distributed_learning.json", {})
     load_start = os.getloadavg()[0]
     import ray
 

@@ -84,16 +84,20 @@ class Setup:
         return self.segment_length * self.spec.buffer_args["batch_streams"]
 
 
+def ppo_spec(trainer_args: dict[str, Any], **spec: Any) -> AlgorithmSpec:
+    """The ``AlgorithmSpec`` of PPO (``trainer_args``, 256-row minibatches) on batches of
+    ``ENV_COPIES`` streams; ``spec``: its environment and policy."""
+    return AlgorithmSpec(trainer="ppo", trainer_args={"minibatch_size": 256, **trainer_args},
+                         buffer_args={"batch_streams": ENV_COPIES}, **spec)
+
+
 def cartpole() -> Setup:
     """The classic-control preset's zoo hyperparameters (8 x 32 rows, 20 epochs)."""
-    spec = AlgorithmSpec(
+    spec = ppo_spec(
+        dict(epochs=20, clip=0.2, entropy_coef=0.0, discount_factor=0.98, gae_lambda=0.8),
         env="CartPole-v1", policy="actor-critic-separate",
         policy_args=dict(obs_dim={"obs": 4}, action_dim=2, hidden_dim=64, num_layers=2,
                          activation="tanh", lr=1e-3, clip_grad=0.5),
-        trainer="ppo",
-        trainer_args=dict(epochs=20, minibatch_size=256, clip=0.2, entropy_coef=0.0,
-                          discount_factor=0.98, gae_lambda=0.8),
-        buffer_args={"batch_streams": ENV_COPIES},
     )  # fmt: skip
     return Setup("cartpole", "CartPole-v1", spec, 32, 2, "classic_control")
 
@@ -101,15 +105,12 @@ def cartpole() -> Setup:
 def breakout() -> Setup:
     """The Atari preset's settings: Nature CNN shared by both heads (``num_layers=0``: the
     CNN's own 512-unit layer feeds the heads), 8 x 128 rows, 4 epochs of 256-row minibatches."""
-    spec = AlgorithmSpec(
+    spec = ppo_spec(
+        dict(epochs=4, clip=0.1, entropy_coef=0.01, discount_factor=0.99, gae_lambda=0.95),
         env="atari", env_args={"game": "Breakout", "clip_rewards": True},
         policy="actor-critic-shared",
         policy_args=dict(obs_dim={"obs": (4, 84, 84)}, action_dim=4, num_layers=0, lr=2.5e-4,
                          clip_grad=0.5),
-        trainer="ppo",
-        trainer_args=dict(epochs=4, minibatch_size=256, clip=0.1, entropy_coef=0.01,
-                          discount_factor=0.99, gae_lambda=0.95),
-        buffer_args={"batch_streams": ENV_COPIES},
     )  # fmt: skip
     return Setup("breakout", "Breakout", spec, 128, 4, "atari")
 

@@ -2,13 +2,22 @@
 
 Both libraries are evaluated by the same function (10 deterministic episodes of
 CartPole-v1 in a native vector env), and evaluation time is excluded from training time.
+The looprl benchmarks share their learning curves (``learning_curve``), their results folder
+and JSON store (``results_store``) and the ends of their reports (``write_results``,
+``write_report``).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import platform
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -78,3 +87,78 @@ def format_table(rows: list[list[str]], header: list[str]) -> str:
     sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
     body = ["| " + " | ".join(str(x).ljust(w) for x, w in zip(r, widths)) + " |" for r in rows]
     return "\n".join([line, sep, *body])
+
+
+Curve = list[tuple[int, float]]
+
+
+def learning_curve(
+    make_env: Callable[[], Any], build: Callable[[Any], Any], budget: int, evals: int, seed: int,
+    after: Callable[[Curve], bool | None] = lambda curve: None,
+) -> tuple[Curve, float]:
+    """``(frame, mean evaluation return)`` pairs of one seeded looprl run, and its wall seconds:
+    10 test episodes before training and every ``budget // evals`` env steps of it.
+
+    ``build(env)`` makes the preset after the seeding, so that its initial weights are seeded
+    too; ``after(curve)``, called after each evaluation, ends the run when it returns True.
+    """
+    from looprl.experiments import make_experiment
+    from looprl.experiments.experiment import seed_everything
+
+    start = time.perf_counter()
+    env = make_env()
+    seed_everything(seed)
+    experiment = make_experiment(
+        build(env), env, train_steps=budget, logdir="/tmp/looprl-learning", quiet=True,
+        verbose=False, seed=seed,
+    )
+    curve = [(0, float(np.mean(experiment.test(episodes=10))))]
+    every = max(budget // evals, 1)
+    for target in range(every, budget + 1, every):
+        experiment.train(frames=target)
+        curve.append((experiment.frame, float(np.mean(experiment.test(episodes=10)))))
+        if after(curve):
+            break
+    experiment.close()
+    return curve, time.perf_counter() - start
+
+
+def results_store(folder: str, name: str, empty: Any) -> tuple[Path, Path, Any]:
+    """The results folder (made if missing), its JSON file ``name`` and what that file holds
+    (``empty`` before the first run)."""
+    results = Path(folder)
+    results.mkdir(parents=True, exist_ok=True)
+    store = results / name
+    return results, store, json.loads(store.read_text()) if store.exists() else empty
+
+
+def write_results(results: Path, output: str, intro: str, rows: list[list], header: list[str],
+                  notes: str = "") -> None:
+    """Prints and writes ``<output>.md``: ``intro``, the table of ``rows``, how many of them
+    passed (have a ``"PASS"`` column), the plot ``<output>.png`` and ``notes``; exits 1 unless
+    every row passed."""
+    table = format_table(rows, header)
+    passed = sum("PASS" in row for row in rows)
+    (results / f"{output}.md").write_text(
+        f"{intro}\n\n{table}\n\n{passed} of {len(rows)} runs pass.\n\n![curves]({output}.png)\n"
+        + (f"\n{notes}\n" if notes else "")
+    )
+    print(f"\n{table}\n\n{passed} of {len(rows)} pass; written to {results}/{output}.md")
+    if passed < len(rows):
+        sys.exit(1)
+
+
+def machine(threads: int) -> str:
+    """This machine, its cores and torch: the first words of a report."""
+    import torch
+
+    return (f"{platform.machine()}, {os.cpu_count()} CPU cores, torch {torch.__version__}, "
+            f"{threads} torch thread(s)")
+
+
+def write_report(path: Path, title: str, lines: list[str], table: str) -> None:
+    """Prints and writes the Markdown report ``path``: ``# title``, ``lines``, the table."""
+    text = "\n".join([f"# {title}", "", *lines, "", table, ""])
+    print(text)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)

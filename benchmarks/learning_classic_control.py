@@ -21,17 +21,14 @@ import importlib
 import json
 import math
 import sys
-import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from harness import format_table  # noqa: E402
+import harness  # noqa: E402
+from harness import Curve  # noqa: E402
 from looprl.environments import GymEnvironment  # noqa: E402
-from looprl.experiments import make_experiment  # noqa: E402
-from looprl.experiments.experiment import seed_everything  # noqa: E402
 
 BAR = {"CartPole-v1": 475.0, "Acrobot-v1": -100.0}
 # Presets in order of cost (cheapest first): env steps of training per environment.
@@ -63,8 +60,6 @@ TUNED: dict[tuple[str, str], dict] = {
                                "final_exploration": 0.02, "final_exploration_step": 2000},
 }
 
-Curve = list[tuple[int, float]]
-
 
 def builder(name: str):
     """The preset builder ``looprl.presets.classic_control.<name>``."""
@@ -79,23 +74,11 @@ def learning_curve(
 
     ``hyperparameters`` override the preset's defaults.
     """
-    start = time.perf_counter()
-    env = GymEnvironment(env_id)
-    seed_everything(seed)  # before building, so that the initial weights are seeded too
-    preset = builder(name).env(env).device("cpu").hyperparameters(**hyperparameters).build()
-    experiment = make_experiment(
-        preset, env, train_steps=budget, logdir="/tmp/looprl-learning", quiet=True,
-        verbose=False, seed=seed,
+    return harness.learning_curve(
+        lambda: GymEnvironment(env_id),
+        lambda env: builder(name).env(env).device("cpu").hyperparameters(**hyperparameters).build(),
+        budget, evals, seed, lambda curve: stop_at_bar and curve[-1][1] >= BAR[env_id],
     )
-    curve = [(0, float(np.mean(experiment.test(episodes=10))))]
-    every = max(budget // evals, 1)
-    for target in range(every, budget + 1, every):
-        experiment.train(frames=target)
-        curve.append((experiment.frame, float(np.mean(experiment.test(episodes=10)))))
-        if stop_at_bar and curve[-1][1] >= BAR[env_id]:
-            break
-    experiment.close()
-    return curve, time.perf_counter() - start
 
 
 def first_reaching(curve: Curve, bar: float) -> float:
@@ -160,10 +143,8 @@ def main() -> None:
                         help="keep the stored runs (JSON) that this call does not repeat")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    results = Path(args.results)
-    results.mkdir(parents=True, exist_ok=True)
-    store = results / f"{args.output}.json"
-    runs = json.loads(store.read_text()) if args.update and store.exists() else []
+    results, store, stored = harness.results_store(args.results, f"{args.output}.json", [])
+    runs = stored if args.update else []
     for env_id in args.envs:
         for name in args.presets:
             budget = int(BUDGET[name][env_id] * args.budget_scale)
@@ -186,22 +167,17 @@ def main() -> None:
     envs = list(dict.fromkeys(r["env"] for r in runs))
     header = ["preset", "env", "seed", "budget", "first eval >= bar at", "best eval",
               "final eval", "wall s", "result", "non-default hyperparameters"]
-    table = format_table(rows, header)
-    passed = sum(row[-2] == "PASS" for row in rows)
     plot(curves, envs, results / f"{args.output}.png")
     bars = ", ".join(f"{env} >= {BAR[env]:.0f}" for env in envs)
-    (results / f"{args.output}.md").write_text(
+    harness.write_results(
+        results, args.output,
         f"# looprl classic-control presets: learning benchmark\n\n"
         f"Default hyperparameters (except the per-environment ones in the last column), greedy"
         f" evaluation (10 episodes) {args.evals} times per run;"
         f" a run passes when an evaluation reaches the bar ({bars}) within budget. "
-        f"torch {torch.__version__}, 1 thread, budget scale {args.budget_scale}.\n\n"
-        f"{table}\n\n{passed} of {len(rows)} runs pass.\n\n![curves]({args.output}.png)\n\n"
-        f"Non-default hyperparameters: {TUNED_WHY}\n"
+        f"torch {torch.__version__}, 1 thread, budget scale {args.budget_scale}.",
+        rows, header, f"Non-default hyperparameters: {TUNED_WHY}",
     )
-    print(f"\n{table}\n\n{passed} of {len(rows)} pass; written to {results}/{args.output}.md")
-    if passed < len(rows):
-        sys.exit(1)
 
 
 if __name__ == "__main__":

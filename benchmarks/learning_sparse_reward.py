@@ -45,7 +45,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from distributed_throughput import start_local_ray  # noqa: E402
-from harness import format_table  # noqa: E402
+from harness import format_table, results_store  # noqa: E402
 from looprl.core import Preset  # noqa: E402
 from looprl.distributed import DistributedRun, RuntimeConfig  # noqa: E402
 from looprl.environments import GymEnvironment  # noqa: E402
@@ -229,10 +229,8 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     torch.set_num_threads(1)
-    results = Path(args.results)
-    results.mkdir(parents=True, exist_ok=True)
-    store = results / "learning_sparse_reward.json"
-    kept = [r for r in (json.loads(store.read_text()) if store.exists() else [])
+    results, store, kept = results_store(args.results, "learning_sparse_reward.json", [])
+    kept = [r for r in kept
             if "runtime" in r and (r["size"], r["budget"]) == (args.size, args.budget)]
     start = time.perf_counter()
     if "ray" in args.runtime:

@@ -21,14 +21,13 @@ run it with another revision's ``src`` first on ``PYTHONPATH`` to compare revisi
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ppo_instructions import callgrind_totals  # noqa: E402
+from ppo_instructions import arguments, callgrind_totals, counted  # noqa: E402
 
 PARTS = ("looprl acting", "floor acting", "looprl gradient", "floor gradient")
 WARM = 1000  # frames before counting: the replay's start (its first update phase: 1,024)
@@ -77,17 +76,11 @@ def measure(counter: ctypes.CDLL, steps: int, grad_steps: int) -> None:
         learner = run.agent.unwrapped.learner
         train, Learner.train = Learner.train, lambda self: None  # acting only
         type(run)._log_episode = lambda self, episode: None
-        run.train(frames=WARM + 64)
-        counter.start()
-        run.train(frames=WARM + 64 + steps)
-        counter.stop()
+        counted(counter, lambda n: run.train(frames=WARM + n), 64, 64 + steps)
         Learner.train = train
 
         floor_act, floor_update, _, _ = discrete_floor("dqn")
-        floor_act(64)
-        counter.start()
-        floor_act(steps)
-        counter.stop()
+        counted(counter, floor_act, 64, steps)
 
         learner.owed = 4
         learner.train()
@@ -97,20 +90,13 @@ def measure(counter: ctypes.CDLL, steps: int, grad_steps: int) -> None:
         counter.stop()
 
         with flushed_denormals():
-            floor_update(4)
-            counter.start()
-            floor_update(grad_steps)
-            counter.stop()
+            counted(counter, floor_update, 4, grad_steps)
         run.close()
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=256, help="acting steps counted")
+    parser = arguments(__doc__, 256, WHOLE)
     parser.add_argument("--grad-steps", type=int, default=32, help="gradient steps counted")
-    parser.add_argument("--whole", action="store_true",
-                        help=f"count {WHOLE} frames of experiment.train only (any revision)")
-    parser.add_argument("--measure", help=argparse.SUPPRESS)  # the helper library (valgrind run)
     args = parser.parse_args()
     if args.measure:
         counter = ctypes.CDLL(args.measure)

@@ -32,6 +32,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,14 @@ def seeded_ppo(helper: str) -> tuple[Any, Any, Any]:
     seed_everything(0)
     env = GymEnvironment("CartPole-v1")
     return counter, env, ppo.env(env).device("cpu").build()
+
+
+def counted(counter: Any, run: Callable[[int], Any], warm: int, steps: int) -> None:
+    """``run(warm)``, then ``run(steps)`` counted (between ``counter.start`` and ``stop``)."""
+    run(warm)
+    counter.start()
+    run(steps)
+    counter.stop()
 
 
 def measure_whole(helper: str) -> None:
@@ -96,17 +105,11 @@ def measure(helper: str, steps: int) -> None:
         train = OnPolicyAgent.train
         OnPolicyAgent.train = lambda self, segment: segments.append(segment)
         type(experiment)._log_episode = lambda self, episode: None
-        experiment.train(frames=8 * 200)
-        counter.start()
-        experiment.train(frames=8 * (200 + steps))
-        counter.stop()
+        counted(counter, lambda n: experiment.train(frames=8 * n), 200, 200 + steps)
         OnPolicyAgent.train = train
 
         floor_act, floor_update, _, _ = discrete_floor("ppo")
-        floor_act(200)
-        counter.start()
-        floor_act(steps)
-        counter.stop()
+        counted(counter, floor_act, 200, steps)
 
         segment = segments[-1].to(learner.policy.device)
         for _ in range(2):
@@ -116,10 +119,7 @@ def measure(helper: str, steps: int) -> None:
         counter.stop()
 
         with flushed_denormals():
-            floor_update(20)
-            counter.start()
-            floor_update(20)  # (one update: 20 gradient steps)
-            counter.stop()
+            counted(counter, floor_update, 20, 20)  # (one update: 20 gradient steps)
         experiment.close()
 
 
@@ -148,13 +148,19 @@ def callgrind_totals(script: str, args: list[str], parts: int) -> list[int]:
     return totals
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=200, help="acting steps counted")
+def arguments(doc: str, steps: int, whole: int) -> argparse.ArgumentParser:
+    """The command line of an instructions script (``doc``: its docstring): ``--steps``
+    (``steps`` by default), ``--whole`` (``whole`` frames) and the valgrind run's ``--measure``."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=steps, help="acting steps counted")
     parser.add_argument("--whole", action="store_true",
-                        help=f"count {WHOLE} frames of experiment.train only (any revision)")
+                        help=f"count {whole} frames of experiment.train only (any revision)")
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # the helper library (valgrind run)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments(__doc__, 200, WHOLE).parse_args()
     if args.measure:
         return measure_whole(args.measure) if args.whole else measure(args.measure, args.steps)
     if args.whole:
