@@ -63,7 +63,7 @@ from looprl.experiments import make_experiment  # noqa: E402
 from looprl.experiments.experiment import seed_everything  # noqa: E402
 from looprl.presets.classic_control.dqn import dqn  # noqa: E402
 from looprl.presets.classic_control.ppo import ppo  # noqa: E402
-from looprl.presets.continuous.sac import sac  # noqa: E402
+from looprl.presets.continuous import sac  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 NOTES = """DQN's training returns on CartPole-v1 swing widely on both runtimes (see the

@@ -21,10 +21,7 @@ from helpers import check_pendulum_round_trip, replay_episodes
 from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment
 from looprl.experiments.experiment import seed_everything
-from looprl.presets.continuous.ddpg import ddpg
-from looprl.presets.continuous.ppo import ppo
-from looprl.presets.continuous.sac import sac
-from looprl.presets.continuous.td3 import td3
+from looprl.presets.continuous import ddpg, ppo, sac, td3
 
 
 def _evaluate_until(preset, env, frames, eval_every, bar, logdir, seed=1, then=None):

@@ -19,10 +19,7 @@ from helpers import evaluations_until
 from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment
 from looprl.experiments.experiment import seed_everything
-from looprl.presets.classic_control.a2c import a2c
-from looprl.presets.classic_control.ppg import ppg
-from looprl.presets.classic_control.vac import vac
-from looprl.presets.classic_control.vpg import vpg
+from looprl.presets.classic_control import a2c, ppg, vac, vpg
 
 SEED, BAR = 0, 100
 

@@ -22,11 +22,7 @@ from helpers import evaluations_until
 from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment
 from looprl.experiments.experiment import seed_everything
-from looprl.presets.classic_control.c51 import c51
-from looprl.presets.classic_control.dqn import ddqn, dqn
-from looprl.presets.classic_control.rainbow import rainbow
-from looprl.presets.classic_control.vqn import vqn
-from looprl.presets.classic_control.vsarsa import vsarsa
+from looprl.presets.classic_control import c51, ddqn, dqn, rainbow, vqn, vsarsa
 
 BAR = 100
 #: DQN with every part swapped by name (looprl.presets.parts)

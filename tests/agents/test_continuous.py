@@ -39,10 +39,7 @@ from looprl.nn import ActorCritic
 from looprl.policies.deterministic import DeterministicPolicy, SoftDeterministicPolicy
 from looprl.policies.distributions import GaussianActor, GaussianHead
 from looprl.presets import load_preset
-from looprl.presets.continuous.ddpg import ddpg
-from looprl.presets.continuous.ppo import ppo
-from looprl.presets.continuous.sac import sac
-from looprl.presets.continuous.td3 import td3
+from looprl.presets.continuous import ddpg, ppo, sac, td3
 
 PENDULUM = GymEnvironment("Pendulum-v1").action_space  # Box(-2, 2, (1,))
 SMALL = {"hidden": 32, "replay_start_size": 100, "minibatch_size": 32}

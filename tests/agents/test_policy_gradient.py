@@ -37,11 +37,8 @@ from looprl.experiments import make_experiment
 from looprl.experiments.experiment import seed_everything
 from looprl.nn import MLP, ActorCritic
 from looprl.policies.distributions import CategoricalHead
-from looprl.presets.classic_control.a2c import a2c
-from looprl.presets.classic_control.ppg import ppg, ppg_network
-from looprl.presets.classic_control.ppo import ppo
-from looprl.presets.classic_control.vac import vac
-from looprl.presets.classic_control.vpg import vpg
+from looprl.presets.classic_control import a2c, ppg, ppo, vac, vpg
+from looprl.presets.classic_control.ppo import ppg_network
 from looprl.presets.continuous.ppo import ppo as continuous_ppo
 
 

@@ -22,11 +22,7 @@ from looprl.experiments import make_experiment
 from looprl.nn.distributional import CategoricalQHead
 from looprl.nn.noisy import NoisyFactorizedLinear
 from looprl.presets import load_preset
-from looprl.presets.classic_control.c51 import c51
-from looprl.presets.classic_control.dqn import ddqn
-from looprl.presets.classic_control.rainbow import rainbow
-from looprl.presets.classic_control.vqn import vqn
-from looprl.presets.classic_control.vsarsa import vsarsa
+from looprl.presets.classic_control import c51, ddqn, rainbow, vqn, vsarsa
 
 SMALL = {"hidden": 16, "replay_start_size": 50, "update_frequency": 8, "gradient_steps": 2,
          "minibatch_size": 16}

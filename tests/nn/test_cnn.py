@@ -128,9 +128,9 @@ def test_rainbow_network_initializes_its_plain_layers_as_asked(orthogonal: bool)
 
 def test_the_classic_rainbow_keeps_torchs_initialization() -> None:
     """The classic-control Rainbow without noise: every layer as ``nn.Linear`` draws it."""
-    from looprl.presets.classic_control.rainbow import default_hyperparameters, rainbow_model
+    from looprl.presets.classic_control.dqn import rainbow, rainbow_model
 
-    hp = {**default_hyperparameters, "noisy": False, "hidden": 8, "atoms": 5}
+    hp = {**rainbow.default_hyperparameters, "noisy": False, "hidden": 8, "atoms": 5}
     torch.manual_seed(0)
     model = rainbow_model(4, 2, hp)
     torch.manual_seed(0)

@@ -26,6 +26,7 @@ from looprl.presets.all_names import (
     UnknownHyperparameterError,
     no_such_hyperparameter,
 )
+from looprl.presets.catalog import family_of, make_env
 from looprl.presets.common import multiagent_advice
 from looprl.presets.constructors import given_constructors
 
@@ -33,12 +34,10 @@ log = logging.getLogger(__name__)
 
 
 def check_type(key: str, value: Any, default: Any, owner: str) -> Any:
-    """``value``, of the kind of the default (int, float, bool, str; a whole float for an int,
-    as ALL writes ``replay_buffer_size=1e6``, as an int), else ``TypeError`` (a number of
-    another kind, ``32.5`` for an int: ``check_ranges``' ``ValueError`` naming the range of
-    ``owner``'s key, where it has one); ``None`` only where the default is ``None``, which takes
-    any value but a list, ``True``, ... for a key with a range (``value_clip``: a number; text
-    is refused by ``check_ranges``)."""
+    """``value`` of the default's kind (a whole float as an int: ALL's ``replay_buffer_size=1e6``),
+    else ``TypeError`` (a number of another kind: ``check_ranges``' ``ValueError`` naming
+    ``owner``'s range); a ``None`` default takes any value but a list, ``True``, ... for a key
+    with a range (``value_clip``)."""
     if default is None:
         valid = range_of(key)
         if valid is None or value is None or isinstance(value, str) or (
@@ -77,7 +76,7 @@ class PresetBuilder:
         self.default_name = self._name = default_name
         self.constructor = constructor
         self.default_hyperparameters = Defaults(
-            default_hyperparameters, ALL_NAMES.get(f"{self._family()}.{default_name}", {}),
+            default_hyperparameters, ALL_NAMES.get(f"{family_of(self)}.{default_name}", {}),
             default_name)
         self._device: str | torch.device | None = None
         self._env: Any = None
@@ -120,9 +119,8 @@ class PresetBuilder:
     def env(self, env: Any) -> PresetBuilder:
         """Set the environment; looprl's presets also take an id (``"CartPole-v1"``,
         ``pkg.module:Env``), made as ``looprl train`` makes it."""
-        family = self._family()
+        family = family_of(self)
         if family is not None and isinstance(env, str):
-            from looprl.presets.catalog import make_env
             env = make_env(f"{family}.{self.default_name}", env)
         elif family is not None and not (hasattr(env, "action_space")
                                          or hasattr(env, "action_spaces")):
@@ -135,11 +133,6 @@ class PresetBuilder:
             raise ValueError(f"{env.name} is a multi-agent environment: "
                              f"{multiagent_advice(f'{family}.{self.default_name}')}")
         return self._preset_builder(env=env)
-
-    def _family(self) -> str | None:
-        """The looprl family of this preset's constructor; ``None`` for a user's."""
-        from looprl.presets.catalog import family_of
-        return family_of(self)
 
     def device(self, device: str | torch.device) -> PresetBuilder:
         """Set the device of the preset's networks (default: CUDA if available, else CPU)."""

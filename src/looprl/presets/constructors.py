@@ -20,7 +20,7 @@ from looprl.nn import SharedActorCritic
 
 __all__ = ["AC_NAMES", "ATARI_AC", "CLASSIC_AC", "DDPG_MODELS", "PPO_CONTINUOUS_MODELS",
            "SAC_MODELS", "LogVarianceToLogStd", "call_constructor", "constructors",
-           "custom_actor_critic", "given_constructors", "run_checked", "space_sample", "unset"]
+           "custom_actor_critic", "given_constructors", "run_checked", "space_sample"]
 
 _CLASSIC = "looprl.presets.classic_control.models:"
 _ATARI = "looprl.presets.atari.models:"
@@ -46,26 +46,14 @@ def given_constructors(hp: Mapping[str, Any]) -> list[str]:
             if key.endswith("model_constructor") and value is not None]
 
 
-def unset(names: Mapping[str, str] | Sequence[str]) -> dict[str, None]:
-    """The default hyperparameters of the constructors ``names``: ``None``, the preset's own
-    network (``hidden``, ``features``)."""
-    return dict.fromkeys(names)
-
-
-def _function(preset: str, key: str, value: Any) -> Any:
-    """``value`` (a callable, or its import path) as a callable; else a one-line ``TypeError``."""
-    function = import_object(value, f"{preset}'s {key}") if isinstance(value, str) else value
-    if not callable(function):
-        raise TypeError(f"{preset}: {key} must be a function that returns a torch.nn.Module (or "
-                        f"its import path 'package.module:name'), got {value!r:.60}")
-    return function
-
-
 def call_constructor(preset: str, key: str, value: Any, *args: Any, **kwargs: Any) -> nn.Module:
     """``value(*args, **kwargs)`` (``value`` a callable or its import path), the hyperparameter
     ``key`` of ``preset``; a one-line ``TypeError`` unless it is a callable that returns a
     ``torch.nn.Module`` and takes these arguments (ALL's call)."""
-    function = _function(preset, key, value)
+    function = import_object(value, f"{preset}'s {key}") if isinstance(value, str) else value
+    if not callable(function):
+        raise TypeError(f"{preset}: {key} must be a function that returns a torch.nn.Module (or "
+                        f"its import path 'package.module:name'), got {value!r:.60}")
     try:
         inspect.signature(function).bind(*args, **kwargs)
     except TypeError as error:

@@ -5,16 +5,18 @@ training agent wears ``deepmind_atari_body`` (a lost life ends the episode for l
 clipped rewards), while the environment reports true game scores.
 """
 
-from looprl.presets.atari.a2c import a2c
-from looprl.presets.atari.c51 import c51
-from looprl.presets.atari.ddqn import ddqn
-from looprl.presets.atari.dqn import dqn
-from looprl.presets.atari.ppg import ppg
-from looprl.presets.atari.ppo import ppo
-from looprl.presets.atari.rainbow import rainbow
-from looprl.presets.atari.vac import vac
-from looprl.presets.atari.vpg import vpg
-from looprl.presets.atari.vqn import vqn
-from looprl.presets.atari.vsarsa import vsarsa
+from looprl.presets.atari.presets import (
+    a2c,
+    c51,
+    ddqn,
+    dqn,
+    ppg,
+    ppo,
+    rainbow,
+    vac,
+    vpg,
+    vqn,
+    vsarsa,
+)
 
 __all__ = ["a2c", "c51", "ddqn", "dqn", "ppg", "ppo", "rainbow", "vac", "vpg", "vqn", "vsarsa"]

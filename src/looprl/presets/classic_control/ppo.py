@@ -1,5 +1,7 @@
 """PPO preset for classic control, with the rl-baselines3-zoo CartPole-v1 defaults (mean return
->= 475 within 100,000 steps)."""
+>= 475 within 100,000 steps), and Phasic Policy Gradient (PPG): PPO's policy phase and, every
+``n_policy`` iterations, an auxiliary phase of ``aux_epochs`` passes distilling the value
+targets into the policy network's auxiliary head (few, short phases work best)."""
 
 from __future__ import annotations
 
@@ -8,14 +10,20 @@ from typing import Any
 
 from torch import nn
 
+from looprl.agents.ppg import PPGTrainer
 from looprl.agents.ppo import PPOTrainer
-from looprl.nn import feature_extractor
-from looprl.nn.cnn import shared_actor_critic
+from looprl.nn import MLP, PPGNetwork, feature_extractor
+from looprl.nn.cnn import actor_critic_heads, shared_actor_critic
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.a2c import custom_classic, separate_mlps
-from looprl.presets.common import require_box_observations, require_discrete_actions
-from looprl.presets.constructors import AC_NAMES, unset
+from looprl.presets.common import (
+    derived,
+    require_box_observations,
+    require_discrete_actions,
+    require_flat_observations,
+)
+from looprl.presets.constructors import AC_NAMES
 from looprl.presets.on_policy import OnPolicyPreset, linear
 
 default_hyperparameters: dict[str, Any] = {
@@ -29,7 +37,7 @@ default_hyperparameters: dict[str, Any] = {
     # the parts of looprl.presets.parts this preset takes (PPO's own, named for configs)
     "exploration": "stochastic", "buffer": "rollout", "update": "ppo",
     # ALL's model constructors (looprl.presets.constructors): None, the network above
-    **unset(AC_NAMES),
+    **dict.fromkeys(AC_NAMES),
 }
 
 
@@ -71,3 +79,35 @@ class PPOClassicControlPreset(OnPolicyPreset):
 
 
 ppo = PresetBuilder("ppo", default_hyperparameters, PPOClassicControlPreset)
+
+
+def ppg_network(obs_dim: int, num_actions: int, hidden: int) -> PPGNetwork:
+    """Two-layer tanh policy trunk with logits and aux-value heads, and a tanh value MLP."""
+    trunk = nn.Sequential(MLP(obs_dim, hidden, hidden=(hidden,)), nn.Tanh())
+    return PPGNetwork(trunk, *actor_critic_heads(hidden, num_actions),
+                      MLP(obs_dim, 1, hidden=(hidden, hidden), output_gain=1.0))
+
+
+class PPGClassicControlPreset(PPOClassicControlPreset):
+    """Builds PPG agents over ``n_envs`` environments."""
+
+    algorithm = "PPG"
+    parts = {**PPOClassicControlPreset.parts, "update": ("ppg",)}
+
+    def _build(self, env: Any) -> tuple[PPGNetwork, CategoricalHead]:
+        num_actions = require_discrete_actions(env, self.algorithm)
+        obs_dim = require_flat_observations(env, self.algorithm)
+        model = ppg_network(obs_dim, num_actions, self.hyperparameters["hidden"])
+        return model, CategoricalHead(num_actions)
+
+    def trainer(self, policy: Any, train_steps: float = math.inf) -> PPGTrainer:
+        hp = self.hyperparameters
+        return PPGTrainer(policy, n_policy=hp["n_policy"], aux_epochs=hp["aux_epochs"],
+                          beta_clone=hp["beta_clone"], aux_minibatch_size=hp["aux_minibatch_size"],
+                          **self._ppo_arguments(self.updates(train_steps)))
+
+
+ppg = PresetBuilder("ppg", derived(
+    default_hyperparameters, drop=("features", *AC_NAMES), n_policy=4, aux_epochs=1,
+    beta_clone=1.0, aux_minibatch_size=256, update="ppg",
+), PPGClassicControlPreset)

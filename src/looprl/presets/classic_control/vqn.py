@@ -3,7 +3,8 @@ without replay (the autonomous-learning-library's VQN).
 
 Each step of the ``n_envs`` environments is one batch. A target network (every
 ``target_update_frequency`` updates; without one it diverges on CartPole), ``linear_lr`` and
-a short horizon (0.95) keep the online updates stable.
+a short horizon (0.95) keep the online updates stable. VSarsa (``vsarsa``) takes SARSA's
+on-policy target ``Q(s', a')`` of the action taken next, with more cautious settings.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from looprl.agents.dqn import DQNPolicy, DQNTrainer
 from looprl.approximation import ProgressLR
 from looprl.nn import MLP
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import require_flat_observations
+from looprl.presets.common import derived, require_flat_observations
 from looprl.presets.off_policy import QNetworkPreset
 from looprl.presets.on_policy import OnPolicyAgentPreset, linear
 
@@ -26,8 +27,7 @@ default_hyperparameters: dict[str, Any] = {
     "final_exploration": 0.02, "final_exploration_step": 2000, "test_exploration": 0.0,
     "hidden": 64, "target_update_frequency": 25, "linear_lr": True, "clip_grad": 10.0,
     "huber": True,
-    # ALL's model_constructor(env): the network instead of the hidden layers (an import path
-    # "pkg.module:fn" too; looprl.presets.classic_control.models.dueling_fc_relu_q is ALL's)
+    # ALL's model_constructor(env): the network instead of hidden's (models.dueling_fc_relu_q)
     "model_constructor": None,
 }
 
@@ -56,3 +56,16 @@ class OnlineClassicControlPreset(OnPolicyAgentPreset, QNetworkPreset):
 
 
 vqn = PresetBuilder("vqn", default_hyperparameters, OnlineClassicControlPreset)
+
+
+class VSarsaClassicControlPreset(OnlineClassicControlPreset):
+    """Builds VSarsa agents."""
+
+    algorithm = "VSarsa"
+    update = "sarsa"
+
+
+vsarsa = PresetBuilder("vsarsa", derived(
+    default_hyperparameters, discount_factor=0.9, n_envs=32, lr=5e-4, final_exploration=0.05,
+    final_exploration_step=4000, linear_lr=False, target_update_frequency=50,
+), VSarsaClassicControlPreset)
