@@ -50,13 +50,26 @@ def _never_written(path: Path, what: str, remedy: str) -> str:
 
 #: the classes files saved by an older looprl name where they were -> the module they are in now
 MOVED = {("looprl.environments.gym_helpers", "Wrappers"): "looprl.environments.wrappers"}
+#: the modules an older looprl had, merged since -> the module that holds their classes now
+MERGED = {
+    **{f"looprl.presets.atari.{name}": "looprl.presets.atari.presets" for name in (
+        "a2c", "c51", "common", "ddqn", "dqn", "ppg", "ppo", "rainbow", "vac", "vpg", "vqn",
+        "vsarsa")},
+    **{f"looprl.presets.{old}": f"looprl.presets.{new}" for old, new in (
+        ("classic_control.c51", "classic_control.dqn"),
+        ("classic_control.rainbow", "classic_control.dqn"),
+        ("classic_control.vsarsa", "classic_control.vqn"),
+        ("classic_control.vac", "classic_control.a2c"),
+        ("classic_control.vpg", "classic_control.a2c"),
+        ("classic_control.ppg", "classic_control.ppo"),
+        ("continuous.sac", "continuous.ddpg"), ("continuous.td3", "continuous.ddpg"))}}
 
 
 class _Unpickler(pickle.Unpickler):
-    """``pickle``'s, finding a class that moved (``MOVED``) where it is now."""
+    """``pickle``'s, finding a class that moved (``MOVED``, ``MERGED``) where it is now."""
 
     def find_class(self, module: str, name: str) -> Any:
-        return super().find_class(MOVED.get((module, name), module), name)
+        return super().find_class(MOVED.get((module, name), MERGED.get(module, module)), name)
 
 
 #: ``pickle`` with ``_Unpickler`` (``torch.load``'s ``pickle_module``)
