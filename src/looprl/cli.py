@@ -6,11 +6,8 @@
     looprl plot [RUNS_DIR]
     looprl watch RUN_DIR [--episodes N]
 
-Console scripts (``looprl.scripts``) parse their own arguments and run the same commands:
-``main(argv, command, prog)`` runs ``command(argv)`` as the ``looprl`` command runs (Ctrl-C: one
-line), ``guarded(command, prog)`` runs ``command()`` with errors of bad input as one line and exit
-code 2 (both lines begin with ``prog``, the script's name, as its argparse errors do), and
-``watch_saved(args)`` plays what ``looprl watch`` plays and returns the GIF it wrote.
+Console scripts (``looprl.scripts``) parse their own arguments and run the same commands
+through ``main``, ``guarded`` and ``watch_saved``.
 """
 
 from __future__ import annotations
@@ -213,8 +210,9 @@ def watch_saved(args: argparse.Namespace) -> Path | None:
     run_dir = Path(args.run_dir)
     if run_dir.is_file() and (run_dir.parent / "algorithm.pt").exists():  # (its policy.pt)
         run_dir = run_dir.parent
-    if run_dir.is_dir() and not (run_dir / "preset.pt").exists():
-        run_dir = distributed_run_dir(run_dir)
+    if run_dir.is_dir() and not (run_dir / "preset.pt").exists():  # (a distributed run below?)
+        found = _found(run_dir, "algorithm.pt")
+        run_dir = run_dir if found is None else found.parent
     if run_dir.is_dir() and not (run_dir / "preset.pt").exists() and (
             run_dir / "algorithm.pt").exists():
         from looprl.distributed.watch import watch_run
@@ -231,15 +229,13 @@ def watch_saved(args: argparse.Namespace) -> Path | None:
         preset_file = run_dir / name if run_dir.is_dir() else run_dir
         if run_dir.is_dir() and not preset_file.exists():  # (looprl run keeps it above its
             above = run_dir.parent.parent / name  # logs, in ALGORITHM/ENV/; else a run below)
-            preset_file = above if above.exists() else _one_below(run_dir, name) or preset_file
+            preset_file = above if above.exists() else _found(run_dir, name) or preset_file
         if not preset_file.exists() and args.best and run_dir.is_dir():
             raise FileNotFoundError(f"No {name} in {run_dir}: a run keeps its best agent when "
                                     "it evaluates during training (looprl run "
                                     "runner.eval_every=N; OnlineRunner(eval_every=N))")
         if not preset_file.exists():
-            checkpoint = run_dir.is_dir() and (
-                run_dir / "checkpoint.pt" if (run_dir / "checkpoint.pt").exists()
-                else _one_below(run_dir, "checkpoint.pt"))
+            checkpoint = run_dir.is_dir() and _found(run_dir, "checkpoint.pt")
             raise FileNotFoundError(f"No saved preset at {preset_file} (train one with looprl "
                                     "train)" + (f"; {checkpoint} is a checkpoint to resume "
                                                 "(resume_from), not a preset: save one with "
@@ -263,24 +259,16 @@ def watch_saved(args: argparse.Namespace) -> Path | None:
     return path
 
 
-def _one_below(run_dir: Path, name: str) -> Path | None:
-    """The ``name`` file of the one run below ``run_dir`` (in ``NAME/`` or ``ALGORITHM/ENV/``:
-    ``run_experiment``'s logdir, a ``looprl run ... runtime=ray`` directory); ``None`` if none,
-    a one-line ``ValueError`` if several are."""
+def _found(run_dir: Path, name: str) -> Path | None:
+    """``run_dir/name``, else the ``name`` file of the one run in ``run_dir/NAME/`` or
+    ``run_dir/ALGORITHM/ENV/`` (``None``: none; a one-line ``ValueError``: several)."""
+    if (run_dir / name).exists():
+        return run_dir / name
     below = sorted(run_dir.glob(f"*/{name}")) + sorted(run_dir.glob(f"*/*/{name}"))
     if len(below) > 1:
         runs = ", ".join(str(path.parent) for path in below[:3]) + (", ..." * (len(below) > 3))
         raise ValueError(f"{run_dir} holds {len(below)} runs ({runs}): give one of them")
     return below[0] if below else None
-
-
-def distributed_run_dir(run_dir: Path) -> Path:
-    """``run_dir``, or the experiment directory of the one distributed run below it (a local
-    run writes its ``preset.pt`` at the top)."""
-    if (run_dir / "algorithm.pt").exists():
-        return run_dir
-    found = _one_below(run_dir, "algorithm.pt")
-    return run_dir if found is None else found.parent
 
 
 def print_episodes(returns: list, path: Path | None) -> None:
@@ -344,9 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None, command: Callable[[list[str]], int] | None = None,
          prog: str = "looprl") -> int:
-    """Entry point of the ``looprl`` command (or of ``command``, which parses the arguments:
-    ALL's scripts, ``looprl.scripts``, named ``prog``); errors print one line and exit with 2,
-    Ctrl-C one line (``PROG: interrupted``) and 130."""
+    """Entry point of the ``looprl`` command (or of a script's ``command``, named ``prog``);
+    errors print one line and exit with 2, Ctrl-C one line (``PROG: interrupted``) and 130."""
     if argv is None and hasattr(sys.stdout, "reconfigure"):  # lines reach the log if killed
         sys.stdout.reconfigure(line_buffering=True)
     if os.getcwd() not in sys.path:  # import paths (--env mymodule:MyEnv) find modules here,
@@ -366,9 +353,8 @@ def main(argv: list[str] | None = None, command: Callable[[list[str]], int] | No
 
 
 def _stopping(pid: int) -> Callable[..., None]:
-    """A SIGINT and SIGTERM handler: in process ``pid``, ``KeyboardInterrupt`` the first time
-    and nothing after (a second Ctrl-C while the run shuts down; a handler, not ``SIG_IGN``,
-    which child processes would inherit); in a process forked from it, each signal's default."""
+    """A SIGINT and SIGTERM handler: in process ``pid``, ``KeyboardInterrupt`` the first time and
+    nothing after (not ``SIG_IGN``: children inherit it); in a forked process, the default."""
     def handler(signum: int, frame: Any) -> None:
         if os.getpid() == pid:
             for each in (signal.SIGINT, signal.SIGTERM):

@@ -1,33 +1,22 @@
-"""Config-driven runs: the Hydra config groups of ``looprl run``.
+"""Config-driven runs: the Hydra config groups of ``looprl run`` (docs/runners.md).
 
 Keys of the ``looprl`` config:
 
-- ``algorithm`` (group): one option per preset (``dqn``, ``atari/ppo``, ``continuous/sac``),
-  fields ``preset`` and its hyperparameters (``algorithm.lr=1e-3``); ``exploration=``,
-  ``buffer=`` and ``update=`` are shorthands for ``algorithm.exploration=...``.
-- ``meta`` (group, several at once): ``meta=[rnd,plr] meta.rnd.internal_reward_weight=0.5``;
-  a user's by import path (``meta=[my_pkg.module:MyComponent] meta.MyComponent.scale=0.1``)
-  or ``+meta.mine._target_=my_pkg.module.MyComponent``.
-- ``runner`` (group): ``online`` (default), ``es``, ``optuna``, ``pbt``.
-- ``runtime`` (group): ``local`` (default) or ``ray`` (``looprl.configs.runtimes``).
-- ``env``: an environment id, a registered name or an import path ``my_pkg.envs:MyEnv``;
-  ``env_kwargs`` (its ``gym.make`` arguments: ``env_kwargs.is_slippery=false``) and
-  ``env_wrappers`` (Gymnasium wrapper classes by import path, applied in order:
-  ``env_wrappers=[gymnasium.wrappers.FlattenObservation]``), as in Mighty.
-- ``context``: instance sets of a contextual ``env`` (``context.train=32 context.test=64
-  context.ranges.length=[0.05,2.0]``, or ``context.train=FILE``; ``seed``, ``hide_context``,
-  ``instance_mode``); a test set is evaluated beside the training set.
-- ``frames`` (budget in environment steps), ``seed``, ``test_episodes``, ``device`` (``null``:
-  CUDA if available), ``threads`` (torch's CPU threads, 0: torch's default; ``null``: 1 for
-  the MLP presets, torch's default for the Atari CNNs, as ``looprl train --threads``).
-- ``checkpoint_every`` (frames; ``resume=true`` continues the run directory's checkpoint),
-  ``keep_checkpoints`` (also keep the last K), ``checkpoint_replay`` (``false``: replay saved
-  empty).
-- ``logging``: ``quiet``, ``verbose`` (losses and ``hp/*`` logs), ``wandb`` (``wandb.init``
-  arguments or ``null``).
+- ``algorithm`` (group): one option per preset (``dqn``, ``atari/ppo``), fields ``preset`` and
+  its hyperparameters; ``exploration=``, ``buffer=`` and ``update=`` are shorthands for
+  ``algorithm.exploration=...``.
+- ``meta`` (group, several at once): ``meta=[rnd,plr]``; a user's by import path
+  (``meta=[my_pkg.module:MyComponent]``) or ``+meta.mine._target_=my_pkg.module.MyComponent``.
+- ``runner`` (group): ``online`` (default), ``es``, ``optuna``, ``pbt``; ``runtime`` (group):
+  ``local`` (default) or ``ray`` (``looprl.configs.runtimes``).
+- ``env``, ``env_kwargs`` and ``env_wrappers``, as in Mighty; ``context``: instance sets of a
+  contextual ``env`` (``context.train=32 context.test=64 context.ranges.length=[0.05,2.0]``).
+- ``frames``, ``seed``, ``test_episodes``, ``device`` (``null``: CUDA if available),
+  ``threads`` (``null``: as ``looprl train --threads``), ``checkpoint_every``,
+  ``keep_checkpoints``, ``checkpoint_replay``, ``resume``; ``logging``: ``quiet``,
+  ``verbose``, ``wandb`` (``wandb.init`` arguments or ``null``).
 
-A user's config directory adds groups and configs (``-cd my_configs +experiment=NAME``,
-``-cn NAME``: ``looprl.configs.sources``).
+A user's config directory adds groups and configs (``looprl.configs.sources``).
 """
 
 from __future__ import annotations
@@ -108,8 +97,7 @@ RUN_ARGUMENTS = ("agent", "env", "seed", "logdir", "meta", "device", "quiet", "e
                  "verbose", "wandb", "test_env", "trials", "run_info")
 
 
-#: The logger of a run's summary line (``SUMMARY_LOGGER``): on stdout, as ``looprl train``
-#: prints it, and in ``app.log``.
+#: The logger of a run's summary line: on stdout, as ``looprl train`` prints it, and in app.log.
 SUMMARY_LOGGER = "looprl.summary"
 
 
@@ -125,9 +113,8 @@ def log_summary(run: str, evaluation: dict[str, Any]) -> None:
         sys.stdout.write(line + "\n")
 
 
-#: ``hydra/job_logging=looprl`` (the default): Hydra's own, but the log lines go to stderr,
-#: as ``looprl train``'s, and the summary to stdout (another ``hydra/job_logging`` option
-#: replaces it whole).
+#: ``hydra/job_logging=looprl`` (the default): Hydra's, but the log lines go to stderr, as
+#: ``looprl train``'s, and the summary to stdout.
 JOB_LOGGING = {
     "version": 1, "disable_existing_loggers": False,
     "formatters": {"simple": {"format": "[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"},
@@ -214,7 +201,7 @@ def register_imports(overrides: list[str] | tuple[str, ...]) -> None:
     group = ConfigStore.instance().repo.setdefault("meta", {})
     for name in [n for n in group if n.removesuffix(".yaml") not in COMPONENTS]:
         del group[name]
-    for path in [p for key, value in _override_pairs(overrides) if key == "meta"
+    for path in [p for key, value in override_pairs(overrides) if key == "meta"
                  for p in _choices(value)]:
         if path in COMPONENTS or not (":" in path or "." in path):
             continue  # a built-in name, or an unknown one (check_overrides says so)
@@ -251,11 +238,8 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     builder, env, held_out = _builder(cfg)  # (the app evaluates on the held-out set)
     seed_everything(cfg.seed)  # the initial weights every worker starts from
     preset = builder.env(env).device("cpu").build()
-    components = make_components(cfg)
-    check_curricula(cfg, env, components)
-    for made in (env, held_out):
-        if made is not None:
-            made.close()
+    components = make_components(cfg, env)
+    close_envs(env, held_out)
     return DistributedRun(preset, RuntimeConfig.from_dict(options), frames=frames,
                           logdir=output_dir, seed=cfg.seed, name=preset.name,
                           quiet=cfg.logging.quiet, resume_from=output_dir if cfg.resume else None,
@@ -282,24 +266,26 @@ def make_envs(preset: str, cfg: Any) -> tuple[Any, Any]:
     return env, None if test is None else make_contextual(preset, cfg.env, test, context)
 
 
-def make_components(cfg: Any) -> list[Any]:
-    """The meta components of ``cfg.meta`` (``looprl.meta.registry.make_component``)."""
+def close_envs(*envs: Any) -> None:
+    """Close each of ``envs`` that is not ``None``."""
+    for env in envs:
+        if env is not None:
+            env.close()
+
+
+def make_components(cfg: Any, env: Any = None) -> list[Any]:
+    """The meta components of ``cfg.meta``; one line, in ``looprl run``'s terms, for a
+    curriculum (``meta=[plr]``, ``[space]``) over an ``env`` that is not contextual."""
+    from looprl.environments.contextual import contextual_envs
     from looprl.meta.registry import make_component
     meta = {name: kwargs or {} for name, kwargs in (_plain(cfg.get("meta")) or {}).items()}
     for name, kwargs in meta.items():
         check_required(kwargs, f"meta {name}", f"meta.{name}")
-    return [make_component(name, **kwargs) for name, kwargs in meta.items()]
-
-
-def check_curricula(cfg: Any, env: Any, components: list[Any]) -> None:
-    """One line, in ``looprl run``'s terms, for a curriculum (``meta=[plr]``, ``[space]``) over
-    an environment that is not contextual."""
-    from looprl.environments.contextual import contextual_envs
+    components = [make_component(name, **kwargs) for name, kwargs in meta.items()]
     curricula = [c for c in components if getattr(c, "needs_contexts", False)]
-    if not curricula:
-        return
     try:
-        contextual_envs(env)
+        if curricula and env is not None:
+            contextual_envs(env)
     except (ValueError, TypeError):
         name = type(curricula[0]).__name__.lower()
         raise ValueError(
@@ -307,6 +293,7 @@ def check_curricula(cfg: Any, env: Any, components: list[Any]) -> None:
             "has none: set context.train=N with a range per context field "
             "(context.ranges.NAME=[low,high], e.g. context.ranges.length=[0.25,1.0]), or "
             "context.train=FILE (a YAML/JSON list of contexts)") from None
+    return components
 
 
 def check_required(options: dict[str, Any], owner: str, node: str) -> None:
@@ -332,9 +319,8 @@ def _plain(node: Any) -> Any:
 
 
 def _check_run_values(cfg: Any) -> None:
-    """One line for an unknown top-level key, a budget, seed or episode count that is not a
-    whole number in range (every runtime; whole floats, ``frames=1e6``, become integers), or a
-    ``resume`` that is not true or false."""
+    """One line for an unknown top-level key, a count of ``RUN_MINIMUMS`` out of range (whole
+    floats, ``frames=1e6``, become integers), or a ``resume`` that is not true or false."""
     from looprl.configs.sources import check_config_keys
     from looprl.core.suggest import check_flag
     check_config_keys(cfg)
@@ -370,8 +356,7 @@ def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
     builder, env, test_env = _builder(cfg)
     builder.env(env).build()  # wrong values fail now, in one line
     seed_everything(cfg.seed)
-    components = make_components(cfg)
-    check_curricula(cfg, env, components)
+    components = make_components(cfg, env)
     options = dict(_plain(cfg.runner))
     name = options.pop("name")
     if cfg.resume:
@@ -397,18 +382,18 @@ def find_checkpoint(run_dir: str | None, runner: str, runtime: str = "local") ->
     if runner != "online":
         raise ValueError(f"resume continues runner=online runs; runner={runner} cannot (an "
                          "Optuna search resumes from its storage: run it again)")
+    where = run_dir or "."
     if runtime == "ray":
-        return str(find_controller_checkpoint(run_dir or "."))
-    return str(find_one(run_dir or ".", CHECKPOINT, f"No checkpoint in {run_dir}: nothing "
-                        "to resume (runs write them with checkpoint_every=N)",
+        return str(find_controller_checkpoint(where))
+    return str(find_one(where, CHECKPOINT, f"No checkpoint in {run_dir}: nothing to resume "
+                        "(runs write them with checkpoint_every=N)",
                         f"checkpoints in {run_dir}; resume one experiment at a time",
-                        resumable(run_dir or ".")))
+                        resumable(where)))
 
 
 def expand_shorthands(overrides: list[str]) -> list[str]:
-    """``exploration=X`` (``buffer=``, ``update=``: the preset's ``PARTS``) ->
-    ``algorithm.exploration=X``; ``algorithm=sac`` (a bare name no option has) -> the first
-    family's, ``algorithm=continuous/sac``, as ``looprl train sac`` reads it."""
+    """``exploration=X`` (a part of ``PARTS``) -> ``algorithm.exploration=X``; ``algorithm=sac``
+    (a bare name no option has) -> the first family's, as ``looprl train sac`` reads it."""
     from looprl.presets.parts import PARTS
     bare: dict[str, str] = {}
     for option in algorithm_options():
@@ -427,7 +412,7 @@ HYDRA_FLAGS = (*sorted(_VALUED_FLAGS), "--help", "-h", "--hydra-help", "--versio
                "--run", "-r", "--multirun", "-m", "--shell-completion", "-sc")
 
 
-def _split_flags(argv: list[str] | tuple[str, ...]) -> tuple[list[str], list[str]]:
+def split_flags(argv: list[str] | tuple[str, ...]) -> tuple[list[str], list[str]]:
     """``argv``'s Hydra flags with their values, and its overrides, each in their order."""
     flags: list[str] = []
     overrides: list[str] = []
@@ -442,8 +427,8 @@ def _split_flags(argv: list[str] | tuple[str, ...]) -> tuple[list[str], list[str
     return flags, overrides
 
 
-def _override_pairs(argv: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:
+def override_pairs(argv: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:
     """``(key, value)`` of each ``key=value`` override of ``argv`` (prefixes ``+``, ``~``
     dropped), without Hydra's flags and their values."""
     return [(key, value) for key, _, value in
-            (arg.lstrip("+~").partition("=") for arg in _split_flags(argv)[1])]
+            (arg.lstrip("+~").partition("=") for arg in split_flags(argv)[1])]

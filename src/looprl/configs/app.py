@@ -21,29 +21,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from looprl.configs import (
-    HELP_FOOTER,
-    HELP_HEADER,
-    _override_pairs,
-    _split_flags,
-    build,
-    check_run_value,
-    expand_shorthands,
-    find_checkpoint,
-    group_options,
-    log_summary,
-    register,
-    register_imports,
-)
+from looprl import configs
 from looprl.configs.checks import check_given_once, check_overrides
 from looprl.configs.run_dirs import check_run_dir, claim_run_dir, path_value, run_dir_key
 from looprl.configs.runtimes import runtime_help
-from looprl.configs.sources import (
-    check_config_keys,
-    compose,
-    saved_sources,
-    user_groups,
-)
+from looprl.configs.sources import check_config_keys, compose, saved_sources, user_groups
 from looprl.core.suggest import is_bad_input, one_line
 from looprl.experiments.run_files import json_text, restorer
 from looprl.presets.catalog import default_threads
@@ -57,19 +39,20 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
     """Build the config ``cfg``, run its runner in ``output_dir`` and return the results."""
     import torch
     check_config_keys(cfg)  # (before its groups are read)
-    threads = check_run_value("threads", cfg.get("threads"))
+    threads = configs.check_run_value("threads", cfg.get("threads"))
     threads = default_threads(str(cfg.algorithm.preset)) if threads is None else threads
     if threads:
         torch.set_num_threads(int(threads))
     if cfg.runtime.name == "ray" and cfg.runner.name == "online":  # one distributed run
         return _execute_distributed(cfg, output_dir)
-    run = build(cfg, output_dir)
+    run = configs.build(cfg, output_dir)
     train_results, eval_results = run.runner.run()
     if run.runner.preset is not None:
         run.runner.save_preset(output_dir)
     if cfg.runner.name == "online" and not cfg.logging.quiet:  # (as a Ray run's, below)
-        log_summary(f"{run.runner.experiment.name} on {cfg.env}: {train_results['step']} "
-                     f"frames, {train_results['episodes']} episodes", eval_results)
+        configs.log_summary(f"{run.runner.experiment.name} on {cfg.env}: "
+                            f"{train_results['step']} frames, {train_results['episodes']} "
+                            "episodes", eval_results)
     run.runner.close()
     return _write_results(cfg, output_dir, train_results, eval_results)
 
@@ -90,34 +73,31 @@ def _write_results(cfg: Any, output_dir: str, train: dict[str, Any],
 
 def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
     """``runtime=ray``: the run on Ray workers, then a local run's final evaluation, here."""
-    from looprl.configs import build_distributed, make_envs
     from looprl.experiments.logger import mean_return
     from looprl.runners.evaluation import final_evaluation, summary
-    run = build_distributed(cfg, output_dir)
+    run = configs.build_distributed(cfg, output_dir)
     result = run.run()
     evaluation = summary([])
     if (Path(result.log_dir or "") / "policy.pt").is_file():  # (0 episodes: as a local run)
-        env, test_env = make_envs(cfg.algorithm.preset, cfg)
+        env, test_env = configs.make_envs(cfg.algorithm.preset, cfg)
         evaluation = {**final_evaluation(run, cfg.test_episodes, env, test_env),
                       "step": result.frames}  # (as a runner reports it)
         run.close()
-        for made in (env, test_env):
-            if made is not None:
-                made.close()
+        configs.close_envs(env, test_env)
     elif cfg.test_episodes:  # never score an untrained policy as the run's result
         log.warning("no test episodes: the run saved no final policy (%s)", result.log_dir)
     train = {"step": result.frames, "episodes": len(result.returns),  # (a local run's keys)
              "returns": list(result.returns), "mean_return": mean_return(result.returns),
              "wall_time": result.seconds, "frames": result.frames,
-             "train_steps": result.train_steps,
-             "seconds": result.seconds, "frames_per_second": result.frames_per_second,
+             "train_steps": result.train_steps, "seconds": result.seconds,
+             "frames_per_second": result.frames_per_second,
              "restarts": [list(r) for r in result.restarts], "log_dir": result.log_dir,
              "meta": result.meta}
     if not cfg.logging.quiet:
         actors = run.runtime.actors
-        log_summary(f"{run.name} on {cfg.env} (Ray, {actors} actor{'s' * (actors > 1)}): "
-                    f"{result.frames} frames at {result.frames_per_second:.0f} frames/s",
-                    evaluation)
+        configs.log_summary(f"{run.name} on {cfg.env} (Ray, {actors} actor"
+                            f"{'s' * (actors > 1)}): {result.frames} frames at "
+                            f"{result.frames_per_second:.0f} frames/s", evaluation)
     return _write_results(cfg, output_dir, train, evaluation)
 
 
@@ -125,6 +105,8 @@ def resume_arguments(argv: list[str]) -> list[str]:
     """``--resume RUN_DIR`` (or ``resume=true hydra.run.dir=RUN_DIR``) and overrides -> the
     run's own overrides, then these, in its directory with ``resume=true``; ``ValueError``
     if they change the run's config (but ``frames`` and ``logging``)."""
+    from hydra.core.override_parser.types import Quote, QuotedString
+
     from looprl.experiments.checkpoint import check_run_files, check_same_config, check_unfinished
     run_dirs = [path_value(a) for a in argv if a.startswith("hydra.run.dir=")]
     if "--resume" in argv:
@@ -144,28 +126,25 @@ def resume_arguments(argv: list[str]) -> list[str]:
     if not (saved / "config.yaml").is_file():
         raise FileNotFoundError(f"{run_dir} is no looprl run directory (no .hydra/config.yaml)")
     old, overrides = _saved_config(saved)
-    checkpoint = find_checkpoint(str(run_dir), old.runner.name, old.runtime.name)
+    checkpoint = configs.find_checkpoint(str(run_dir), old.runner.name, old.runtime.name)
     if old.runtime.name != "ray":  # (before Hydra writes the run's config anew)
         check_run_files(Path(checkpoint).parent)
-    kept = expand_shorthands([o for o in overrides if not o.startswith(("resume=", "hydra."))])
-    kept = [*saved_sources(saved), *kept]  # (its -cd and -cn)
+    kept = configs.expand_shorthands([o for o in overrides
+                                      if not o.startswith(("resume=", "hydra."))])
+    sources, saved_choices = saved_sources(saved)
+    kept = [*sources, *kept]  # (its -cd and -cn)
     extra = [a for a in argv if not a.startswith(("resume=", "hydra.run.dir="))]
-    given = dict(_override_pairs(extra))  # (they replace the run's own)
+    given = dict(configs.override_pairs(extra))  # (they replace the run's own)
     # a group chosen anew (runtime=local for a Ray run) drops the run's keys of its old choice
-    choices = {**_saved_choices(saved), **dict(_override_pairs(kept))}
+    choices = {**saved_choices, **dict(configs.override_pairs(kept))}
     switched = {key for key, value in given.items() if choices.get(key, value) != value}
     kept = [o for o in kept if "=" not in o or o.startswith("-") or not (
         (key := o.lstrip("+~").partition("=")[0]) in given or key.partition(".")[0] in switched)]
     new = _compose([*kept, *extra])
     check_same_config(run_dir, _differences(old, new))
     check_unfinished(run_dir, new.runner.get("num_steps", new.frames))
-    return [*kept, *extra, f"hydra.run.dir={_quoted(run_dir)}", "resume=true"]
-
-
-def _quoted(path: Path) -> str:
-    """``path`` as a Hydra override's value: quoted, as any character can be in it."""
-    from hydra.core.override_parser.types import Quote, QuotedString
-    return QuotedString(text=str(path), quote=Quote.single).with_quotes()
+    quoted = QuotedString(text=str(run_dir), quote=Quote.single).with_quotes()  # (any path)
+    return [*kept, *extra, f"hydra.run.dir={quoted}", "resume=true"]
 
 
 def _saved_config(saved: Path) -> tuple[Any, list[str]]:
@@ -188,27 +167,16 @@ def _saved_config(saved: Path) -> tuple[Any, list[str]]:
     return loaded[0], list(loaded[1])
 
 
-def _saved_choices(saved: Path) -> dict[str, Any]:
-    """The config groups' choices (``runtime: ray``, ...) a run saved in its ``.hydra`` folder
-    ``saved`` (none without a ``hydra.yaml``)."""
-    from omegaconf import OmegaConf
-    path = saved / "hydra.yaml"
-    choices = OmegaConf.select(OmegaConf.load(path), "hydra.runtime.choices") if (
-        path.is_file()) else None
-    return dict(choices or {})
-
-
 def _compose(argv: list[str]) -> Any:
     """The config of ``argv``'s overrides (with its ``-cd`` directory and ``-cn`` config)."""
     overrides = [a for a in argv if "=" in a and not a.startswith("-")]
-    register_imports(overrides)
+    configs.register_imports(overrides)
     return compose(argv, overrides)
 
 
 def _differences(old: Any, new: Any) -> list[str]:
     """``key: old -> new`` for every leaf that differs, but the ``ignored`` ones and the other
-    keys of a group whose ``name`` (``algorithm``'s ``preset``) differs (``runtime.name:
-    'local' -> 'ray'`` says it)."""
+    keys of a group whose ``name`` (``algorithm.preset``) differs, which says it."""
     from omegaconf import OmegaConf
 
     def leaves(node: Any, prefix: str = "") -> dict[str, Any]:
@@ -248,22 +216,22 @@ def help_text(argv: list[str]) -> str:
         parser = OverridesParser.create()
         argv = [a for a in argv if "=" not in a or a.startswith("-")
                 or not parser.parse_override(a).is_sweep_override()]
-    options = group_options()
+    options = configs.group_options()
     for group, files in user_groups(argv).items():  # (the -cd directory's)
         options[group] = sorted({*options.get(group, []), *files})
     groups = "".join(f"{group}: {', '.join(names)}\n" for group, names in options.items())
     config = OmegaConf.to_yaml(_compose(argv))
-    return (f"{HELP_HEADER}\n== Configuration groups ==\nCompose your configuration from those "
-            f"groups (group=option)\n\n{groups}\n\n== Config ==\nOverride anything in the "
+    return (f"{configs.HELP_HEADER}\n== Configuration groups ==\nCompose your configuration from "
+            f"those groups (group=option)\n\n{groups}\n\n== Config ==\nOverride anything in the "
             f"config (foo.bar=value)\n\n{config}\n\n== runtime=ray options ==\nWith "
             f"runtime=ray, set these too (runtime.NAME=VALUE; defaults shown)\n\n"
-            f"{runtime_help()}\n{HELP_FOOTER}\n\n")
+            f"{runtime_help()}\n{configs.HELP_FOOTER}\n\n")
 
 
 def _resumable(cfg: Any, output_dir: str) -> bool:
     """Whether ``looprl run --resume output_dir`` would find the run's checkpoint."""
     try:
-        find_checkpoint(output_dir, cfg.runner.name, cfg.runtime.name)
+        configs.find_checkpoint(output_dir, cfg.runner.name, cfg.runtime.name)
     except (ValueError, FileNotFoundError):
         return False
     return True
@@ -279,8 +247,8 @@ def main(argv: list[str]) -> int:
     argv = [f"{a.partition('=')[0]}={os.path.expanduser(a.partition('=')[2])}" if a.startswith(
         ("hydra.run.dir=~", "hydra.sweep.dir=~")) else a for a in argv]  # (the shell and Hydra
     # leave a ~ after = as it is: a folder named ~)
-    register(argv)
-    argv = expand_shorthands(argv)
+    configs.register(argv)
+    argv = configs.expand_shorthands(argv)
     check_given_once(argv)
     argv = resume_arguments(argv)  # (registers a resumed run's imports)
     check_overrides(argv)
@@ -326,7 +294,7 @@ def main(argv: list[str]) -> int:
 
     saved, root = sys.argv, logging.getLogger()
     handlers, level = root.handlers[:], root.level
-    flags, overrides = _split_flags(argv)  # (Hydra's parser takes the overrides in one run:
+    flags, overrides = configs.split_flags(argv)  # (Hydra's parser takes the overrides in one run:
     sys.argv = ["looprl run", *flags, *overrides]  # seed=0,1 -m hydra.sweep.dir=... was not)
     try:
         app()

@@ -12,12 +12,12 @@ from looprl.configs import (
     HYDRA_FLAGS,
     RUN_MINIMUMS,
     _choices,
-    _override_pairs,
-    _split_flags,
     algorithm_options,
     check_run_value,
+    override_pairs,
     runners,
     runtimes,
+    split_flags,
 )
 from looprl.configs.sources import (
     PRIMARY,
@@ -40,22 +40,14 @@ _LONG_FLAGS = {"-c": "--cfg", "-p": "--package", "-i": "--info", "-cp": "--confi
                "-cn": "--config-name", "-cd": "--config-dir"}
 #: the options the ``looprl`` config chooses in its defaults
 DEFAULTS = {"algorithm": ["ppo"], "runner": ["online"], "meta": [], "runtime": ["local"]}
-#: Mighty's option names that are not looprl's in lower case (``algorithm: SAC``: ``sac``;
-#: ``_mighty_hint``; a meta component's: ``meta.registry.own_name``)
+#: Mighty's option names that are not looprl's in lower case (``_mighty_hint``)
 MIGHTY_OPTIONS = {"runner": {"standard": "online", "default": "online"}}
-
-
-def _builtin_options() -> dict[str, list[str]]:
-    from hydra.core.config_store import ConfigStore
-    meta = ConfigStore.instance().repo["meta"]
-    return {"algorithm": list(algorithm_options()), "runner": list(runners()),
-            "meta": sorted(name.removesuffix(".yaml") for name in meta),
-            "runtime": list(runtimes())}
 
 
 def check_overrides(overrides: list[str]) -> None:
     """A one-line ``ValueError`` for an override naming an unknown group option, key or
     argument."""
+    from hydra.core.config_store import ConfigStore
     for i, arg in enumerate(overrides):
         flag, given, value = arg.partition("=")
         if flag.startswith("-") and flag not in HYDRA_FLAGS:  # (Hydra: its usage block)
@@ -65,12 +57,16 @@ def check_overrides(overrides: list[str]) -> None:
                              "It takes key=value overrides and Hydra's flags: see looprl run "
                              "--help (a negative value goes after the '=': seed=-1)")
         _check_flag_value(arg, overrides[i + 1:i + 2])
-    given = _override_pairs(overrides)
+    given = override_pairs(overrides)
     if ("hydra/launcher", "submitit_slurm") in given and shutil.which("srun") is None:
         raise ValueError("hydra/launcher=submitit_slurm needs a SLURM cluster (no srun here): "
                          "run it on one, or use hydra/launcher=submitit_local or joblib")
     pairs = [(key, value) for key, value in given if not key.startswith("hydra")]
-    builtin, mine = _builtin_options(), user_groups(overrides)
+    meta = ConfigStore.instance().repo["meta"]
+    builtin = {"algorithm": list(algorithm_options()), "runner": list(runners()),
+               "meta": sorted(name.removesuffix(".yaml") for name in meta),
+               "runtime": list(runtimes())}
+    mine = user_groups(overrides)
     options = {group: [*builtin.get(group, []), *mine.get(group, [])]
                for group in {*builtin, *mine}}
     # the options the looprl config chooses; with a user's config in play, its own
@@ -110,9 +106,8 @@ def check_overrides(overrides: list[str]) -> None:
 
 
 def _check_flag_value(flag: str, after: list[str]) -> None:
-    """A Hydra flag that takes a value (``--cfg job``) without one, or ``--cfg`` with another
-    than Hydra's choices, is a one-line ``ValueError`` (Hydra: its usage block; a flag before a
-    ``key=value`` took that override as its value)."""
+    """A Hydra flag that takes a value (``--cfg job``) without one (or before a ``key=value``),
+    or ``--cfg`` with another than Hydra's choices, is a one-line ``ValueError``."""
     if flag not in _VALUED_FLAGS or flag in ("--info", "-i"):  # (--info's value is optional)
         return
     value = after[0] if after else ""
@@ -146,9 +141,8 @@ def _mighty_hint(group: str, choice: str, options: list[str]) -> str:
 
 
 def _flag_hint(flag: str, value: str) -> str:
-    """" Did you mean ...?" naming the override a flag stands for (``--quiet``:
-    ``logging.quiet=true``, ``--frames 500``: ``frames=500``), else the closest of Hydra's
-    flags."""
+    """" Did you mean ...?" naming the override a flag stands for (``--frames 500``:
+    ``frames=500``), else the closest of Hydra's flags."""
     name, primary = flag.lstrip("-").replace("-", "_"), config_keys()
     if name in primary and name not in ("context", "logging"):
         return f" Did you mean {name}={value or '...'}?"
@@ -160,7 +154,7 @@ def _flag_hint(flag: str, value: str) -> str:
 def check_given_once(overrides: list[str]) -> None:
     """A key, ``--resume`` or one of Hydra's flags that take a value (``-cn``, ``-cd``, ...)
     given twice is a one-line ``ValueError`` naming both (Hydra would silently take the last)."""
-    flags = _split_flags(overrides)[0]
+    flags = split_flags(overrides)[0]
     valued = [(at, arg) for at, arg in enumerate(flags) if arg.partition("=")[0] in _VALUED_FLAGS]
     check_once([_LONG_FLAGS.get(name, name) for name in (a.partition("=")[0] for _, a in valued)],
                [arg if "=" in arg or not flags[at + 1:] or flags[at + 1].startswith("-")
@@ -168,7 +162,7 @@ def check_given_once(overrides: list[str]) -> None:
     resumed = [at for at, arg in enumerate(overrides) if arg == "--resume"]
     check_once(["--resume"] * len(resumed), [" ".join(overrides[at:at + 2]) for at in resumed],
                "resume one run directory at a time")
-    pairs = _override_pairs(overrides)
+    pairs = override_pairs(overrides)
     check_once([key for key, _ in pairs], [f"{key}={value}" for key, value in pairs],
                "give each key once (a sweep's values as key=a,b with -m)")
 

@@ -1,6 +1,5 @@
-"""The run directory of ``looprl run``: checked before Hydra writes it (``check_run_dir``) and
-claimed when Hydra's default would give two runs of the same second one directory
-(``claim_run_dir``)."""
+"""The run directory of ``looprl run``: checked before Hydra writes it (``check_run_dir``), and
+claimed where Hydra's default would give two runs one directory (``claim_run_dir``)."""
 
 from __future__ import annotations
 
@@ -17,11 +16,9 @@ _NO_RUN = ("--help", "-h", "--hydra-help", "--info", "-i", "--cfg", "-c", "--she
 
 
 def check_run_dir(argv: list[str]) -> None:
-    """A one-line ``ValueError`` if the run directory (``hydra.run.dir``, ``hydra.sweep.dir``
-    with ``-m``) cannot be written, or if a new run's ``hydra.run.dir`` holds a finished run
-    (whose config, results and presets it would replace) or an unfinished one with a checkpoint
-    (whose config it would replace, so that ``--resume`` went on from that checkpoint with the
-    new config), or ``hydra.sweep.dir`` a finished job's (``0/results.json``)."""
+    """A one-line ``ValueError`` if the run directory (``hydra.run.dir``, with ``-m``
+    ``hydra.sweep.dir``) cannot be written, or holds a run (``_check_no_run_in``) or a finished
+    sweep's job (``0/results.json``) that this one would replace."""
     from looprl.core.files import check_writable
     if _prints_only(argv):
         return
@@ -42,9 +39,8 @@ def check_run_dir(argv: list[str]) -> None:
 
 
 def _check_no_run_in(directory: Path, given: str) -> None:
-    """A one-line ``ValueError`` if ``directory`` (``hydra.run.dir=given``) holds a finished
-    run, or an unfinished one with a checkpoint (one a resume would take), whose config a new
-    run would replace (and a resume would then check and resume with)."""
+    """A one-line ``ValueError`` if ``directory`` (``hydra.run.dir=given``) holds a finished run
+    or one with a checkpoint (``--resume`` would then go on from it with the new config)."""
     from looprl.distributed.run_state import CONTROLLER_CHECKPOINT
     from looprl.experiments.checkpoint import numbered_checkpoints, resumable
     if (directory / "results.json").is_file():
@@ -100,11 +96,9 @@ def run_dir_key(argv: list[str]) -> str:
 
 
 def claim_run_dir(argv: list[str], now: datetime.datetime | None = None) -> Path | None:
-    """Hydra's default run directory (``outputs/DATE/TIME``, with ``-m`` ``multirun/...``),
-    made here, or the first free ``TIME-1``, ``TIME-2``, ... if a run started in the same second
-    has it (Hydra's default would give both one directory: the second run's config and logs
-    would replace the first's); ``None`` where ``argv`` names the directory, prints without
-    running, or chooses a config of the user's own."""
+    """Hydra's default run directory (``outputs/DATE/TIME``, with ``-m`` ``multirun/...``), made
+    here, or the first free ``TIME-1``, ``TIME-2``, ... if a run of the same second has it;
+    ``None`` where ``argv`` names the directory, prints only, or chooses a config of its own."""
     key = run_dir_key(argv)
     directory = config_dir(argv)
     if (_prints_only(argv)

@@ -1,7 +1,5 @@
-"""The ``runtime`` group of ``looprl run``: ``local`` and ``ray``. With ``runner=online``,
-``ray`` is one distributed run (``RuntimeConfig``'s options); with ``runner=es|optuna|pbt``,
-the trials at once, each in a Ray process running the local runtime (``TRIAL_OPTIONS``).
-"""
+"""The ``runtime`` group of ``looprl run``: ``local``, and ``ray``: one distributed run with
+``runner=online``, the trials at once in Ray processes with ``runner=es|optuna|pbt``."""
 
 from __future__ import annotations
 
@@ -62,8 +60,7 @@ def _attributes(doc: str) -> dict[str, str]:
 
 
 def distributed_options(runtime: dict[str, Any]) -> dict[str, Any]:
-    """The ``RuntimeConfig`` options of a ``runner=online runtime=ray`` config's ``runtime``
-    node."""
+    """The ``RuntimeConfig`` options of a ``runner=online runtime=ray`` config's ``runtime``."""
     options = {k: v for k, v in runtime.items() if k != "name"}
     if options.pop("trials_in_parallel", None) is not None:
         raise ValueError("runtime.trials_in_parallel is for runner=es, optuna or pbt on Ray; "

@@ -1,11 +1,6 @@
-"""Where ``looprl run`` finds its configs: looprl's own, and a user's config directory.
-
-    looprl run -cd my_configs +experiment=pendulum_sac     # my_configs/experiment/pendulum_sac.yaml
-    looprl run -cd my_configs -cn my_run                    # my_configs/my_run.yaml as the config
-
-``-cd DIR`` puts ``DIR`` on Hydra's search path: each of its folders is a config group, each
-YAML file in it a config ``-cn NAME`` can start from (``defaults: [looprl, ...]``).
-"""
+"""Where ``looprl run`` finds its configs: looprl's own, and a user's config directory
+(``-cd DIR``: each of its folders a config group, each YAML file in it a config ``-cn NAME``
+can start from, ``defaults: [looprl, ...]``; docs/coming-from-mighty.md)."""
 
 from __future__ import annotations
 
@@ -23,8 +18,7 @@ __all__ = ["GROUPS", "MIGHTY_KEYS", "PRIMARY", "check_config_keys", "check_packa
 PRIMARY = "looprl"
 #: the groups of the ``looprl`` config, each with a value in every composed config
 GROUPS = ("algorithm", "meta", "runner", "runtime")
-#: Mighty's top-level keys (its ``base.yaml`` and ``environment/`` files) -> looprl's way
-#: (docs/coming-from-mighty.md): not aliases, a hint in the unknown key's one line
+#: Mighty's top-level keys -> looprl's way: not aliases, a hint in the unknown key's one line
 MIGHTY_KEYS = {
     "num_steps": "frames=N", "environment": "env=ID (with env_kwargs, env_wrappers)",
     "algorithm_kwargs": "algorithm.NAME=VALUE, the preset's hyperparameters",
@@ -87,9 +81,8 @@ def user_groups(argv: list[str] | tuple[str, ...]) -> dict[str, list[str]]:
 
 
 def check_package_header(path: Path) -> None:
-    """A ``# @package`` line of ``path`` below another line (a comment too) is a one-line
-    ``ValueError``: Hydra reads a header only above every other line, and ignored it (then
-    an experiment's ``override /algorithm: ...`` failed as "Could not override ...")."""
+    """A ``# @package`` line of ``path`` below another line (a comment too), which Hydra
+    ignores, is a one-line ``ValueError``."""
     lines = [line.strip() for line in path.read_text().splitlines() if line.strip()]
     header = next((at for at, line in enumerate(lines) if re.match(r"#\s*@package", line)), 0)
     other = next((at for at, line in enumerate(lines) if not re.match(r"#\s*@", line)), header)
@@ -110,17 +103,18 @@ def compose(argv: list[str] | tuple[str, ...], overrides: list[str]) -> Any:
         return hydra_compose(config_name(argv), overrides=overrides)
 
 
-def saved_sources(saved: Path) -> list[str]:
-    """The ``--config-dir`` and ``--config-name`` flags of the run whose ``.hydra`` folder is
-    ``saved``."""
+def saved_sources(saved: Path) -> tuple[list[str], dict[str, Any]]:
+    """The ``--config-dir`` and ``--config-name`` flags, and the groups' choices (``runtime:
+    ray``, ...), of the run whose ``.hydra`` folder is ``saved`` (none without a hydra.yaml)."""
     from omegaconf import OmegaConf
     if not (saved / "hydra.yaml").is_file():
-        return []
+        return [], {}
     hydra = OmegaConf.load(saved / "hydra.yaml").hydra
     flags = [f"--config-dir={source.path}" for source in hydra.runtime.config_sources
              if source.provider == "command-line" and source.schema == "file"]
     name = hydra.job.config_name
-    return [*flags[-1:], *([f"--config-name={name}"] if name != PRIMARY else [])]
+    return ([*flags[-1:], *([f"--config-name={name}"] if name != PRIMARY else [])],
+            dict(OmegaConf.select(hydra, "runtime.choices") or {}))
 
 
 def config_keys() -> dict[str, Any]:

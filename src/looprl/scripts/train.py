@@ -13,19 +13,22 @@ DEVICE_HELP = "e.g. cpu, cuda, cuda:0 (default: cuda if there is one, else cpu)"
 Main = Callable[..., int]
 
 
-def run_train(args: argparse.Namespace, agent: str, hparams: list[str]) -> int:
-    """``looprl train AGENT ENV`` with ALL's parsed ``args`` (``train_args``)."""
-    return cli.cmd_train(train_args(args, agent, hparams))
+def entry(parser: cli.ArgumentParser, command: Callable[[argparse.Namespace], int]) -> Main:
+    """A console script's ``main(argv=None)``: ``command`` on ``parser``'s arguments, run as
+    ``cli.main`` and ``cli.guarded`` run the ``looprl`` commands (errors: one line)."""
+    def run(argv: list[str]) -> int:
+        return cli.guarded(lambda: command(parser.parse_args(argv)), parser.prog)
+
+    return lambda argv=None: cli.main(argv, run, parser.prog)
 
 
 def train_args(args: argparse.Namespace, agent: str, hparams: list[str]) -> argparse.Namespace:
     """``looprl train AGENT ENV``'s arguments (its defaults) with ALL's parsed ``args``
-    (``frames``, ``device``, ``render``, ``save_freq``, ``logdir``) and ALL's 100 test
-    episodes."""
+    (``train_parser``'s, ``logdir``) and ALL's 100 test episodes."""
     train = cli.build_parser().parse_args(["train", agent, args.env])
     vars(train).update(hparams=hparams, test_episodes=100, frames=args.frames,
                        device=args.device, render=args.render, save_freq=args.save_freq,
-                       logdir=getattr(args, "logdir", train.logdir))
+                       logdir=args.logdir)
     return train
 
 
@@ -56,10 +59,5 @@ def script(prog: str, family: str, default_frames: float, example: str) -> Main:
     parse.add_argument("agent", help="the preset, e.g. dqn (looprl list)")
     parse.add_argument("--logdir", default="runs")
     parse.add_argument("--hyperparameters", default=[], nargs="*", metavar="KEY=VALUE")
-
-    def run(argv: list[str]) -> int:
-        args = parse.parse_args(argv)
-        return cli.guarded(lambda: run_train(args, family_agent(family, args.agent),
-                                             args.hyperparameters), prog)
-
-    return lambda argv=None: cli.main(argv, run, prog)
+    return entry(parse, lambda args: cli.cmd_train(train_args(
+        args, family_agent(family, args.agent), args.hyperparameters)))

@@ -11,7 +11,7 @@ from looprl import cli
 from looprl.environments.multiagent import MultiagentAtariEnv
 from looprl.presets.catalog import make_env, resolve_agent
 from looprl.presets.multiagent import independent
-from looprl.scripts.train import family_agent, train_args, train_parser
+from looprl.scripts.train import entry, family_agent, train_args, train_parser
 
 
 def train(args: argparse.Namespace) -> int:
@@ -39,15 +39,12 @@ def train(args: argparse.Namespace) -> int:
     return cli.train_built(builder, env, train_args(args, f"{family}.independent", []))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parse = train_parser("looprl-multiagent-atari", 40e6)
-    parse.add_argument("env", help="the PettingZoo game, e.g. pong_v3")
-    parse.add_argument("agents", nargs="*", help="the preset of each agent, e.g. dqn rainbow")
-    parse.add_argument("--replay_buffer_size", type=cli.number(1), default=100000)
-    parse.add_argument("--logdir", default="runs")
-    return cli.main(argv, lambda argv: cli.guarded(lambda: train(parse.parse_args(argv)),
-                                                   parse.prog), parse.prog)
-
+parser = train_parser("looprl-multiagent-atari", 40e6)
+parser.add_argument("env", help="the PettingZoo game, e.g. pong_v3")
+parser.add_argument("agents", nargs="*", help="the preset of each agent, e.g. dqn rainbow")
+parser.add_argument("--replay_buffer_size", type=cli.number(1), default=100000)
+parser.add_argument("--logdir", default="runs")
+main = entry(parser, train)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -3,10 +3,11 @@ plays (in a window, else into a GIF beside the preset)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from looprl import cli
-from looprl.scripts.train import DEVICE_HELP, Main
+from looprl.scripts.train import DEVICE_HELP, Main, entry
 
 
 def script(prog: str, fps: float, example: str, reload: bool = False) -> Main:
@@ -23,25 +24,15 @@ def script(prog: str, fps: float, example: str, reload: bool = False) -> Main:
     parser.add_argument("--episodes", type=cli.number(1), default=None, help="looprl's: stop "
                         "after N episodes (default: forever in a window, as ALL; 1 into a GIF)")
 
-    def run(argv: list[str]) -> int:
-        given = parser.parse_args(argv)  # (on looprl watch's defaults)
-        args = cli.build_parser().parse_args(["watch", given.filename])
+    def run(given: argparse.Namespace) -> int:
+        args = cli.build_parser().parse_args(["watch", given.filename])  # (its defaults)
         vars(args).update({k: v for k, v in vars(given).items() if k != "filename"})
-        gif_written = False
-
-        def play() -> int:
-            nonlocal gif_written
-            gif_written = cli.watch_saved(args) is not None
-            return 0
-
-        if not getattr(args, "reload", False):
-            return cli.guarded(play, prog)
-        rounds, args.episodes = args.episodes or sys.maxsize, 1  # (each loads the file anew)
-        for _ in range(rounds):  # (forever in a window; one round into a GIF)
-            if code := cli.guarded(play, prog):
-                return code
-            if gif_written and not given.episodes:
+        rounds = 1
+        if getattr(given, "reload", False):  # (each round loads the file anew)
+            rounds, args.episodes = given.episodes or sys.maxsize, 1
+        for _ in range(rounds):  # (--reload: forever in a window; one round into a GIF)
+            if cli.watch_saved(args) is not None and not given.episodes:
                 break
         return 0
 
-    return lambda argv=None: cli.main(argv, run, prog)
+    return entry(parser, run)
