@@ -20,7 +20,7 @@ from looprl.core import ParallelPreset, SampleBatch, State, StateArray
 from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment
 from looprl.nn.distributional import CategoricalQHead
-from looprl.nn.noisy import NoisyFactorizedLinear
+from looprl.nn.layers import NoisyFactorizedLinear
 from looprl.presets import load_preset
 from looprl.presets.classic_control import c51, ddqn, rainbow, vqn, vsarsa
 

@@ -1,11 +1,6 @@
-"""``AdamStep``: a plain ``Adam``/``AdamW`` step as one call of torch's functional
-``torch.optim.adam.adam`` per group, with the state lists kept between steps (rebuilt when
-``state`` or ``param_groups`` are replaced): the same parameters and state as
-``optimizer.step()`` without its per-call Python work. A fused group also takes clipping's
-factor into the kernel (``grad_scale``). ``optimizer.step()`` runs instead before the first
-step, when a gradient is missing, for ``differentiable``/``capturable`` groups and under a
-``GradScaler``; step hooks do not run on the functional path.
-"""
+"""``AdamStep``: ``optimizer.step()`` of a plain ``Adam``/``AdamW`` as one functional
+``torch.optim.adam.adam`` call per group, the state lists kept between steps; step hooks do not
+run. A fused group takes clipping's factor into the kernel (``grad_scale``)."""
 
 from __future__ import annotations
 
@@ -21,9 +16,8 @@ _STATE = ("exp_avg", "exp_avg_sq")
 
 
 class AdamStep:
-    """Steps ``optimizer`` through ``torch.optim.adam.adam``: call ``step`` when ``ready()``,
-    else ``optimizer.step()``. ``clipped``: the parameters clipping applies to (the factor
-    goes into the kernel, ``scales``, only where they are the optimizer's, all fused)."""
+    """Steps ``optimizer`` through ``torch.optim.adam.adam`` when ``ready()``; ``clipped``: the
+    parameters clipping applies to (``scales``: they are the optimizer's, all fused)."""
 
     def __init__(self, optimizer: torch.optim.Optimizer, clipped: list[torch.Tensor]):
         self.optimizer = optimizer

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 from typing import Any
@@ -10,19 +11,22 @@ import torch
 from torch import nn
 
 from looprl.approximation.adam_step import AdamStep
-from looprl.approximation.checkpointer import Checkpointer, DummyCheckpointer
-from looprl.approximation.target import TargetNetwork, TrivialTarget
+from looprl.approximation.target import (
+    Checkpointer,
+    DummyCheckpointer,
+    TargetNetwork,
+    TrivialTarget,
+)
 from looprl.core.hyperparameter import Hyperparameter, merge_hyperparameters
 from looprl.core.suggest import check_count, check_device, is_number
 
-__all__ = ["Approximation", "JointApproximation", "data_parallel"]
+__all__ = ["Approximation", "Identity", "JointApproximation", "data_parallel"]
 
 _DENORMAL = 5e-324  # the smallest double, read as 0 where denormals are flushed
 
 
 def flushing_denormals() -> bool:
-    """Whether denormal floats are flushed to zero now (``torch.set_flush_denormal``, which has
-    no getter: the CPU's flag shows in any float operation)."""
+    """Whether denormal floats are flushed to zero now (``torch.set_flush_denormal``'s flag)."""
     return _DENORMAL * 1.0 == 0.0
 
 
@@ -37,14 +41,9 @@ class Approximation:
         name: used in log keys (``loss/<name>``) and checkpoint file names.
         scheduler: an lr scheduler stepped after every update (``lr_scheduler``: the same).
         target: a ``TargetNetwork`` (default: the model itself).
-        log_every: log the loss and lr every this many updates. The loss is checked for
-            NaN/inf at every update on the CPU; on an accelerator every ``log_every`` updates
-            (reading it there waits for the device).
-        flush_denormal: on the CPU, step with denormal floats flushed to zero (Adam's
-            moments of dead units decay into denormals, which are slow on CPUs), then turn
-            flushing off again, unless it was on already (``torch.set_flush_denormal(True)``).
-        functional_step: step a plain ``Adam``/``AdamW`` through ``AdamStep``; ``False``:
-            through ``optimizer.step()`` (which runs the optimizer's step hooks).
+        log_every: log the loss and lr (and check the loss off the CPU) every this many updates.
+        flush_denormal: on the CPU, step with denormal floats flushed to zero (faster).
+        functional_step: step a plain ``Adam``/``AdamW`` through ``AdamStep`` (no step hooks).
     """
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
@@ -111,7 +110,7 @@ class Approximation:
         return self.model(*inputs) if self._ddp is None else self._ddp(*inputs)
 
     def no_grad(self, *inputs: Any) -> Any:
-        """Forward pass under ``torch.no_grad()`` (as ``set_grad_enabled(False)``: cheaper)."""
+        """Forward pass under ``torch.no_grad()``."""
         with torch.set_grad_enabled(False):
             return self.model(*inputs)
 
@@ -159,10 +158,8 @@ class Approximation:
         return self
 
     def step(self, loss: torch.Tensor | None = None) -> Approximation:
-        """Apply the accumulated gradients (clip, optimizer step, clear), update the target,
-        lr scheduler and checkpointer. Every ``log_every`` updates ``loss`` is logged; a NaN/inf
-        one raises ``FloatingPointError`` (see ``log_every`` for when it is checked), as does a
-        NaN/inf gradient norm that ``clip_grad`` would scale by on the CPU."""
+        """Clip, step and clear the gradients, then update target, scheduler and checkpointer;
+        a NaN/inf loss or clipped gradient norm raises ``FloatingPointError``."""
         if self.optimizer is None:
             raise self._no_optimizer("step")
         logged = self._updates % self._log_every == 0
@@ -243,9 +240,8 @@ class Approximation:
 
     def distribute(self, process_group: Any = None,
                    find_unused_parameters: bool = True) -> Approximation:
-        """Average gradients over ``process_group`` with DDP: every process must then make
-        as many ``__call__`` passes (``no_grad``/``eval`` do not communicate). Copies and
-        pickles are not distributed. ``find_unused_parameters``: ``data_parallel``'s."""
+        """Average gradients over ``process_group`` with DDP (``data_parallel``): every process
+        makes as many ``__call__`` passes; copies and pickles are not distributed."""
         self._ddp = data_parallel(self.model, process_group, find_unused_parameters)
         return self
 
@@ -272,38 +268,42 @@ class Approximation:
         return result
 
 
-class _PartTargets(TargetNetwork):
-    """A ``JointApproximation``'s target: each part's target on the same inputs; each part
-    updates its own at its step."""
+class Identity(Approximation):
+    """``f(x) = x`` (``all.approximation.Identity``); ``reinforce`` and ``step`` do nothing."""
 
-    def __init__(self, parts: list[Approximation]):
-        self.parts = parts
+    def __init__(self, device: str | torch.device = "cpu", name: str = "identity",
+                 **kwargs: Any):
+        super().__init__(nn.Identity(), None, device=device, name=name, **kwargs)
 
-    def init(self, model: nn.Module) -> None:
-        pass
+    def reinforce(self, loss: Any = None) -> Identity:
+        """Nothing to learn (``step``: nothing to update)."""
+        return self
 
-    def __call__(self, *inputs: Any) -> tuple[Any, ...]:
-        return tuple(part.target(*inputs) for part in self.parts)
-
-    def sync(self) -> None:
-        for part in self.parts:
-            part._target.sync()
+    step = reinforce
 
 
 class JointApproximation(Approximation):
-    """Several approximations (``parts``) trained as one, as ALL's agents train theirs:
-    ``model`` is a module over the parts' modules; ``reinforce(loss)`` backpropagates ``loss``
-    once, then steps every part with its own optimizer (clipping, target, scheduler, as
-    ``loss.backward(); v.step(); policy.step()``); ``target(*inputs)``: each part's target."""
+    """Several approximations (``parts``) trained as one (``model`` over their modules):
+    ``reinforce(loss)`` backpropagates once, then steps each part with its own optimizer."""
 
     def __init__(self, model: nn.Module, parts: list[Approximation], name: str):
         self.parts = list(parts)
-        super().__init__(model, None, name=name, device=self.parts[0].device,
-                         target=_PartTargets(self.parts))
+        super().__init__(model, None, name=name, device=self.parts[0].device)
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """The parts' keys (a key they share is set on all)."""
         return merge_hyperparameters(*(part.hyperparameters() for part in self.parts))
+
+    def target(self, *inputs: Any) -> tuple[Any, ...]:
+        """Each part's target on ``inputs``."""
+        return tuple(part.target(*inputs) for part in self.parts)
+
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> Any:
+        """Load the model's ``state_dict`` and copy it into each part's target network."""
+        result = self.model.load_state_dict(state_dict, strict=strict)
+        for part in self.parts:
+            part._target.sync()
+        return result
 
     def reinforce(self, loss: torch.Tensor) -> JointApproximation:
         return self._backward(loss).step(loss)
@@ -357,19 +357,13 @@ def _check_parts(model: Any, optimizer: Any, clip_grad: Any, loss_scaling: Any, 
 
 def data_parallel(model: nn.Module, process_group: Any = None,
                   find_unused_parameters: bool = True) -> nn.Module:
-    """``model`` in a DDP wrapper over ``process_group`` that makes no collective in forward
-    passes; ``find_unused_parameters``: a loss may leave some parameters without a gradient
-    (an output it does not use: DDP then looks for them after every forward pass, and torch
-    warns when it finds none); ``False`` where every loss trains all of them."""
-    import inspect
-
-    from torch.nn.parallel import DistributedDataParallel
-
+    """``model`` in a DDP wrapper over ``process_group``, no collective in forward passes;
+    ``find_unused_parameters=False`` where every loss trains all parameters."""
+    ddp = nn.parallel.DistributedDataParallel
     no_sync = ("forward_sync_buffers" if "forward_sync_buffers" in inspect.signature(
-        DistributedDataParallel).parameters else "broadcast_buffers")
-    return DistributedDataParallel(model, process_group=process_group,
-                                   find_unused_parameters=find_unused_parameters,
-                                   **{no_sync: False})
+        ddp).parameters else "broadcast_buffers")
+    return ddp(model, process_group=process_group, find_unused_parameters=find_unused_parameters,
+               **{no_sync: False})
 
 
 #: parameters up to which a CPU model's gradient norm is taken over one concatenated vector
@@ -378,9 +372,8 @@ _SMALL = 2**15
 
 def _clip_gradients(params: list[torch.Tensor], max_norm: float, cpu: bool,
                     small: bool) -> torch.Tensor:
-    """Clip the gradients as ``nn.utils.clip_grad_norm_(params, max_norm, foreach=True)``;
-    return their norm before clipping. ``cpu`` (one CPU device and dtype): faster for small
-    networks, multiplying only when the factor is below 1 (or NaN)."""
+    """``nn.utils.clip_grad_norm_(params, max_norm, foreach=True)``, faster on one CPU device
+    and dtype (``cpu``); returns the norm before clipping."""
     if not cpu:
         return nn.utils.clip_grad_norm_(params, max_norm, foreach=True)
     norm, factor = _clip_factor(params, max_norm, cpu, small)

@@ -1,6 +1,5 @@
-"""``QContinuous``: ``Q(s, a)`` for continuous actions; ``q(state, actions)`` has shape
-``state.shape``, zero where terminated. ``ContinuousQ``: the same ``Q(s, a)`` on observation
-tensors (DDPG's, TD3's and SAC's critics)."""
+"""``QContinuous``: ``Q(s, a)`` of continuous actions, ``state.shape``, zero where terminated;
+``ContinuousQ``: the same on observation tensors (DDPG's, TD3's and SAC's critics)."""
 
 from __future__ import annotations
 
@@ -17,16 +16,14 @@ __all__ = ["ContinuousQ", "QContinuous", "QContinuousModule"]
 
 
 class ContinuousQ(RLNetwork):
-    """``Q(s, a) = model(cat(s, a))``, one value per row (``model``: ``(batch, 1)`` outputs), of
-    observation and action tensors."""
+    """``Q(s, a) = model(cat(s, a))`` of observation and action tensors, one value per row."""
 
     def forward(self, observation: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         return self.model(torch.cat((observation, action), dim=-1)).squeeze(-1)
 
 
 class QContinuousModule(ContinuousQ):
-    """``ContinuousQ`` of a ``State``/``StateArray`` (or observations) and actions
-    ``(*state.shape, action_dim)``."""
+    """``ContinuousQ`` of a ``State``/``StateArray`` (or observations) and actions."""
 
     def forward(self, state: Any, actions: torch.Tensor) -> torch.Tensor:
         if not isinstance(state, State):  # (observations: ``ContinuousQ``'s)
@@ -38,8 +35,7 @@ class QContinuousModule(ContinuousQ):
 
 
 class QContinuous(Approximation):
-    """Continuous-action value approximation; ``model`` maps ``cat(observation, action)``,
-    ``(batch, obs_dim + action_dim)``, to ``(batch, 1)`` values."""
+    """Continuous-action values; ``model`` maps ``cat(observation, action)`` to ``(batch, 1)``."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  name: str = "q", **kwargs: Any):

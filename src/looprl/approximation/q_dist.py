@@ -1,12 +1,7 @@
-"""``QDist``: an ``Approximation`` of return distributions over fixed atoms (C51).
-
-The model returns flat logits ``(batch, num_actions * num_atoms)`` (ALL's convention; softmaxed
-per action here) or probabilities ``(batch, num_actions, num_atoms)`` (with one action these
-need all three dimensions). ``q(state)`` returns ``(*state.shape, num_actions, num_atoms)``
-probabilities, ``q(state, actions)`` ``(*state.shape, num_atoms)``; a terminated state's
-distribution is a point mass on the atom nearest to 0. Observations ``[N, ...]`` in place of a
-state give ``(N, num_actions, num_atoms)`` (``(N, num_atoms)`` of ``actions``).
-"""
+"""``QDist``: return distributions over fixed atoms (C51). The model returns flat logits
+``(batch, num_actions * num_atoms)`` (ALL's; softmaxed per action) or probabilities ``(batch,
+num_actions, num_atoms)``; ``q(state)`` gives ``(*state.shape, num_actions, num_atoms)``,
+``q(state, actions)`` ``(*state.shape, num_atoms)``, a point mass nearest to 0 where terminated."""
 
 from __future__ import annotations
 
@@ -16,7 +11,7 @@ import torch
 from torch import nn
 
 from looprl.approximation.approximation import Approximation
-from looprl.approximation.q_network import action_index, check_actions
+from looprl.approximation.q_network import gather_actions
 from looprl.core.state import State
 from looprl.core.suggest import either
 
@@ -24,8 +19,7 @@ __all__ = ["ExpectedQ", "QDist", "QDistModule", "check_support", "project_distri
 
 
 class QDistModule(nn.Module):
-    """Maps a ``State``/``StateArray`` or observations (and optionally actions) to probabilities
-    of ``atoms``."""
+    """Maps a ``State``/``StateArray`` or observations (and actions) to ``atoms``' probabilities."""
 
     def __init__(self, model: nn.Module, atoms: torch.Tensor, num_actions: int):
         super().__init__()
@@ -59,20 +53,12 @@ class QDistModule(nn.Module):
             probs = mask * probs + (1 - mask) * self.terminal
         else:
             probs = self.probabilities(state)
-        if actions is None:
-            return probs
-        actions = action_index(actions, probs.shape[:-2], probs.device, probs.shape[-2])
-        index = actions.view(*actions.shape, 1, 1).expand(*actions.shape, 1, probs.shape[-1])
-        try:
-            return probs.gather(-2, index).squeeze(-2)
-        except (RuntimeError, IndexError):  # (the check only here: no sync per call)
-            check_actions(actions, probs.shape[-2])
-            raise
+        return probs if actions is None else gather_actions(probs, actions, atoms=True)
 
 
 class QDist(Approximation):
-    """Distributional action-value approximation (see the module docstring); ``n_actions``
-    and ``n_atoms`` are ALL's names of ``num_actions`` and ``num_atoms`` (``None``: 2, 51)."""
+    """Distributional action values; ``n_actions``/``n_atoms``: ALL's ``num_actions``/``num_atoms``
+    (``None``: 2, 51)."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  num_actions: int | None = None, num_atoms: int | None = None,
@@ -108,9 +94,8 @@ class QDist(Approximation):
 
 
 def check_support(v_min: float, v_max: float, num_atoms: int) -> None:
-    """A one-line ``ValueError`` unless ``num_atoms >= 2`` atoms from ``v_min`` to ``v_max``
-    lie apart in float32, the support's dtype (``1.0`` and ``1.00000001`` are one float32;
-    ``-2e38`` to ``2e38`` spans more than it holds): the projection would index with NaN."""
+    """A one-line ``ValueError`` unless ``num_atoms >= 2`` atoms from ``v_min`` to ``v_max`` lie
+    apart in float32 (else the projection would index with NaN)."""
     low, high = torch.tensor([v_min, v_max], dtype=torch.float32)
     span = high - low
     if num_atoms < 2 or span.isinf() or not span / (num_atoms - 1) > 0:
@@ -120,9 +105,8 @@ def check_support(v_min: float, v_max: float, num_atoms: int) -> None:
 
 def project_distribution(probs: torch.Tensor, support: torch.Tensor,
                          atoms: torch.Tensor) -> torch.Tensor:
-    """C51's projection (Bellemare et al., 2017, Algorithm 1) of ``probs`` ``(..., n)``, the
-    ``j``-th at ``support[..., j]``, onto the evenly spaced ``atoms``: ``(..., len(atoms))``; a
-    probability landing exactly on an atom goes all to it (where ALL's ``project`` loses it)."""
+    """C51's projection of ``probs`` ``(..., n)`` at ``support`` onto the evenly spaced ``atoms``;
+    one landing exactly on an atom goes all to it (ALL's ``project`` loses it)."""
     v_min, v_max = atoms[0], atoms[-1]
     delta = (v_max - v_min) / (atoms.shape[0] - 1)
     b = ((support.clamp(v_min, v_max) - v_min) / delta).clamp(0, atoms.shape[0] - 1)

@@ -1,7 +1,7 @@
-"""``QNetwork``: action values over discrete actions. ``q(state)`` returns
-``(*state.shape, num_actions)`` values (zero where terminated), ``q(state, actions)`` those of
-``actions``, ``state.shape``; observations in place of a state (a tensor or fields) go straight
-to the model."""
+"""The approximations of an ``RLNetwork`` over a state's observations (observations given in
+place of a state go straight to the model): ``QNetwork`` (``q(state)``: ``(*state.shape,
+num_actions)`` values, ``q(state, actions)``: ``state.shape``), ``VNetwork`` (``state.shape``)
+and ``FeatureNetwork`` (a shared body); zero where terminated."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ import torch
 from torch import nn
 
 from looprl.approximation.approximation import Approximation
+from looprl.core.state import State
 from looprl.nn import RLNetwork
 
-__all__ = ["QModule", "QNetwork", "action_index", "gather_actions"]
+__all__ = ["FeatureModule", "FeatureNetwork", "QModule", "QNetwork", "VModule", "VNetwork",
+           "action_index", "gather_actions"]
 
 
 class QModule(RLNetwork):
@@ -25,23 +27,24 @@ class QModule(RLNetwork):
         return values if actions is None else gather_actions(values, actions)
 
 
-def gather_actions(values: torch.Tensor, actions: Any) -> torch.Tensor:
-    """``values[..., actions]`` row by row: ``(*batch, num_actions)`` to ``batch``; an action
-    outside ``0 .. num_actions - 1`` is a one-line ``ValueError`` (``check_actions``)."""
-    actions = action_index(actions, values.shape[:-1], values.device, values.shape[-1])
+def gather_actions(values: torch.Tensor, actions: Any, atoms: bool = False) -> torch.Tensor:
+    """``values[..., actions]`` row by row: ``(*batch, num_actions)`` to ``batch`` (``atoms``: of
+    ``(*batch, num_actions, num_atoms)``); a bad action is a one-line ``ValueError``."""
+    dim = -2 if atoms else -1
+    actions = action_index(actions, values.shape[:dim], values.device, values.shape[dim])
+    index = actions.unsqueeze(-1)
+    if atoms:
+        index = index.unsqueeze(-1).expand(*actions.shape, 1, values.shape[-1])
     try:
-        return values.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
-    except (RuntimeError, IndexError):
-        check_actions(actions, values.shape[-1])
+        return values.gather(dim, index).squeeze(dim)
+    except (RuntimeError, IndexError):  # (the check only here: no sync per call)
+        check_actions(actions, values.shape[dim])
         raise
 
 
 def check_actions(actions: torch.Tensor, num_actions: int) -> None:
     """A one-line ``ValueError`` naming the first of ``actions`` that is no whole number in
-    ``0 .. num_actions - 1`` (a float such as 1.5 or NaN too, which ``long()`` would cut). It
-    reads the actions (a device sync): callers run it where it is cheap (actions not yet on the
-    device, or a float tensor, no policy's) or where ``gather`` failed, not on every step's
-    path."""
+    ``0 .. num_actions - 1`` (1.5, NaN); a device sync, so not on every step's path."""
     bad = (actions < 0) | (actions >= num_actions)
     if actions.is_floating_point():
         bad |= actions != actions.round()  # (NaN too: it is not itself)
@@ -54,19 +57,14 @@ def check_actions(actions: torch.Tensor, num_actions: int) -> None:
 
 
 def action_index(actions: Any, batch: tuple[int, ...], device: torch.device,
-                 num_actions: int | None = None) -> torch.Tensor:
-    """``actions`` as one ``long`` index per row of ``batch``: ``(B, 1)`` actions (a stored
-    ``torch.multinomial(probs, 1)``) are one per row too, as ALL's ``actions.view(-1, 1)``
-    takes them; another count is a one-line ``ValueError``, not ``gather``'s error or a
-    silently shorter result. Actions that are no tensor (a list, NumPy) are checked against
-    ``num_actions`` before they reach the device, where it costs no sync, and so is a float
-    tensor (``long()`` would cut 1.5 to 1 silently); an integer tensor, a policy's, is not."""
+                 num_actions: int) -> torch.Tensor:
+    """``actions`` as one ``long`` index per row of ``batch`` (``(B, 1)`` too, as ALL's); another
+    count is a one-line ``ValueError``. Non-tensor and float actions are ``check_actions``-ed."""
     if not isinstance(actions, torch.Tensor):
         actions = torch.as_tensor(actions)
-        if num_actions is not None:
-            check_actions(actions, num_actions)
+        check_actions(actions, num_actions)
         actions = actions.to(device)
-    elif num_actions is not None and actions.is_floating_point():
+    elif actions.is_floating_point():
         check_actions(actions, num_actions)
     if actions.shape != batch:
         if actions.numel() != math.prod(batch):
@@ -83,3 +81,43 @@ class QNetwork(Approximation):
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  name: str = "q", **kwargs: Any):
         super().__init__(QModule(model), optimizer, name=name, **kwargs)
+
+
+class VModule(RLNetwork):
+    """Maps a ``State``/``StateArray`` to one value per state."""
+
+    def forward(self, state: Any) -> torch.Tensor:
+        return super().forward(state).squeeze(-1)
+
+
+class VNetwork(Approximation):
+    """State-value approximation; ``model`` maps observations to ``(batch, 1)`` values."""
+
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                 name: str = "v", **kwargs: Any):
+        super().__init__(VModule(model), optimizer, name=name, **kwargs)
+
+
+class FeatureModule(RLNetwork):
+    """Applies ``model`` to the observations of a ``State``/``StateArray``: ``f(state)`` is
+    ``state.update('observation', features)``, so heads apply to it as to any state."""
+
+    def forward(self, state: Any) -> Any:
+        if not isinstance(state, State):  # (observations: their features)
+            return self.model(state)
+        features = state.as_output(self.model(state.as_input("observation")))
+        return state.update("observation", features)
+
+
+class FeatureNetwork(Approximation):
+    """Feature extractor shared by several heads; ``model`` maps observations to features."""
+
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                 name: str = "feature", **kwargs: Any):
+        super().__init__(FeatureModule(model), optimizer, name=name, **kwargs)
+
+    def reinforce(self, loss: torch.Tensor | None = None) -> FeatureNetwork:
+        """Step on the gradients the heads left (after backpropagating ``loss``, if given)."""
+        if loss is not None:
+            return super().reinforce(loss)
+        return self.step()

@@ -1,5 +1,4 @@
-"""Schedules of hyperparameters (exploration and learning rates), as ``all.optim``'s: reading
-``schedule.value`` returns the value at the schedule's counter and advances it."""
+"""Schedules of hyperparameters, as ``all.optim``'s (reading ``value`` advances the counter)."""
 
 from __future__ import annotations
 
@@ -14,8 +13,7 @@ __all__ = ["LinearScheduler", "ProgressLR", "Schedulable", "Schedule", "linear_s
 
 
 def linear_schedule(initial: float, final: float, start: int, end: int, step: int) -> float:
-    """``initial`` up to ``start``, then linearly to ``final`` at ``end``, at ``step`` (``final``
-    from ``end`` on, also where ``start == end``, as ALL's)."""
+    """At ``step``: ``initial`` up to ``start``, linearly to ``final`` at ``end``, ``final`` on."""
     if step >= end:
         return final
     if step <= start:
@@ -25,8 +23,7 @@ def linear_schedule(initial: float, final: float, start: int, end: int, step: in
 
 
 class Schedule:
-    """A hyperparameter that changes with a step count: ``schedule(step)``, or ``value`` at
-    its own counter. ``logger`` logs ``schedule/<name>`` every ``log_every`` reads."""
+    """A hyperparameter of a step count: ``schedule(step)``, or ``value`` at its own counter."""
 
     def __init__(self, name: str = "variable", logger: Any = None, log_every: int = 100):
         self.name = name
@@ -83,15 +80,9 @@ class Schedulable:
 
 
 class ProgressLR:
-    """The learning-rate annealer: an ``Approximation``'s ``lr_scheduler`` that sets every
-    learning rate of ``optimizer`` to ``lr(progress)`` (e.g. ``presets.on_policy.linear(lr)``),
-    ``progress`` the fraction of ``total_updates`` training updates done, capped at 1,
-    counting each optimizer step of an update as its share.
-
-    ``start(updates, steps)`` sets it before an update of ``steps`` optimizer steps (an
-    on-policy trainer's); each ``step()`` (the ``Approximation``'s, after an optimizer step)
-    sets it for the next step. Without ``start``, each optimizer step is one update (VQN's).
-    """
+    """An ``Approximation``'s ``lr_scheduler`` setting the learning rate to ``lr(progress)``,
+    ``progress`` the fraction of ``total_updates`` done (each optimizer step its share, capped
+    at 1); ``start(updates, steps)`` before an update of ``steps`` steps, else one step each."""
 
     def __init__(self, optimizer: Optimizer, lr: Callable[[float], float],
                  total_updates: float):
@@ -100,8 +91,7 @@ class ProgressLR:
         self._updates, self._steps, self._step = 0, 1, 0
 
     def start(self, updates: int, steps: int = 1) -> None:
-        """Set the learning rate at ``updates`` updates done, before an update of ``steps``
-        optimizer steps."""
+        """Set the learning rate at ``updates`` updates done, before ``steps`` optimizer steps."""
         self._updates, self._steps, self._step = updates, max(steps, 1), 0
         self._set()
 

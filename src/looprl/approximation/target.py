@@ -1,9 +1,11 @@
-"""Target networks: the model itself (``TrivialTarget``), a copy overwritten periodically
-(``FixedTarget``, DQN) or moved towards it at every update (``PolyakTarget``, DDPG/SAC)."""
+"""What an ``Approximation`` updates after every step: its target network (the model itself,
+``TrivialTarget``; a copy overwritten periodically, ``FixedTarget``, or moved towards it,
+``PolyakTarget``) and its checkpointer."""
 
 from __future__ import annotations
 
 import copy
+import os
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -13,7 +15,8 @@ from torch import nn
 from looprl.core.hyperparameter import Hyperparameter
 from looprl.core.suggest import check_count, is_number
 
-__all__ = ["FixedTarget", "PolyakTarget", "TargetNetwork", "TrivialTarget"]
+__all__ = ["Checkpointer", "DummyCheckpointer", "FixedTarget", "PeriodicCheckpointer",
+           "PolyakTarget", "TargetNetwork", "TrivialTarget"]
 
 
 class TargetNetwork(ABC):
@@ -22,7 +25,7 @@ class TargetNetwork(ABC):
     _target: nn.Module
 
     def __call__(self, *inputs: Any) -> Any:
-        """Evaluate the target network under ``torch.no_grad()`` (``set_grad_enabled(False)``)."""
+        """Evaluate the target network under ``torch.no_grad()``."""
         with torch.set_grad_enabled(False):
             return self._target(*inputs)
 
@@ -107,3 +110,43 @@ class PolyakTarget(_CopyTarget):
     def update(self) -> None:
         self.sync(self.rate)
 
+
+class Checkpointer:
+    """Interface: ``init(model, filename)`` once, then call it after every update."""
+
+    def init(self, model: nn.Module, filename: str) -> None:
+        """Attach the checkpointer to ``model`` and the file it writes."""
+
+    def __call__(self) -> None:
+        """Called after every update; may save the model."""
+
+
+class DummyCheckpointer(Checkpointer):
+    """Never saves anything."""
+
+
+class PeriodicCheckpointer(Checkpointer):
+    """Saves the model to ``filename`` (else ``<log_dir>/<name>.pt``) every ``frequency`` steps."""
+
+    def __init__(self, frequency: int, filename: str | None = None):
+        check_count(frequency=frequency)
+        self.frequency = frequency
+        self.filename = filename
+        self._model: nn.Module | None = None
+        self._updates = 0
+
+    def init(self, model: nn.Module, filename: str) -> None:
+        self._model = model
+        self.filename = self.filename or filename
+
+    def __call__(self) -> None:
+        self._updates += 1
+        if self._updates % self.frequency == 0:
+            self.save()
+
+    def save(self) -> None:
+        """Write the model now."""
+        if self._model is None:
+            raise RuntimeError("PeriodicCheckpointer.init(model, filename) was never called")
+        os.makedirs(os.path.dirname(self.filename) or ".", exist_ok=True)
+        torch.save(self._model, self.filename)

@@ -2,11 +2,13 @@
 
 from torch import nn as _torch_nn
 from torch.nn import *  # noqa: F403  (as all.nn: every torch.nn name, then looprl's)
-from torch.nn import Module, functional, init, utils  # noqa: F401
 from torch.nn import functional as F
 
-from looprl.nn.actor_critic import ActorCritic, ActorCriticModel, PPGNetwork, SharedActorCritic
 from looprl.nn.cnn import (
+    ActorCritic,
+    ActorCriticModel,
+    PPGNetwork,
+    SharedActorCritic,
     actor_critic_heads,
     linear_head,
     nature_actor_critic,
@@ -36,6 +38,7 @@ from looprl.nn.layers import (
     Flatten,
     Float,
     Linear0,
+    NoisyFactorizedLinear,
     RLNetwork,
     Scale,
     TanhActionBound,
@@ -44,7 +47,6 @@ from looprl.nn.layers import (
     weighted_mse_loss,
     weighted_smooth_l1_loss,
 )
-from looprl.nn.noisy import NoisyFactorizedLinear
 
 __all__ = ["ActionBounds", "ActorCritic", "ActorCriticModel", "Aggregation", "PPGNetwork",
            "CategoricalDueling", "CategoricalQHead", "ConvFeatures", "Dueling", "F",

@@ -23,9 +23,8 @@ class CategoricalQHead(nn.Module):
 
 
 class CategoricalDueling(nn.Module):
-    """Rainbow's dueling head, as ``all.nn.CategoricalDueling``: ``v + a - mean_a(a)`` per
-    atom of ``value_model``'s ``(batch, num_atoms)`` and ``advantage_model``'s ``(batch,
-    num_actions * num_atoms)`` logits, returned flat like the latter."""
+    """Rainbow's dueling head (``all.nn.CategoricalDueling``): ``v + a - mean_a(a)`` per atom of
+    the models' logits, returned flat ``(batch, num_actions * num_atoms)``."""
 
     def __init__(self, value_model: nn.Module, advantage_model: nn.Module):
         super().__init__()

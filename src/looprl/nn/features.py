@@ -1,9 +1,6 @@
-"""Feature extractors by spec (Mighty's ``feature_extractor`` configs): a name of
-``FEATURE_EXTRACTORS`` (``"mlp"``, ``"cnn"``, ``"nature"``, ``"resnet"``), a dict
-``{"type": name, **options}`` or a list of specs, chained. Each module maps observations of
-``input_shape`` (images channels-first, ``uint8`` scaled by 1/255; unbatched too) to
-``(batch, out_features)``.
-"""
+"""Feature extractors by spec (Mighty's configs): a name of ``FEATURE_EXTRACTORS``, a dict
+``{"type": name, **options}`` or a list of specs, chained. Each maps observations of
+``input_shape`` (channels-first images, ``uint8`` scaled by 1/255) to ``(batch, out_features)``."""
 
 from __future__ import annotations
 

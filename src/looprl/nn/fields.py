@@ -44,9 +44,8 @@ def _shape(dim: Any, what: str) -> tuple[int, ...]:
 
 
 def single_field(obs: Any, strict: bool = True) -> Any:
-    """The observation tensor of ``obs``: ``obs`` itself unless it is a ``NamedArray``/dict, else
-    its only field that is not ``None``. Several fields: ``ValueError`` (``strict``), else ``obs``
-    as it is (for networks that read fields)."""
+    """``obs``, or the only field of a ``NamedArray``/dict that is not ``None``; several fields:
+    ``ValueError`` (``strict``), else ``obs`` as it is (for networks that read fields)."""
     if isinstance(obs, torch.Tensor) or not isinstance(obs, _FIELDS):
         return obs  # (a tensor: one check, every step)
     items = [value for value in obs.values() if value is not None]
@@ -60,8 +59,7 @@ def single_field(obs: Any, strict: bool = True) -> Any:
 
 
 def observation_tensor(obs: Any, device: Any, strict: bool = True) -> Any:
-    """``single_field(obs, strict)`` on ``device``: a tensor (no copy where none is needed), or,
-    not ``strict``, a ``NamedArray`` of several fields, each a tensor on ``device``."""
+    """``single_field(obs, strict)`` on ``device``: a tensor, or a ``NamedArray`` of fields."""
     if isinstance(obs, _FIELDS):
         obs = single_field(obs, strict)
         if isinstance(obs, _FIELDS):
@@ -70,19 +68,16 @@ def observation_tensor(obs: Any, device: Any, strict: bool = True) -> Any:
 
 
 def legal_mask(mask: Any) -> torch.Tensor:
-    """The legal actions of an action ``mask`` ``[..., A]`` (0/1 or bool) as bool; a row that rules
-    out every action (an agent whose episode is over) has all of them legal: never a row with no
-    legal action (no impossible choice, no row of ``MASKED_Q`` only)."""
+    """The legal actions of an action ``mask`` ``[..., A]`` as bool; a row that rules out every
+    action (an agent whose episode is over) has all of them legal."""
     mask = (mask if isinstance(mask, torch.Tensor) else torch.as_tensor(mask)).bool()
     return mask >= mask.any(-1, keepdim=True)  # (2 ops: any row legal, else every action)
 
 
 def observation_fields(obs: Any, shapes: Shapes, device: torch.device
                        ) -> tuple[dict[str, torch.Tensor], tuple[int, ...], torch.Tensor | None]:
-    """The declared fields of ``obs`` (a ``NamedArray``/dict, or the only field's array)
-    flattened to ``[N, *shape]``, their leading shape, and the legal actions of the
-    ``action_mask`` (``[N, A]`` bool, ``legal_mask``) if any; ``ValueError`` for a missing field
-    or wrong shapes."""
+    """The declared fields of ``obs`` flattened to ``[N, *shape]``, their leading shape and the
+    ``legal_mask`` of its ``action_mask`` (if any); ``ValueError`` for missing fields or shapes."""
     if isinstance(obs, NamedArray | dict):
         items = dict(obs.items())
     else:
@@ -120,8 +115,7 @@ def image_extractor(shape: tuple[int, ...]) -> nn.Module:
 
 
 class ObservationEncoder(nn.Module):
-    """Encodes the fields of ``shapes`` into ``[N, out_features]``: others flattened,
-    ``(C, H, W)`` fields through a CNN each."""
+    """Encodes the fields of ``shapes`` into ``[N, out_features]``, images through a CNN each."""
 
     def __init__(self, shapes: Shapes):
         super().__init__()

@@ -15,8 +15,9 @@ from looprl.core.state import State
 from looprl.core.suggest import check_choice, is_whole
 
 __all__ = ["ACTIVATIONS", "MLP", "ActionBounds", "Aggregation", "Dueling", "Flatten", "Float",
-           "Linear0", "RLNetwork", "Scale", "TanhActionBound", "box_space", "dense_layers",
-           "orthogonal_init", "td_loss", "weighted_mse_loss", "weighted_smooth_l1_loss"]
+           "Linear0", "NoisyFactorizedLinear", "RLNetwork", "Scale", "TanhActionBound",
+           "box_space", "dense_layers", "orthogonal_init", "td_loss", "weighted_mse_loss",
+           "weighted_smooth_l1_loss"]
 
 #: The gain SB3 and CleanRL use for hidden layers.
 HIDDEN_GAIN = math.sqrt(2.0)
@@ -85,8 +86,7 @@ class Float(nn.Module):
 
 
 def box_space(space: Any, owner: str) -> Any:
-    """``space`` if it is a ``Box`` (it has ``low`` and ``high``), else a one-line ``TypeError``
-    naming ``owner``."""
+    """``space`` if it is a ``Box``, else a ``TypeError`` naming ``owner``."""
     if not (hasattr(space, "low") and hasattr(space, "high")):
         raise TypeError(f"{owner} needs a Box action space (with low and high), got "
                         f"{type(space).__name__}")
@@ -94,8 +94,8 @@ def box_space(space: Any, owner: str) -> Any:
 
 
 class ActionBounds:
-    """The affine map ``to_env(x) = center + scale * x`` between normalized actions in ``[-1, 1]``
-    and a ``Box``'s bounds (unbounded dimensions unscaled); tensors are cached per device."""
+    """The affine map ``to_env(x) = center + scale * x`` from ``[-1, 1]`` to a ``Box``'s bounds
+    (unbounded dimensions unscaled); tensors are cached per device."""
 
     def __init__(self, low: Any, high: Any):
         low = torch.as_tensor(low, dtype=torch.float32).flatten()
@@ -116,8 +116,7 @@ class ActionBounds:
         return tensors
 
     def check(self, outputs: torch.Tensor, per_dim: int = 1) -> torch.Tensor:
-        """``outputs`` of a policy model, if it gives ``per_dim`` numbers per action dimension,
-        else a one-line ``ValueError`` (broadcasting would share them between dimensions)."""
+        """``outputs`` if they give ``per_dim`` numbers per action dim, else ``ValueError``."""
         if outputs.shape[-1] != per_dim * self.action_dim:
             what = "" if per_dim == 1 else " (the means, then the log spreads)"
             raise ValueError(f"the policy model returned {outputs.shape[-1]} outputs per state "
@@ -145,9 +144,7 @@ class ActionBounds:
 
 
 class TanhActionBound(nn.Module):
-    """``tanh`` outputs mapped onto the bounds of ``action_space`` (``low``, ``high``) by its
-    ``ActionBounds`` (an unbounded dimension keeps ``tanh``'s ``[-1, 1]``); the map's scale and
-    center are the buffers ``weight`` and ``bias``, shaped as the space."""
+    """``tanh`` outputs mapped onto ``action_space``'s bounds (buffers ``weight``, ``bias``)."""
 
     def __init__(self, action_space: Any):
         super().__init__()
@@ -190,8 +187,8 @@ def dense_layers(n_in: int, sizes: Sequence[int], activation: str | Callable[[],
 
 
 class MLP(nn.Sequential):
-    """A multi-layer perceptron with orthogonal weights (gain ``sqrt(2)``, the output layer's
-    ``output_gain``, ``None``: 1) and zero biases, as in SB3/CleanRL."""
+    """An MLP with orthogonal weights (gain ``sqrt(2)``, the output's ``output_gain``, ``None``: 1)
+    and zero biases, as in SB3/CleanRL."""
 
     def __init__(self, in_dim: int, out_dim: int, hidden: Sequence[int] = (64, 64),
                  activation: type[nn.Module] = nn.Tanh, output_gain: float | None = None):
@@ -201,9 +198,8 @@ class MLP(nn.Sequential):
 
 
 class RLNetwork(nn.Module):
-    """Calls ``model`` on a state's observations (``State.apply``: the state's batch shape,
-    zero where terminated), or on observations given in place of a state (a tensor or fields).
-    ``_`` is ignored (ALL's shape argument)."""
+    """Calls ``model`` on a state's observations (``State.apply``: zero where terminated) or on
+    observations in place of a state; ``_`` is ignored (ALL's shape argument)."""
 
     def __init__(self, model: nn.Module, _: Any = None):
         super().__init__()
@@ -220,6 +216,43 @@ class RLNetwork(nn.Module):
         if isinstance(state, State):
             return state.apply(self.model, "observation")
         return self.model(state)
+
+
+class NoisyFactorizedLinear(nn.Module):
+    """A linear layer with factorized Gaussian noise (Fortunato et al., 2018), drawn at every
+    training-mode pass. Sigmas start at ``sigma_init / sqrt(in)``, means uniform in ``+-1 /
+    sqrt(in)``, or ``+-sqrt(init_scale / in)`` (ALL's ``init_scale``; 0: zeros)."""
+
+    def __init__(self, in_features: int, out_features: int, sigma_init: float = 0.5,
+                 init_scale: float | None = None):
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        bound = (1.0 / math.sqrt(in_features) if init_scale is None
+                 else math.sqrt(init_scale / in_features))
+        sigma = sigma_init / math.sqrt(in_features)
+        weight = torch.empty(out_features, in_features).uniform_(-bound, bound)
+        self.weight_mu = nn.Parameter(weight)
+        self.weight_sigma = nn.Parameter(torch.full((out_features, in_features), sigma))
+        self.bias_mu = nn.Parameter(torch.empty(out_features).uniform_(-bound, bound))
+        self.bias_sigma = nn.Parameter(torch.full((out_features,), sigma))
+
+    @staticmethod
+    def _scaled_noise(n: int, like: torch.Tensor) -> torch.Tensor:
+        noise = torch.randn(n, device=like.device, dtype=like.dtype)
+        return noise.sign() * noise.abs().sqrt()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mean = F.linear(x, self.weight_mu, self.bias_mu)
+        if not self.training:
+            return mean
+        eps_in = self._scaled_noise(self.in_features, x)
+        eps_out = self._scaled_noise(self.out_features, x)
+        # (sigma_W (eps_out eps_in^T) x + sigma_b eps_out, without the n x m noise matrix)
+        return mean + F.linear(x * eps_in, self.weight_sigma, self.bias_sigma) * eps_out
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}"
 
 
 def _reduce(loss: torch.Tensor, reduction: str) -> torch.Tensor:
