@@ -382,37 +382,3 @@ def test_a_learning_rate_and_a_clip_of_0_are_taken(cartpole: GymEnvironment) -> 
                                              "got -0.1$"):
             ppo.hyperparameters(**{key: -0.1})
 
-
-#: the preset classes of modules merged since (module then, class)
-MERGED_CLASSES = [
-    *[(f"atari.{module}", name) for module, name in (
-        ("a2c", "A2CAtariPreset"), ("c51", "C51AtariPreset"), ("common", "AtariReplayPreset"),
-        ("common", "NatureActorCritic"), ("ddqn", "DDQNAtariPreset"), ("dqn", "DQNAtariPreset"),
-        ("ppg", "PPGAtariPreset"), ("ppo", "PPOAtariPreset"), ("rainbow", "RainbowAtariPreset"),
-        ("vac", "VACAtariPreset"), ("vpg", "VPGAtariPreset"), ("vqn", "OnlineAtariPreset"),
-        ("vsarsa", "VSarsaAtariPreset"))],
-    *[(f"classic_control.{module}", f"{name}ClassicControlPreset") for module, name in (
-        ("c51", "C51"), ("rainbow", "Rainbow"), ("vsarsa", "VSarsa"), ("vac", "VAC"),
-        ("vpg", "VPG"), ("ppg", "PPG"))],
-    ("continuous.sac", "SACContinuousPreset"), ("continuous.td3", "TD3ContinuousPreset")]
-
-
-@pytest.mark.parametrize(("module", "name"), MERGED_CLASSES)
-def test_presets_saved_before_their_modules_merged_load(module: str, name: str) -> None:
-    """A preset saved when its class lived in a module of its own (``looprl.presets.atari.dqn``,
-    ``looprl.presets.continuous.sac``, ...) loads: the class is found where it is now (was: one
-    line, 'written by another version of looprl')."""
-    import importlib
-    import io
-    import zipfile
-
-    from looprl.core.files import MERGED, load_file
-
-    cls = getattr(importlib.import_module(MERGED[f"looprl.presets.{module}"]), name)
-    saved, old = io.BytesIO(), io.BytesIO()
-    torch.save(cls, saved, pickle_protocol=2)
-    with zipfile.ZipFile(saved) as new, zipfile.ZipFile(old, "w") as moved:
-        for entry in new.namelist():  # (the class where an older looprl had it)
-            moved.writestr(entry, new.read(entry).replace(cls.__module__.encode(),
-                                                          f"looprl.presets.{module}".encode()))
-    assert load_file("old.pt", "looprl preset", "train it again", data=old.getvalue()) is cls

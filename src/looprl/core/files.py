@@ -62,7 +62,13 @@ MERGED = {
         ("classic_control.vac", "classic_control.a2c"),
         ("classic_control.vpg", "classic_control.a2c"),
         ("classic_control.ppg", "classic_control.ppo"),
-        ("continuous.sac", "continuous.ddpg"), ("continuous.td3", "continuous.ddpg"))}}
+        ("continuous.sac", "continuous.ddpg"), ("continuous.td3", "continuous.ddpg"))},
+    **{f"looprl.{old}": f"looprl.{new}" for old, new in (
+        ("approximation.identity", "approximation.approximation"),
+        ("approximation.v_network", "approximation.q_network"),
+        ("approximation.feature_network", "approximation.q_network"),
+        ("approximation.checkpointer", "approximation.target"),
+        ("nn.noisy", "nn.layers"), ("nn.actor_critic", "nn.cnn"))}}
 
 
 class _Unpickler(pickle.Unpickler):
