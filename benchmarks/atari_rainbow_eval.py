@@ -33,11 +33,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 import harness  # noqa: E402
 from harness import format_table  # noqa: E402
+from looprl.agents.actor import Actor  # noqa: E402
 from looprl.core import StateArray  # noqa: E402
 from looprl.environments.atari import AtariEnvironment  # noqa: E402
 from looprl.experiments import make_experiment  # noqa: E402
 from looprl.experiments.experiment import seed_everything  # noqa: E402
-from looprl.policies import GreedyPolicy  # noqa: E402
 from looprl.presets.atari import rainbow  # noqa: E402
 
 GAME = "Breakout"
@@ -48,35 +48,35 @@ MAX_EPISODE_STEPS = 4_500  # 18,000 frames: 5 minutes of play
 CALLS = 10  # calls on the same states (a noisy network draws one noise sample per call)
 
 
-def train(steps: int, seed: int):
+def train(steps: int, seed: int, logdir: str = "/tmp/looprl-rainbow-eval"):
     """A Rainbow preset trained for ``steps`` agent steps, its replay buffer and wall seconds."""
     env = AtariEnvironment(GAME, seed=seed)
     seed_everything(seed)
     preset = rainbow.env(env).device("cpu").hyperparameters(**OVERRIDES).build()
     experiment = make_experiment(
-        preset, env, train_steps=steps, logdir="/tmp/looprl-rainbow-eval", quiet=True,
+        preset, env, train_steps=steps, logdir=logdir, quiet=True,
         verbose=False, seed=seed,
     )
     start = time.perf_counter()
     experiment.train(frames=steps)
     seconds = time.perf_counter() - start
-    buffer = experiment.agent.agent.agent.replay_buffer  # inside the DeepMind body
+    buffer = experiment.agent.unwrapped.replay_buffer  # (inside the DeepMind bodies)
     return preset, buffer, seconds
 
 
 def replay_states(buffer, n: int, seed: int) -> StateArray:
-    """``n`` stacked-frame observations sampled from the replay buffer."""
-    torch.manual_seed(seed)
-    states = buffer.sample(n)[0]
-    return StateArray({"observation": states.observation}, (n,))
+    """``n`` stacked-frame observations sampled from the replay buffer (row 0 of its n-step
+    windows)."""
+    buffer.seed(seed)
+    return StateArray({"observation": buffer.sample_batch(n).obs[0]}, (n,))
 
 
 def noisy_agent(preset):
-    """The evaluation agent as it was before the fix: greedy on a noisy sample."""
-    agent = preset.test_agent()
-    agent.greedy = GreedyPolicy(agent.policy.q, agent.policy.num_actions,
-                                epsilon=agent.greedy.epsilon)
-    return agent
+    """The evaluation agent as it was before the fix: greedy on a noisy sample (an actor in
+    training mode, whose network draws its noise at every call), at the same epsilon."""
+    policy = preset.test_agent().policy
+    return Actor(type(policy)(policy.approximation, policy.num_actions,
+                              epsilon=policy.evaluation_epsilon))
 
 
 class RandomAgent:
