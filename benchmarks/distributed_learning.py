@@ -19,8 +19,8 @@ there, or at its budget).
   actor x 1 env (the local preset's one env; its epsilon schedule counts the actor's steps),
   asynchronous: the trainer keeps the local update ratio (0.5 gradient steps per env step).
 * ``sac``: ``continuous.sac`` on Pendulum-v1 (one gradient step per env step), bar -300
-  over 5 episodes (1,000 env steps), budget 20,000; on Ray 1 actor x 1 env, 16-step
-  segments, asynchronous with the local update ratio.
+  over 5 episodes (1,000 env steps), budget 20,000; on Ray 1 actor x 1 env (the preset's own
+  one-step segments), asynchronous with the local update ratio.
 
 A seed passes when its Ray run reaches the bar within ``--ratio`` (1.5) times the mean env
 steps the local runs of that algorithm need. Each invocation stores its runs in
@@ -115,7 +115,7 @@ FAMILIES: dict[str, Family] = {
     "dqn": Family(dqn, "CartPole-v1", 195.0, 20, 60_000, 1024,
                   dict(actors=1, envs_per_actor=1, groups=1), "classic_control.dqn"),
     "sac": Family(sac, "Pendulum-v1", -300.0, 5, 20_000, 1000,
-                  dict(actors=1, envs_per_actor=1, groups=1, segment_length=16),
+                  dict(actors=1, envs_per_actor=1, groups=1),
                   "continuous.sac"),
 }
 

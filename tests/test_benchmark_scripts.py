@@ -1,6 +1,6 @@
-"""The benchmark scripts run through today's API: the classic-control learning benchmark finds
-every preset it names, the Atari Rainbow evaluation measures on its replay and agents (both
-failed only after minutes of other work)."""
+"""The benchmark scripts run through today's API (each failed only after minutes of other work): the
+classic-control learning benchmark finds every preset it names, the Atari Rainbow evaluation
+measures on its replay and agents, the distributed learning runs fit their presets."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def _script(name: str):
     sys.path.insert(0, str(BENCHMARKS))  # (their harness)
     try:
         spec = importlib.util.spec_from_file_location(f"benchmark_{name}", BENCHMARKS / name)
-        module = importlib.util.module_from_spec(spec)
+        module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # (dataclasses)
         spec.loader.exec_module(module)
         return module
     finally:
@@ -43,3 +43,15 @@ def test_atari_rainbow_eval_measures_through_the_agents_api(tmp_path: Path) -> N
     # the mean network's actions (epsilon 0.001 may change one); the noisy network's differ
     assert sum(int((evaluation.act(states) != mean).sum()) for _ in range(3)) <= 2
     assert sum(int((noisy.act(states) != mean).sum()) for _ in range(3)) > 2
+
+
+def test_distributed_learning_runtimes_fit_their_presets() -> None:
+    """Each family's Ray run is one its preset accepts (a ``segment_length`` of its own was
+    refused only after the local runs)."""
+    pytest.importorskip("ray")
+    from looprl.distributed import DistributedRun, RuntimeConfig
+
+    script = _script("distributed_learning.py")
+    for family in script.FAMILIES.values():
+        DistributedRun(family.preset(0), RuntimeConfig(**family.runtime), frames=family.budget,
+                       logdir=None, quiet=True)
