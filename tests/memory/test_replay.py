@@ -306,3 +306,31 @@ def test_a_later_observation_or_action_of_another_shape_is_one_line(n_step: int)
                                              r"were stored; .*give them one shape$"):
             buffer.store(_state(3), action, state)
             len(buffer)
+
+
+def test_gather_of_a_cpu_replay_takes_numpy_rows_as_index_select_would(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CPU replay gathers through its NumPy views (``take``: a third of ``index_select``'s
+    instructions, once per gradient step): the same values, dtypes, shapes and strides as the
+    storage's ``index_select`` gives, from a tensor index or a list; a bfloat16 replay (no
+    views) still gathers with torch."""
+    buffer = ExperienceReplayBuffer(10)
+    _fill(buffer, 6)
+    assert len(buffer) == 6  # (stored: the steps gathered are put)
+    index = torch.tensor([4, 0, 4, 2])
+    expected = {key: value.index_select(0, index).transpose(0, 1)
+                for key, value in buffer._storage.items()}
+    monkeypatch.setattr(torch.Tensor, "index_select", None)  # (was: called for every field)
+    for given in (index, index.tolist()):
+        batch = buffer.gather(given)
+        for key, value in expected.items():
+            got = batch[key]
+            assert got.dtype == value.dtype and got.stride() == value.stride()
+            assert torch.equal(got, value)
+    monkeypatch.undo()
+    wide = ExperienceReplayBuffer(4)
+    obs = torch.tensor([[[1.0, 1.0]], [[0.0, 0.0]]], dtype=torch.bfloat16)
+    wide.put(SampleBatch(obs=obs, action=torch.ones(2, 1, dtype=torch.long),
+                         reward=torch.zeros(2, 1), done=torch.zeros(2, 1, dtype=torch.bool),
+                         truncated=torch.zeros(2, 1, dtype=torch.bool)))
+    assert torch.equal(wide.gather(torch.tensor([0])).obs, obs)

@@ -175,3 +175,19 @@ def test_boltzmann_at_a_tiny_temperature_is_greedy():
     greedy = q.no_grad(states).argmax(-1)
     # (was: Q / temperature overflowed to inf, and torch's multinomial raised on NaN)
     assert torch.equal(BoltzmannPolicy(q, 4, temperature=1e-45, seed=0).choose(states), greedy)
+
+
+
+def test_rows_that_all_explore_take_the_random_actions_as_they_are(monkeypatch) -> None:
+    """``epsilon_greedy`` where every row explores (one env copy's, or epsilon 1) returns the
+    random actions without a ``torch.where`` over the greedy ones (one op less an acting
+    step): the actions ``random_actions`` draws after the coins."""
+    from looprl.policies.greedy import epsilon_greedy, random_actions
+
+    values = torch.tensor([[0.0, 1.0, 2.0], [3.0, 2.0, 1.0], [1.0, 1.0, 1.0]])
+    generator = torch.Generator().manual_seed(0)
+    torch.rand(3, generator=generator)  # (the coins)
+    expected = random_actions(values, generator)
+    monkeypatch.setattr(torch, "where", None)  # (was: called whenever a row explored)
+    actions, explored = epsilon_greedy(values, 1.0, torch.Generator().manual_seed(0))
+    assert explored.all() and torch.equal(actions, expected)

@@ -367,8 +367,13 @@ class ExperienceReplayBuffer(ReplayBuffer):
     def gather(self, index: torch.Tensor) -> SampleBatch:
         """The transitions at ``index`` as a time-major ``SampleBatch`` on ``device``."""
         self._flush()
-        rows = torch.as_tensor(index, device=self.device)  # index_select: cheaper on small batches
-        items = fields(self._storage, lambda leaf: leaf.index_select(0, rows).transpose(0, 1))
+        if self._views:  # (NumPy's take: a third of index_select's instructions)
+            rows = np.asarray(as_numpy(index))
+            items = {key: torch.from_numpy(view.take(rows, 0).swapaxes(0, 1))
+                     for key, view in self._views.items()}
+        else:
+            rows = torch.as_tensor(index, device=self.device)
+            items = fields(self._storage, lambda leaf: leaf.index_select(0, rows).transpose(0, 1))
         return SampleBatch(**items, weight=self.weights(index))
 
 

@@ -86,10 +86,12 @@ def epsilon_greedy(values: torch.Tensor, epsilon: float | torch.Tensor,
     else:
         explore = drawn < torch.as_tensor(epsilon).cpu()
         hit = explore.numpy()
-    if not np.count_nonzero(hit):
+    count = np.count_nonzero(hit)
+    if not count:
         return greedy, explore
     if values.is_cpu:  # (nothing to move: ``cpu`` and each ``to`` cost a call)
-        return torch.where(explore, random_actions(values, generator), greedy), explore
+        chosen = random_actions(values, generator)  # (every row explores: one env copy's)
+        return (chosen if count == hit.size else torch.where(explore, chosen, greedy)), explore
     chosen = random_actions(values.cpu(), generator).to(values.device)
     return torch.where(explore.to(values.device), chosen, greedy), explore
 
