@@ -49,6 +49,8 @@ def test_logs_each_agents_returns_and_the_team_return(tmp_path):
     env = MultiagentPettingZooEnv(tictactoe_v3.env())
     preset = RandomPreset(env)
     experiment = MultiagentEnvExperiment(preset, env, logdir=str(tmp_path), quiet=True, seed=0)
+    experiment.train(frames=3)  # (no game ends in 3 moves) each agent's logger at the run's
+    assert [logger.frame for logger in experiment.agent_loggers.values()] == [3, 3]  # frame
     experiment.train(episodes=100)
     assert experiment.episode == 100
     assert all(agent.done_states == 100 for agent in preset.agents.values())  # terminal acts

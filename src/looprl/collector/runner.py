@@ -213,7 +213,7 @@ class EnvRunner:
         if len(asked):
             check_result(result, len(asked), self._policy_state is not None)
             action = _numpy(result.action)
-            for leaf in leaves(action) if isinstance(action, NamedArray) else (action,):
+            for leaf in leaves(action):
                 check_finite_actions(leaf)  # (every environment's, not only Gymnasium's)
             _record(self, asked, obs, states, action, result, version)
         self._recorded[group] = (asked, obs, action)
@@ -312,7 +312,7 @@ def check_result(result: Any, rows: int, carried: bool = False, policy: str = ""
         value = fields[name]
         if value is None or type(value) is torch.Tensor and value.shape[:1] == (rows,):
             continue  # (a policy's tensor of one row per request row: every step)
-        for leaf in leaves(value) if isinstance(value, NamedArray) else (value,):
+        for leaf in leaves(value):
             shape = getattr(leaf, "shape", None)  # (a tensor's or an array's: the usual case)
             shape = np.shape(leaf) if shape is None else shape
             if not shape or shape[0] != rows:

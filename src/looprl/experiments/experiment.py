@@ -285,8 +285,6 @@ class Experiment:
 
     def _act(self) -> None:
         """The policy acts on the new rows (if any: as on Ray); their segments are trained."""
-        for logger in self.agent_loggers.values():  # (each agent's losses: at the run's frame)
-            logger.frame = self.logger.frame
         runner, agent = self.runner, self.agent.unwrapped
         request = runner.request()
         if getattr(agent, "adder", None) is None:

@@ -115,6 +115,11 @@ class MultiagentEnvExperiment(Experiment):
             return functools.partial(getattr, self.env, "adapter")
         return functools.partial(training_copy, self.env)
 
+    def _act(self) -> None:
+        for logger in self.agent_loggers.values():  # (each agent's losses: at the run's frame)
+            logger.frame = self.logger.frame
+        super()._act()
+
     def _acts(self, agent: Any, states: StateArray) -> Any:
         return row_actions(agent, states, self.env.possible_agents)
 
