@@ -334,3 +334,14 @@ def test_gather_of_a_cpu_replay_takes_numpy_rows_as_index_select_would(
                          reward=torch.zeros(2, 1), done=torch.zeros(2, 1, dtype=torch.bool),
                          truncated=torch.zeros(2, 1, dtype=torch.bool)))
     assert torch.equal(wide.gather(torch.tensor([0])).obs, obs)
+
+
+def test_a_bfloat16_observation_is_one_line() -> None:
+    """NumPy has no bfloat16: a bfloat16 observation is one ``TypeError`` line saying to give
+    float32 (was: torch's ``Got unsupported ScalarType BFloat16`` from the buffer's insides)."""
+    buffer = ExperienceReplayBuffer(100)
+    state = State({"observation": torch.zeros(3, dtype=torch.bfloat16)})
+    buffer.store(state, torch.tensor(1), state.update(reward=1.0))
+    with pytest.raises(TypeError, match=r"^a torch.bfloat16 tensor has no NumPy dtype, .*give "
+                                        r"them as float32"):
+        buffer.sample(1)

@@ -49,6 +49,10 @@ def as_numpy(value: Any) -> Any:
         try:
             return value.numpy()  # one call on the CPU (this runs once per env step)
         except (TypeError, RuntimeError):  # not on the CPU, or requires grad
+            if value.dtype == torch.bfloat16:
+                raise TypeError("a torch.bfloat16 tensor has no NumPy dtype, and looprl's "
+                                "buffers and collector store steps as NumPy arrays: give them "
+                                "as float32 (or float16), e.g. cast in the environment") from None
             return value.detach().cpu().numpy()
     return value
 
