@@ -27,7 +27,9 @@ MERGED_CLASSES = [
     ("approximation.identity", "Identity"), ("approximation.v_network", "VModule"),
     ("approximation.feature_network", "FeatureModule"),
     ("approximation.checkpointer", "PeriodicCheckpointer"),
-    ("nn.noisy", "NoisyFactorizedLinear"), ("nn.actor_critic", "SharedActorCritic")]
+    ("nn.noisy", "NoisyFactorizedLinear"), ("nn.actor_critic", "SharedActorCritic"),
+    ("policies.gaussian", "GaussianPolicyNetwork"), ("policies.softmax", "SoftmaxPolicyNetwork"),
+    ("policies.exploration", "EZGreedyPolicy"), ("memory.advantages", "GeneralizedAdvantageBuffer")]
 
 
 @pytest.mark.parametrize(("module", "name"), MERGED_CLASSES)

@@ -14,7 +14,7 @@ from tests.agents.test_dqn_windows import naive_n_step
 from looprl.core import SampleBatch, State, StateArray
 from looprl.memory.prioritized import PrioritizedReplayBuffer
 from looprl.memory.replay import ExperienceReplayBuffer, transitions
-from looprl.memory.windows import n_step_windows
+from looprl.memory.store import n_step_windows
 
 GAMMA = 0.5
 
@@ -272,16 +272,16 @@ def test_the_windows_of_numpy_rows_are_those_of_tensors(n: int, cut: bool) -> No
 
 
 def test_the_window_fields_and_the_segment_rows_have_two_names() -> None:
-    """``windows.window_rows`` (the fields ``n_step_windows`` reads) and
+    """``store.window_rows`` (the fields ``n_step_windows`` reads) and
     ``segments.segment_rows`` (the rows ``SegmentBuffer.write`` takes) were both
     ``segment_rows``: one public name for two jobs."""
-    from looprl.memory import segments, windows
+    from looprl.memory import segments, store
 
-    assert "segment_rows" not in windows.__all__ and not hasattr(windows, "segment_rows")
+    assert "segment_rows" not in store.__all__ and not hasattr(store, "segment_rows")
     assert "segment_rows" in segments.__all__
     sample = SampleBatch(obs=torch.zeros(3, 2), action=torch.zeros(3), reward=torch.ones(3),
                          done=torch.zeros(3), truncated=torch.zeros(3))
-    rows = windows.window_rows(sample, sample.obs)
+    rows = store.window_rows(sample, sample.obs)
     assert sorted(rows) == ["action", "done", "obs", "reward", "truncated"]
     assert rows["done"].dtype == torch.bool
 

@@ -1,6 +1,8 @@
 """The environment copies an ``EnvRunner`` steps and the latest result of each of their streams:
 ``Copies``, SRL environments stepped one at a time, and ``VectorCopies``, a
-``VectorEnvironment`` stepped as one batch, which differs only in how it calls the environment."""
+``VectorEnvironment`` stepped as one batch, which differs only in how it calls the environment.
+A policy's action is clipped into a ``Box`` (as ``GymEnvironment`` clips it), or checked against
+a ``Discrete`` space, before a copy takes it."""
 
 from __future__ import annotations
 
@@ -12,18 +14,20 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
-from looprl.collector.actions import action_spaces, env_action
 from looprl.core import NamedArray, StateArray
 from looprl.core.leaves import as_numpy
 from looprl.core.suggest import check_count
 from looprl.environments.base import VectorEnvironment, wrapped_seed
-from looprl.environments.faults import EnvironmentFailure, failure
-from looprl.environments.gym_helpers import episode_cap
+from looprl.environments.faults import EnvironmentFailure, PolicyActionError, failure
+from looprl.environments.gym_helpers import action_to_numpy, episode_cap
 from looprl.environments.srl import checked_results, make, result_scalars
 
 __all__ = ["Copies", "Episode", "VectorCopies", "env_copies", "made"]
+
+_INTEGERS = (int, np.int64, np.int32)
 
 
 @dataclass
@@ -36,19 +40,53 @@ class Episode:
     returns: tuple[float, ...] = ()
 
 
+def action_spaces(env: Any) -> list[gym.spaces.Box | gym.spaces.Discrete | None] | None:
+    """Each agent's action space to clip actions into (``Box``) or check them against
+    (``Discrete``), else ``None``; ``None`` for all if none is, or the env ``clips_actions``."""
+    if getattr(env, "clips_actions", False):
+        return None
+    try:
+        spaces = list(env.action_spaces)
+    except (AttributeError, NotImplementedError):
+        return None
+    kept = [space if isinstance(space, gym.spaces.Box | gym.spaces.Discrete) else None
+            for space in spaces]
+    return kept if len(kept) == env.agent_count and any(k is not None for k in kept) else None
+
+
+def env_action(action: Any, space: gym.spaces.Box | gym.spaces.Discrete, name: str,
+               agent: int) -> Any:
+    """``action`` of ``agent`` of env copy ``name`` clipped into a ``Box``, or checked against a
+    ``Discrete`` space (``PolicyActionError``: an SRL env would take any number silently)."""
+    if not isinstance(space, gym.spaces.Discrete):
+        return action_to_numpy(action, space)
+    low = int(space.start)
+    if type(action) in _INTEGERS and low <= action < low + space.n:
+        return action  # (a row of a policy's int array: every step)
+    try:  # (one whole number, as GymEnvironment takes a Discrete action)
+        if low <= action_to_numpy(action, space) < low + space.n:
+            return action
+    except ValueError:
+        pass
+    array = np.asarray(as_numpy(action))
+    shown = array.tolist() if array.size <= 8 else f"an array of shape {array.shape}"
+    raise PolicyActionError(
+        f"{name}: the policy gave agent {agent} the action {shown!r}, not one of its "
+        f"action space {space} (the whole numbers {low}..{low + space.n - 1}): give the "
+        "policy as many actions as the environment has (action_dim), or check the action "
+        "your policy's rollout returns")
+
+
 class Copies:
     """Copies of an SRL environment (``envs``, of ``agent_count`` agents each), stepped one at a
     time, and what their streams last received; ``build`` makes a new copy (to replace one that
-    raised, given ``EnvRunner.restarts``). ``runner``: the ``EnvRunner`` that steps them;
-    ``episode``: each copy's resets so far.
+    raised, given ``EnvRunner.restarts``); ``episode``: each copy's resets so far.
 
     Stream ``i * agent_count + a`` is agent ``a`` of copy ``i`` (``stream_copy``,
-    ``stream_agent``). Per stream: ``present`` (a result waits for an action), ``obs`` (an array
-    of the observations as the agent sees them, or a ``NamedArray`` of the environment's fields;
-    made by the first result), ``reward``, ``done``, ``truncated`` and, of several agents,
-    ``agent_returns`` (its return so far in the episode), ``playing`` (its latest result of the
-    episode ended nothing: it plays on, with or without a result now); per copy: ``returns``,
-    ``lengths`` and ``over`` (no agent of the episode plays on). ``turns``: some agent has been
+    ``stream_agent``). Per stream: ``present`` (a result waits for an action), ``obs`` (an array,
+    or a ``NamedArray`` of the environment's fields), ``reward``, ``done``, ``truncated``,
+    ``agent_returns`` and ``playing`` (its episode goes on, with or without a result now); per
+    copy: ``returns``, ``lengths`` and ``over`` (no agent plays on). ``turns``: some agent has been
     without a result (a turn-based game): only the streams ``present`` act."""
 
     def __init__(self, envs: list[Any], build: Callable[[], Any] | None = None):
@@ -63,8 +101,7 @@ class Copies:
 
     def _start_streams(self, n_envs: int, agent_count: int, name: str,
                        build: Callable[[], Any] | None) -> None:
-        """The streams' state, before any result: ``n_envs`` copies of ``agent_count`` agents
-        named ``name``."""
+        """The streams' state before any result: ``n_envs`` copies of ``agent_count`` agents."""
         n = n_envs * agent_count
         self.agent_count, self.name, self.build = agent_count, name, build
         self.stream_copy = np.repeat(np.arange(n_envs), agent_count)
@@ -95,8 +132,7 @@ class Copies:
     def _call(self, runner: Any, i: int | None, method: str, call: Callable[..., Any],
               *args: Any, **kwargs: Any) -> Any:
         """``call(*args, **kwargs)``, env copy ``i``'s ``method`` (``None``: every copy's), noted
-        in ``runner.env_call``; ``None`` if it raised and the form rebuilt copies
-        (``_rebuild``)."""
+        in ``runner.env_call``; ``None`` if it raised and copies were rebuilt (``_rebuild``)."""
         runner.env_call = (time.monotonic(), i, method)
         try:
             return call(*args, **kwargs)
@@ -112,8 +148,7 @@ class Copies:
             runner.env_call = None
 
     def report(self, runner: Any, moved: np.ndarray) -> None:
-        """Add the episodes that the copies that ``moved`` (a bool each) just finished to
-        ``runner.episodes``."""
+        """Add the episodes the copies that ``moved`` (a bool each) just finished to ``runner``."""
         if not np.count_nonzero(self.over):
             return
         agents = self.agent_count
@@ -131,8 +166,7 @@ class Copies:
     default_cap = env_cap
 
     def reset(self, runner: Any, seed: int | None) -> None:
-        """Start a new episode in every copy (copy ``i`` seeded with ``seed + i``, if given,
-        wrapped as a rebuilt copy's)."""
+        """Start a new episode in every copy (copy ``i`` seeded with ``seed + i``, if given)."""
         for i, env in enumerate(self.envs):
             if seed is not None:
                 _seed(env, wrapped_seed(seed + i))
@@ -147,10 +181,9 @@ class Copies:
             self._receive(i, results)
 
     def step(self, runner: Any, group: int, asked: np.ndarray, action: Any) -> np.ndarray:
-        """Step the copies of ``runner.groups[group]`` with the ``action`` of each stream
-        ``asked`` (those whose episode was over reset instead); which copies stepped (a bool
-        each). Counts the frames and reports the episodes that ended. An agent whose episode
-        terminated while others play on gets ``None`` (its row's action is ignored), as in SRL."""
+        """Step the copies of ``runner.groups[group]`` with the ``action`` of each stream ``asked``
+        (those whose episode was over reset instead; an agent already done gets ``None``, as in
+        SRL), count the frames, report the episodes that ended; which copies stepped (bools)."""
         agents = self.agent_count
         actions: dict[int, list[Any]] = {i: [None] * agents for i in runner.groups[group]}
         done = self.done
@@ -159,8 +192,7 @@ class Copies:
             if not done[s]:
                 one = action[row]
                 space = None if spaces is None else spaces[s % agents]
-                if space is not None and not isinstance(
-                        one, NamedArray):  # (SRL's named actions: as they are)
+                if space is not None and not isinstance(one, NamedArray):  # (named: as it is)
                     one = env_action(one, space, self.name, s % agents)
                 actions[s // agents][s % agents] = one
         stepped = np.zeros(len(self.envs), dtype=bool)
@@ -179,9 +211,8 @@ class Copies:
         return stepped
 
     def cut(self, runner: Any, long: np.ndarray) -> None:
-        """End the episodes of the copies ``long`` (a bool each), reported, as truncated: each
-        copy alone, its agents whose turn has not come again cut at their latest rows, the
-        others at the result waiting for an action."""
+        """End the episodes of the copies ``long`` (a bool each) as truncated: agents whose turn has
+        not come again at their latest rows, the others at the result waiting for an action."""
         for i in np.flatnonzero(long).tolist():
             streams = np.flatnonzero(self.stream_copy == i)
             waiting = ~self.present[streams]
@@ -189,10 +220,8 @@ class Copies:
             runner.cut_episodes(streams[waiting])
 
     def _receive(self, i: int, results: list[Any]) -> None:
-        """Keep copy ``i``'s new ``results``; note whether all of its agents are done (an agent
-        without a result now whose latest one ended nothing plays on). A done or truncated result
-        for an agent already done or truncated counts as ``None`` (SRL's "garbage steps"): its
-        episode ended once."""
+        """Keep copy ``i``'s new ``results``; note whether all of its agents are done. A result
+        ending an episode already ended counts as ``None`` (SRL's "garbage steps")."""
         base, total, present = i * self.agent_count, 0.0, False
         for a, result in enumerate(results):
             s = base + a
@@ -214,8 +243,7 @@ class Copies:
         self.over[i] = present and not self.playing[base:base + self.agent_count].any()
 
     def _store_obs(self, stream: int, obs: dict[str, Any]) -> None:
-        """Write the observation fields of ``stream``; ``ValueError`` if their fields or shapes
-        differ from the first ones'."""
+        """Write the observation fields of ``stream`` (checked against the first ones')."""
         seen = {name: np.shape(value) for name, value in obs.items()}
         if self.obs is None:
             self.obs = NamedArray(**{
@@ -283,11 +311,9 @@ def _close(env: Any) -> None:
 
 
 class VectorCopies(Copies):
-    """The copies of a ``VectorEnvironment`` (one agent each), stepped as one batch, their
-    states passed through ``process`` (the agent's bodies) for the rows; ``build`` makes a
-    new one (to rebuild them all when one raised, ``EnvRunner.restarts``). Its episodes are not
-    cut unless asked (``default_cap``): its own time limits end them, and a cut restarts every
-    copy."""
+    """The copies of a ``VectorEnvironment`` (one agent each), stepped as one batch, their states
+    passed through ``process`` (the agent's bodies); ``build`` makes a new one. Its episodes are
+    not cut unless asked (``default_cap``): its own time limits end them."""
 
     default_cap = None
 
@@ -394,9 +420,8 @@ class VectorCopies(Copies):
 def env_copies(env_name: Any, env_args: dict[str, Any] | None, n_envs: int, groups: int,
                process: Callable[[StateArray], StateArray] | None
                ) -> tuple[Any, Copies, int]:
-    """``(envs, copies, groups)`` of an ``EnvRunner`` (see its arguments): the env copies (a
-    list, or a vector environment), their ``Copies`` or ``VectorCopies``, and ``groups`` (a
-    vector environment's: 1)."""
+    """``(envs, copies, groups)`` of an ``EnvRunner`` (see its arguments): the env copies (a list
+    or a vector environment), their ``Copies`` or ``VectorCopies``, and ``groups`` (vector: 1)."""
     build = None
     if not isinstance(env_name, VectorEnvironment):
         if n_envs < groups or groups < 1:

@@ -15,9 +15,8 @@ __all__ = ["EnvFault", "EnvRestarts", "env_call"]
 
 @dataclass(frozen=True)
 class EnvFault:
-    """An exception raised inside env copy ``copy`` (``None``: a vector environment) at
-    ``episode`` and ``step`` (from 1, where known), which the runner recovered from; ``error``
-    is its ``"Type: message"`` line, ``frame`` the runner's env steps then."""
+    """An exception the runner recovered from, raised in env copy ``copy`` (``None``: a vector
+    env) at ``episode`` and ``step`` (where known); ``error``: its ``"Type: message"`` line."""
 
     env: str
     copy: int | None
@@ -74,8 +73,7 @@ class EnvRestarts:
 
 def env_call(runner: Any) -> tuple[float, str, int | None, str, int | None, int | None] | None:
     """``(seconds, env, copy, method, episode, step)`` of ``runner``'s env call in progress
-    (``copy``, ``episode`` and ``step``: ``None`` for a vector environment), ``None`` if none.
-    Safe from another thread."""
+    (``None`` if none; ``copy``, ``episode``, ``step``: ``None`` for a vector env); thread-safe."""
     call = runner.env_call
     if call is None:
         return None

@@ -56,30 +56,24 @@ class EnvRunner:
         first_stream: this runner's first stream number in its segments' ``stream`` field.
         restarts: recover from an exception in an env copy (``None``: raise it): its episode
             is cut, the copy rebuilt (a vector environment: all of it), reseeded and reset.
-        max_episode_steps: cut an episode at this many steps (truncated), report it and warn
-            (at the first cut; ``cuts`` counts them all: ``report_cuts``): an SRL copy's
-            alone; in a vector environment, which cannot reset one copy, every copy then
-            restarts (``truncate``). ``None``: an SRL env's ``env_cap``; a vector
-            environment's episodes are not cut (its own time limits end them).
+        max_episode_steps: cut an episode at this many steps (truncated), report it and warn at
+            the first cut (``cuts`` counts them); a vector environment, which cannot reset one
+            copy, restarts every copy (``truncate``). ``None``: an SRL env's ``env_cap``; a
+            vector environment's are not cut (its own time limits end them).
 
-    Attributes:
-        env_call: ``(time.monotonic() at its start, copy, method)`` of the env call in
-            progress, ``None`` if none.
+    ``env_call``: ``(time.monotonic() at its start, copy, method)`` of the env call in progress.
     """
 
     cuts = 0  # episodes cut at ``max_episode_steps`` so far (class default: older checkpoints)
 
-    def __init__(self, env_name: str | Any, env_args: dict[str, Any] | None = None,
-                 n_envs: int = 1, segment_length: int | None = 64,
-                 default_policy_state: Any = None,
-                 groups: int = 1, seed: int = 0, exploration: float | None = None,
-                 is_evaluation: bool = False, meta: Sequence[MetaComponent] = (),
-                 policy: Any = None, whole_episodes: bool = False,
-                 hub: MetaHub | StreamHooks | None = None,
-                 process: Callable[[StateArray], StateArray] | None = None,
-                 first_stream: int = 0, agent_names: Sequence[str] = (),
-                 restarts: EnvRestarts | None = None, max_episode_steps: int | None = None,
-                 meta_state: Sequence[dict[str, Any]] = ()):
+    def __init__(self, env_name: str | Any, env_args: dict[str, Any] | None = None, n_envs: int = 1,
+                 segment_length: int | None = 64, default_policy_state: Any = None, groups: int = 1,
+                 seed: int = 0, exploration: float | None = None, is_evaluation: bool = False,
+                 meta: Sequence[MetaComponent] = (), policy: Any = None,
+                 whole_episodes: bool = False, hub: MetaHub | StreamHooks | None = None,
+                 process: Callable[[StateArray], StateArray] | None = None, first_stream: int = 0,
+                 agent_names: Sequence[str] = (), restarts: EnvRestarts | None = None,
+                 max_episode_steps: int | None = None, meta_state: Sequence[dict[str, Any]] = ()):
         if segment_length is not None and segment_length < 1:
             raise ValueError(f"segment_length must be >= 1 (or None: no rows kept), got "
                              f"{segment_length}")
@@ -271,8 +265,7 @@ class EnvRunner:
 
     @property
     def needs_action(self) -> bool:
-        """Whether group 0 waits for ``record`` before it can ``advance`` (a step or an action
-        was interrupted, e.g. by Ctrl-C)."""
+        """Whether group 0 waits for ``record`` before it can ``advance`` (e.g. after Ctrl-C)."""
         return 0 not in self._recorded
 
     @property
@@ -295,9 +288,8 @@ _ROWS = ("action", "log_prob", "value", "policy_state")
 
 
 def check_result(result: Any, rows: int, carried: bool = False, policy: str = "") -> None:
-    """A one-line error unless ``result`` is a ``RolloutResult`` answering a request of ``rows``
-    rows with ``rows`` rows in every field (the memory too, where ``carried``); ``policy``: the
-    policy's name, for the message."""
+    """A one-line error unless ``result`` is a ``RolloutResult`` of ``rows`` rows in every field
+    (the memory too, where ``carried``); ``policy``: the policy's name, for the message."""
     what = f"{policy}.rollout" if policy else "rollout"
     if not isinstance(result, RolloutResult):
         raise TypeError(f"{what} returned a {type(result).__name__}; return a "
@@ -337,10 +329,9 @@ def _record(runner: EnvRunner, streams: np.ndarray, obs: Any, states: Any, actio
     ended = done | truncated if carried or (buffer is not None and buffer.whole_episodes) \
         else None
     if buffer is not None:
-        rows = segment_rows(
-            obs, action, reward, done, truncated, result,
-            runner._version_rows(len(streams), version), states,
-            copies.stream_agent[streams] if copies.agent_count > 1 else None)
+        rows = segment_rows(obs, action, reward, done, truncated, result,
+                            runner._version_rows(len(streams), version), states,
+                            copies.stream_agent[streams] if copies.agent_count > 1 else None)
         buffer.write(None if every else streams, rows, ended)
     if carried:
         runner._policy_state[streams] = _numpy(result.policy_state)
@@ -375,9 +366,8 @@ def _after_step(runner: EnvRunner, asked: np.ndarray, obs: Any, action: np.ndarr
 
 def _ending(runner: EnvRunner, asked: np.ndarray, obs: Any, action: np.ndarray,
             moved: np.ndarray) -> tuple[np.ndarray, Any, np.ndarray]:
-    """``(streams, observations, actions)`` of the transitions that end in this step, at their
-    stream's next result: in a turn-based game, an agent's rows wait (``_waiting``) until its
-    turn comes again. Rows asked at an episode's end start no transition."""
+    """``(streams, observations, actions)`` of the transitions that end in this step (in a
+    turn-based game an agent's rows wait in ``_waiting`` for its next turn)."""
     copies, waiting = runner._copies, runner._waiting
     moving = moved[copies.stream_copy[asked]]
     keep = moving & copies.present[asked]
@@ -407,17 +397,15 @@ def restart_episodes(runner: EnvRunner) -> None:
 
 
 def log_cuts(cut: int, name: str, cap: int | None) -> None:
-    """Warn that ``cut`` episodes of ``name`` were cut at the cap of ``cap`` steps (none:
-    nothing; a Ray run's actors' total)."""
+    """Warn that ``cut`` episodes (if any) of ``name`` were cut at the cap of ``cap`` steps."""
     if cut:
         log.warning("%d episode%s of %s %s cut at the cap of %s steps", cut, "s" * (cut > 1),
                     name, "were" if cut > 1 else "was", cap)
 
 
 def _cut_long(runner: EnvRunner, stepped: np.ndarray) -> None:
-    """Cut (truncated), report and warn about the episodes ``max_episode_steps`` long (the
-    copies' ``cut``); the runner's first cut only warns, ``cuts`` counts them. An episode grows
-    by one step an ``advance`` at most: the next check waits until one can reach the cap."""
+    """Cut (truncated), report and count the episodes ``max_episode_steps`` long, warning at the
+    first; the next check waits until an episode can reach the cap (a step an ``advance``)."""
     copies, cap = runner._copies, runner._cap
     runner._unchecked = max(1, cap - int(copies.lengths.max()))
     long = stepped & ~copies.over & (copies.lengths >= cap)
@@ -426,8 +414,7 @@ def _cut_long(runner: EnvRunner, stepped: np.ndarray) -> None:
             log.warning("an episode of %s ran %d steps without ending: cut there (the cap: "
                         "max_episode_steps, by default the env's time limit, else %d; looprl "
                         "watch: --max-steps); later ones are counted, their total logged at "
-                        "the end",
-                        copies.name, cap, DEFAULT_EPISODE_CAP)
+                        "the end", copies.name, cap, DEFAULT_EPISODE_CAP)
         runner.cuts += int(long.sum())
         copies.over |= long
         copies.report(runner, long)

@@ -68,7 +68,10 @@ MERGED = {
         ("approximation.v_network", "approximation.q_network"),
         ("approximation.feature_network", "approximation.q_network"),
         ("approximation.checkpointer", "approximation.target"),
-        ("nn.noisy", "nn.layers"), ("nn.actor_critic", "nn.cnn"))}}
+        ("nn.noisy", "nn.layers"), ("nn.actor_critic", "nn.cnn"),
+        ("policies.gaussian", "policies.deterministic"),
+        ("policies.softmax", "policies.deterministic"),
+        ("policies.exploration", "policies.greedy"), ("memory.advantages", "memory.samples"))}}
 
 
 class _Unpickler(pickle.Unpickler):

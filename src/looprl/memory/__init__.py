@@ -1,12 +1,16 @@
 """Memory: replay buffers and on-policy segment storage (preallocated, O(1) add); ALL's
 ``NStepReplayBuffer`` wrapper and advantage buffers."""
 
-from looprl.memory.advantages import GeneralizedAdvantageBuffer, NStepAdvantageBuffer
 from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
 from looprl.memory.n_step import NStepReplayBuffer
 from looprl.memory.prioritized import PrioritizedReplayBuffer, SumTree, importance_weights
 from looprl.memory.replay import ExperienceReplayBuffer, ReplayBuffer
-from looprl.memory.samples import OnPolicyBuffer, make_sample_buffer
+from looprl.memory.samples import (
+    GeneralizedAdvantageBuffer,
+    NStepAdvantageBuffer,
+    OnPolicyBuffer,
+    make_sample_buffer,
+)
 from looprl.memory.segments import SegmentBuffer
 
 __all__ = [

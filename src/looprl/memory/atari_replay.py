@@ -1,14 +1,10 @@
-"""Replay for stacked uint8 frames that stores each frame once (the DQN replay memory).
-
-One ring of single frames; stacks are rebuilt when sampling (1M transitions: about 7.1 GB
-instead of 56 GB). Slot ``k`` holds the newest frame of one state and the transition out of
-it, ``links[k]`` the slots of its stack's frames (oldest first) and ``nexts[k]`` the slot of
-the next state of its sequence (-1: none yet). A sequence's first state shares the older
-frames of the state it follows where they go on (after a lost life); ``put`` goes on with a
-stream's sequence from its last state wherever it lies in the ring. Overwriting a frame
-invalidates the transitions that needed it. A transition is sampled once its n-step window
-(``n_step_windows``, of the states ``k``, ``nexts[k]``, ...) is complete.
-"""
+"""Replay for stacked uint8 frames that stores each frame once in a ring (the DQN replay memory;
+1M transitions: 7.1 GB, not 56 GB), stacks rebuilt when sampling. Slot ``k`` holds the newest
+frame of a state and the transition out of it, ``links[k]`` its stack's slots (oldest first),
+``nexts[k]`` the next state's slot (-1: none yet). A sequence's first state shares the older
+frames of the state it follows where they go on; ``put`` goes on with a stream's sequence from its
+last state. Overwriting a frame invalidates the transitions that needed it; a transition is
+sampled once its n-step window (``n_step_windows``) is complete."""
 
 from __future__ import annotations
 
@@ -22,8 +18,7 @@ from looprl.core import NamedArray, SampleBatch, State
 from looprl.core.leaves import as_numpy
 from looprl.memory.prioritized import Prioritized
 from looprl.memory.replay import STORE_CHUNK, ReplayBuffer
-from looprl.memory.store import check_transition
-from looprl.memory.windows import n_step_windows, stream_numbers, window_rows
+from looprl.memory.store import check_transition, n_step_windows, stream_numbers, window_rows
 
 __all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer", "check_room", "slot_bytes"]
 
@@ -103,8 +98,7 @@ class AtariReplayBuffer(ReplayBuffer):
         return {key: array.numpy() for key in _ARRAYS if (array := getattr(self, key)) is not None}
 
     def store(self, state: State | None, action: Any, next_state: State) -> None:
-        """Store the transition ``state --action--> next_state`` (its window cut when the buffer
-        is next read, or ``STORE_CHUNK`` transitions later)."""
+        """Store ``state --action--> next_state``, windowed when next read or ``STORE_CHUNK`` on."""
         check_transition(type(self).__name__, state, action, next_state, batches=False)
         if state is None or state.done:
             return

@@ -69,9 +69,8 @@ class SumTree:
 
 
 class Prioritized:
-    """Proportional prioritization over a buffer's slots (arguments in ALL's order): ``alpha``
-    (0: uniform), ``beta`` (a float or a schedule with a ``value``), ``epsilon`` (added to
-    priorities); ``buffer_size``: ALL's name of ``size``."""
+    """Proportional prioritization over a buffer's slots (ALL's argument order): ``alpha`` (0:
+    uniform), ``beta`` (a float or a schedule), ``epsilon`` (added to priorities)."""
 
     def __init__(self, size: int | None = None, alpha: float = 0.6, beta: Any = 0.4,
                  epsilon: float = 1e-5, device: str | torch.device = "cpu",

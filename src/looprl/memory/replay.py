@@ -1,10 +1,7 @@
-"""Experience replay: a preallocated ring buffer of transitions with O(1) ``store``.
-
-Each item is a window of ``n_step + 1`` rows (row 0 holds ``s_t`` and ``a_t``, row ``k`` what
-arrived ``k`` steps later). ``put(segment)`` cuts the collectors' ``[T + 1, B]`` segments into
-windows (with ``n_step > 1`` spanning a stream's segments); ``store`` (ALL's) gathers steps and
-``put`` s them as one segment (``looprl.memory.store``).
-"""
+"""Experience replay: a preallocated ring buffer of windows of ``n_step + 1`` rows (row 0 holds
+``s_t`` and ``a_t``, row ``k`` what arrived ``k`` steps later). ``put(segment)`` cuts the
+collectors' ``[T + 1, B]`` segments into windows (spanning a stream's segments); ``store`` (ALL's)
+gathers steps and ``put`` s them as one segment (``looprl.memory.store``)."""
 
 from __future__ import annotations
 
@@ -22,8 +19,17 @@ from looprl.core.namedarray import NamedArray, concat, recursive_apply
 from looprl.core.suggest import check_count, check_device, check_fits, is_out_of_memory
 from looprl.memory.returns import n_step_bootstrap
 from looprl.memory.segments import leaves
-from looprl.memory.store import check_transition, gathered_segment, goes_on, shape_error
-from looprl.memory.windows import fields, n_step_windows, same_rows, stream_numbers, window_rows
+from looprl.memory.store import (
+    check_transition,
+    fields,
+    gathered_segment,
+    goes_on,
+    n_step_windows,
+    same_rows,
+    shape_error,
+    stream_numbers,
+    window_rows,
+)
 
 __all__ = ["ExperienceReplayBuffer", "ReplayBuffer", "replay_contents_saved", "transitions"]
 
@@ -197,8 +203,7 @@ class ExperienceReplayBuffer(ReplayBuffer):
         self._views = self._numpy_views()
 
     def store(self, state: State | None, action: Any, next_state: State) -> None:
-        """Store one transition (one per row of ``StateArray`` s), gathered and ``put`` when the
-        buffer is next read or every ``STORE_CHUNK`` steps."""
+        """Store a transition per row, ``put`` when next read or ``STORE_CHUNK`` on."""
         check_transition(type(self).__name__, state, action, next_state)
         single = not isinstance(state, StateArray)
         if state is None or (single and state.done):  # no previous state; a discarded action

@@ -1,9 +1,7 @@
-"""``SegmentBuffer``: the rows a collector writes, cut into ``SampleBatch`` segments.
-
-A *stream* is one env copy (or one agent of one copy). Every ``segment_length`` rows a stream
-completes a segment, whose last row starts the next one (``whole_episodes``: at the end of the
-episode that brings it there). Rows live in preallocated ``[T + 1, streams]`` NumPy arrays.
-"""
+"""``SegmentBuffer``: the rows a collector writes, cut into ``SampleBatch`` segments. Every
+``segment_length`` rows a stream (one agent of one env copy) completes a segment, whose last row
+starts the next one (``whole_episodes``: at the end of the episode that brings it there). Rows
+live in preallocated ``[T + 1, streams]`` NumPy arrays."""
 
 from __future__ import annotations
 
@@ -21,8 +19,7 @@ __all__ = ["SegmentBuffer", "leaves", "rows_of", "segment_rows"]
 
 
 def leaves(x: Any) -> list[Any]:
-    """The arrays of ``x``: of a ``NamedArray``, nested fields flattened in field order
-    (``None`` s left out); of an array, ``[x]``."""
+    """The arrays of ``x``: a ``NamedArray``'s nested fields flattened (``None`` s left out)."""
     if not isinstance(x, NamedArray):
         return [] if x is None else [x]
     return [leaf for value in x.values() for leaf in leaves(value)]

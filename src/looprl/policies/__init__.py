@@ -2,17 +2,24 @@
 policies."""
 
 from looprl.nn.layers import ActionBounds
-from looprl.policies.deterministic import DeterministicPolicy, SoftDeterministicPolicy
+from looprl.policies.deterministic import (
+    DeterministicPolicy,
+    GaussianPolicy,
+    SoftDeterministicPolicy,
+    SoftmaxPolicy,
+    SoftmaxPolicyNetwork,
+)
 from looprl.policies.distributions import (
     CategoricalHead,
     GaussianActor,
     GaussianHead,
     TanhGaussianHead,
 )
-from looprl.policies.exploration import EXPLORATION, BoltzmannPolicy, EZGreedyPolicy
-from looprl.policies.gaussian import GaussianPolicy
 from looprl.policies.greedy import (
+    EXPLORATION,
     MASKED_Q,
+    BoltzmannPolicy,
+    EZGreedyPolicy,
     GreedyPolicy,
     ParallelGreedyPolicy,
     apex_epsilons,
@@ -20,7 +27,6 @@ from looprl.policies.greedy import (
     legal_actions,
     random_actions,
 )
-from looprl.policies.softmax import SoftmaxPolicy, SoftmaxPolicyNetwork
 
 __all__ = [
     "EXPLORATION", "MASKED_Q", "ActionBounds", "BoltzmannPolicy", "CategoricalHead",

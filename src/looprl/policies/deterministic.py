@@ -1,6 +1,7 @@
-"""Policies over ``Box`` actions: ``DeterministicPolicy`` (DDPG, TD3) and
-``SoftDeterministicPolicy`` (SAC). Both take a ``State``/``StateArray`` (the model's output
-zeroed where ``mask == 0``) or observations."""
+"""ALL's policy approximations: ``SoftmaxPolicy`` (a ``Categorical``), ``GaussianPolicy`` and,
+over ``Box`` actions, ``DeterministicPolicy`` (DDPG, TD3) and ``SoftDeterministicPolicy`` (SAC).
+Each takes a ``State``/``StateArray`` (the model's output zeroed where ``mask == 0``) or
+observations."""
 
 from __future__ import annotations
 
@@ -8,15 +9,63 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.distributions import Categorical, Independent, Normal
 
 from looprl.approximation import Approximation
+from looprl.core import State
 from looprl.core.ranges import check_ranges
+from looprl.nn import RLNetwork
 from looprl.nn.layers import box_space
 from looprl.policies.distributions import ActionBounds, TanhGaussianHead
-from looprl.policies.gaussian import model_outputs
 
-__all__ = ["DeterministicActor", "DeterministicPolicy", "SoftDeterministicActor",
-           "SoftDeterministicPolicy"]
+__all__ = ["DeterministicActor", "DeterministicPolicy", "GaussianPolicy", "GaussianPolicyNetwork",
+           "SoftDeterministicActor", "SoftDeterministicPolicy", "SoftmaxPolicy",
+           "SoftmaxPolicyNetwork", "model_outputs"]
+
+
+def model_outputs(model: nn.Module, x: Any) -> torch.Tensor:
+    """``model`` on a ``State``/``StateArray`` (``State.apply``: zeroed where ``mask == 0``) or on a
+    tensor of observations."""
+    return x.apply(model, "observation") if isinstance(x, State) else model(x)
+
+
+class SoftmaxPolicyNetwork(RLNetwork):
+    """Maps a ``State``/``StateArray`` to a ``Categorical`` over its logits (not validated)."""
+
+    def forward(self, state: Any) -> Categorical:
+        return Categorical(logits=super().forward(state), validate_args=False)
+
+
+class SoftmaxPolicy(Approximation):
+    """Softmax (categorical) policy; ``model`` maps observations to ``(batch, n)`` logits."""
+
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                 name: str = "policy", **kwargs: Any):
+        super().__init__(SoftmaxPolicyNetwork(model), optimizer, name=name, **kwargs)
+
+
+class GaussianPolicyNetwork(RLNetwork):
+    """ALL's Gaussian: ``Independent(Normal(center + mean, exp(log_variance / 2) * scale), 1)`` from
+    the model's ``cat(mean, log_variance)`` (the mean shifted, not scaled; samples not clipped)."""
+
+    def __init__(self, model: nn.Module, space: Any):
+        box_space(space, "GaussianPolicy")
+        super().__init__(model)
+        self.bounds = ActionBounds(space.low, space.high)
+
+    def forward(self, state: Any) -> Independent:
+        outputs = model_outputs(self.model, state)
+        center, scale, _, _ = self.bounds.on(outputs.device)
+        means, log_variances = self.bounds.check(outputs, 2).chunk(2, dim=-1)
+        return Independent(Normal(means + center, (0.5 * log_variances).exp() * scale), 1)
+
+
+class GaussianPolicy(Approximation):
+    """ALL's Gaussian stochastic policy (``GaussianPolicyNetwork``)."""
+
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                 space: Any = None, name: str = "policy", **kwargs: Any):
+        super().__init__(GaussianPolicyNetwork(model, space), optimizer, name=name, **kwargs)
 
 
 class DeterministicActor(nn.Module):
@@ -45,10 +94,8 @@ class _BoxPolicy(Approximation):
 
 
 class DeterministicPolicy(_BoxPolicy):
-    """Deterministic policy with Gaussian exploration noise (DDPG, TD3): ``policy(obs)`` is
-    ``mu(obs)`` with gradients; ``model`` gives ``(batch, action_dim)`` pre-activations,
-    ``space`` is the ``Box`` action space, ``noise`` the exploration noise's standard deviation
-    in units of half the range."""
+    """Deterministic policy (DDPG, TD3): ``policy(obs)`` is ``DeterministicActor``'s ``mu(obs)``;
+    ``noise``: the Gaussian exploration noise's standard deviation in half ranges."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  space: Any = None, name: str = "policy", noise: float = 0.1, **kwargs: Any):
@@ -72,9 +119,8 @@ class DeterministicPolicy(_BoxPolicy):
 
 
 class SoftDeterministicActor(nn.Module):
-    """A tanh-Gaussian actor: ``forward(obs)`` returns a reparameterized ``(action, log_prob)``;
-    ``model`` outputs ``cat(mean, log_std)``, ``log_std`` clamped to ``[log_std_min,
-    log_std_max]``."""
+    """A tanh-Gaussian actor: ``forward(obs)`` returns a reparameterized ``(action, log_prob)`` of
+    ``model``'s ``cat(mean, log_std)`` (``TanhGaussianHead``)."""
 
     def __init__(self, model: nn.Module, space: Any, log_std_min: float = -20.0,
                  log_std_max: float = 2.0):
@@ -92,10 +138,8 @@ class SoftDeterministicActor(nn.Module):
 
 
 class SoftDeterministicPolicy(_BoxPolicy):
-    """Stochastic tanh-Gaussian policy of SAC: ``policy(obs)`` returns a reparameterized
-    ``(action, log_prob)`` with gradients; ``sample`` (``explore``) and ``mode`` give actions
-    without. ``model`` outputs ``cat(mean, log_std)`` (``SoftDeterministicActor``); the rest:
-    ``DeterministicPolicy``'s."""
+    """Stochastic tanh-Gaussian policy of SAC: ``policy(obs)`` is ``SoftDeterministicActor``'s
+    ``(action, log_prob)`` with gradients; ``sample`` (``explore``) and ``mode`` give actions."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  space: Any = None, name: str = "policy", log_std_min: float = -20.0,

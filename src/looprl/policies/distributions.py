@@ -95,10 +95,9 @@ class GaussianActor(nn.Module):
 
 
 class GaussianHead:
-    """A diagonal Gaussian over ``Box`` actions from ``cat(mean, log_std)`` (``log_std`` clamped to
-    ``[log_std_min, log_std_max]``), in normalized units: ``action = center + scale * (mean +
-    std * eps)``, not clipped (environments clip), so log-probs stay exact. ``log_prob`` is the
-    normalized action's density (off by the constant ``sum(log scale)``, cancelling in ratios)."""
+    """A diagonal Gaussian over ``Box`` actions from ``cat(mean, log_std)`` (``log_std`` clamped),
+    in normalized units: ``action = center + scale * (mean + std * eps)``, not clipped (envs clip);
+    ``log_prob``: the normalized action's density (off by a constant ``sum(log scale)``)."""
 
     def __init__(self, low: Any, high: Any, log_std_min: float = -20.0, log_std_max: float = 2.0):
         self.bounds = ActionBounds(low, high)
@@ -151,12 +150,9 @@ def tanh_log_det(u: torch.Tensor) -> torch.Tensor:
 
 
 class TanhGaussianHead(GaussianHead):
-    """A Gaussian squashed by ``tanh`` into the bounds (SAC, Haarnoja et al. 2018, App. C).
-
-    ``u ~ N(mean, std)``, ``action = center + scale * tanh(u)`` and ``log pi(a | s) =
-    log N(u; mean, std) - sum log(1 - tanh(u)^2)``: the density of the normalized action (as in
-    SB3, so that SAC's target entropy ``-|A|`` means the same for every action range).
-    """
+    """A Gaussian squashed by ``tanh`` into the bounds (SAC, Haarnoja et al. 2018, App. C):
+    ``action = center + scale * tanh(u)``, ``u ~ N(mean, std)``, ``log pi(a | s) = log N(u; mean,
+    std) - sum log(1 - tanh(u)^2)``: the normalized action's density (as SB3's)."""
 
     #: margin that keeps ``atanh`` finite when evaluating given actions
     epsilon = 1e-6

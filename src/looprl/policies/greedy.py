@@ -1,12 +1,8 @@
-"""Epsilon-greedy action selection over a ``QNetwork``, and the per-row choice every value-based
-policy shares (``epsilon_greedy``).
-
-``GreedyPolicy`` makes one decision per row of a ``StateArray`` in torch ops (``epsilon_greedy``);
-a single ``State`` is a batch of no dimensions (a 0-d action). ``epsilon`` is a float, a
-schedule with a ``value`` (read once per call), or one rate per env copy (``apex_epsilons``).
-Actions an ``action_mask`` rules out, or valued ``MASKED_Q`` or below, are never chosen.
-``explored`` notes which rows of the latest call explored.
-"""
+"""Epsilon-greedy action selection over a ``QNetwork`` (``GreedyPolicy``: a decision per row of a
+``StateArray``, a single ``State`` a 0-d batch), the per-row choice every value-based policy shares
+(``epsilon_greedy``), and the exploration policies with its interface (``DQNPolicy`` takes any as
+its ``exploration``), chosen by name (``EXPLORATION``) as in Mighty. Actions an ``action_mask``
+rules out, or valued ``MASKED_Q`` or below, are never chosen."""
 
 from __future__ import annotations
 
@@ -17,16 +13,15 @@ import numpy as np
 import torch
 
 from looprl.core.hyperparameter import Hyperparameter
-from looprl.core.suggest import check_count, check_seed, is_number
+from looprl.core.suggest import check_count, check_positive, check_seed, is_number
 from looprl.nn.fields import legal_mask
 
 __all__ = [
-    "MASKED_Q", "Coins", "GreedyPolicy", "ParallelGreedyPolicy", "apex_epsilons", "epsilon_greedy",
-    "legal_actions", "random_actions",
+    "EXPLORATION", "MASKED_Q", "BoltzmannPolicy", "Coins", "EZGreedyPolicy", "GreedyPolicy",
+    "ParallelGreedyPolicy", "apex_epsilons", "epsilon_greedy", "legal_actions", "random_actions",
 ]
 
-#: The action value (or logit) of an illegal action: networks that read
-#: an action mask give it to the actions it rules out; exploration never picks them.
+#: The action value (or logit) that networks reading an action mask give the actions it rules out
 MASKED_Q = -1e8
 
 
@@ -43,9 +38,8 @@ def random_actions(values: torch.Tensor, generator: torch.Generator | None = Non
 
 
 class Coins:
-    """Reusable CPU buffers for ``epsilon_greedy``'s coins, one per batch shape, each with its
-    NumPy view: ``draw`` fills one as ``torch.rand`` would (the same numbers from the same
-    generator) without making a tensor per call."""
+    """Reusable CPU buffers (and NumPy views) for ``epsilon_greedy``'s coins, one per batch shape,
+    filled as ``torch.rand`` would (the same numbers) without making a tensor per call."""
 
     def __init__(self) -> None:
         self._made: dict[tuple[int, ...], tuple[torch.Tensor, np.ndarray]] = {}
@@ -55,8 +49,7 @@ class Coins:
 
     def draw(self, shape: tuple[int, ...], generator: torch.Generator | None = None
              ) -> tuple[torch.Tensor, np.ndarray]:
-        """Uniform ``[0, 1)`` coins of ``shape`` (overwritten by the next ``draw``): the
-        tensor and its NumPy view."""
+        """Uniform ``[0, 1)`` coins of ``shape`` and their NumPy view (overwritten by the next)."""
         made = self._made.get(shape)
         if made is None:
             tensor = torch.empty(shape)
@@ -68,12 +61,10 @@ class Coins:
 def epsilon_greedy(values: torch.Tensor, epsilon: float | torch.Tensor,
                    generator: torch.Generator | None = None, coins: Coins | None = None
                    ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(actions, explored)`` for action values ``[..., n]``: each row explores with probability
-    ``epsilon`` (a float or one rate per row), taking a random legal action
-    (``random_actions``), else takes the argmax. The coins and the random actions are drawn on
-    the CPU (from ``generator``, else torch's global generator: a seeded actor's stream), the
-    random actions only when some row explores; ``explored`` stays on the CPU. ``coins``:
-    buffers to draw the coins into (a caller's own, reused at every call)."""
+    """``(actions, explored)`` for action values ``[..., n]``: a row explores with probability
+    ``epsilon`` (a float or one per row), taking ``random_actions``, else the argmax. Coins (into
+    ``coins`` if given) and random actions are drawn on the CPU from ``generator`` (else torch's
+    global one), the random actions only when some row explores; ``explored`` stays on the CPU."""
     greedy = values.argmax(dim=-1)
     if coins is None:
         drawn = torch.rand(greedy.shape, generator=generator)
@@ -97,9 +88,9 @@ def epsilon_greedy(values: torch.Tensor, epsilon: float | torch.Tensor,
 
 
 class GreedyPolicy:
-    """Epsilon-greedy policy over the action values of ``q`` (a ``QNetwork``: ``no_grad``/``eval``)
-    (see the module docstring). ``seed`` seeds its own generators (``None``: the global ones);
-    ``evaluation``: action values from the network in eval mode (``q.eval``)."""
+    """Epsilon-greedy policy over the action values of ``q`` (a ``QNetwork``); ``epsilon``: a float,
+    a schedule with a ``value`` (read once per call) or one rate per env copy (``apex_epsilons``);
+    ``seed`` seeds its own generators; ``evaluation``: ``q.eval``'s values."""
 
     def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0, seed: int | None = None,
                  evaluation: bool = False):
@@ -161,8 +152,7 @@ class GreedyPolicy:
         self._epsilon = epsilon
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """``hp/epsilon``: a float (a schedule's current value, read without advancing it), or one
-        per env copy; setting it replaces a schedule."""
+        """``hp/epsilon``: a float (a schedule's current value) or one per env copy."""
         return {"hp/epsilon": Hyperparameter(self._current_epsilon, self._set_epsilon, float)}
 
     def _current_epsilon(self) -> float | list[float]:
@@ -175,8 +165,7 @@ class GreedyPolicy:
         self.epsilon = [float(v) for v in value] if many else float(value)
 
     def next_epsilon(self, steps: int = 1) -> float:
-        """The exploration rate of the next action (advances a schedule ``steps`` steps: the
-        env steps of a batch whose rows each count one)."""
+        """The exploration rate of the next action (advances a schedule ``steps`` steps)."""
         if not self._scheduled:
             return self._epsilon
         value = self._epsilon.value
@@ -195,8 +184,7 @@ class GreedyPolicy:
         return self._action_values(state, self.q.eval).argmax(dim=-1)
 
     def _action_values(self, state: Any, forward: Any = None) -> torch.Tensor:
-        """The Q-values of ``state`` (by ``forward``, default the training one), ``MASKED_Q`` where
-        its ``action_mask`` rules actions out."""
+        """The Q-values of ``state`` by ``forward`` (default: training's), masked (``MASKED_Q``)."""
         values = (forward or self._values)(state)
         if values.shape[-1] != self.num_actions:  # (else a random action could be out of range)
             raise ValueError(f"{type(self).__name__}(q, num_actions={self.num_actions}) over a q "
@@ -207,8 +195,7 @@ class GreedyPolicy:
         return values
 
     def choose(self, state: Any, values: torch.Tensor | None = None) -> torch.Tensor:
-        """Per-row epsilon-greedy actions for a batch (from masked ``values`` if given), the
-        network called without gradients."""
+        """Per-row epsilon-greedy actions for a batch (from masked ``values`` if given)."""
         epsilon = self.next_epsilon()
         values = self._action_values(state) if values is None else values
         if not self._per_env and epsilon <= 0:
@@ -239,8 +226,7 @@ def apex_epsilons(n: int, epsilon: float = 0.4, alpha: float = 7.0) -> list[floa
 
 def check_explorations(rates: Any, actors: int | None = None) -> None:
     """A one-line ``ValueError`` unless ``rates`` (``AlgorithmSpec.explorations``; ``None``
-    passes) is a list of probabilities, at most one per actor worker of ``actors`` (fewer
-    cycle over them)."""
+    passes) is a list of probabilities, at most one per actor worker of ``actors``."""
     if rates is None:
         return
     if not isinstance(rates, list | tuple):
@@ -257,3 +243,70 @@ def check_explorations(rates: Any, actors: int | None = None) -> None:
 
 #: ALL's name for the per-row policy, which ``GreedyPolicy`` is (single states: 0-d batches)
 ParallelGreedyPolicy = GreedyPolicy
+
+
+#: Exploration names accepted by the value-based presets (``exploration`` hyperparameter).
+EXPLORATION = ("epsilon_greedy", "decaying_epsilon_greedy", "ez_greedy", "stochastic")
+
+
+class EZGreedyPolicy(GreedyPolicy):
+    """Temporally extended epsilon-greedy (Dabney et al., 2021): with probability ``epsilon`` a
+    random action is repeated ``n ~ zeta(mu)`` steps (``mu > 1``; at most ``max_duration``), until
+    the episode ends or the action turns illegal (one option per row)."""
+
+    def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.01, mu: float = 2.0,
+                 max_duration: int = 100, seed: int | None = None):
+        super().__init__(q, num_actions, epsilon, seed)
+        if mu <= 1 or max_duration < 1:
+            raise ValueError(f"ez-greedy needs mu > 1 and max_duration >= 1, got {mu}, "
+                             f"{max_duration}")
+        lengths = torch.arange(1, max_duration + 1, dtype=torch.float64)
+        self._probs = (lengths ** -mu / (lengths ** -mu).sum()).float()
+        self._left: torch.Tensor | None = None  # steps left of the running option per row
+        self._repeat: torch.Tensor | None = None  # the repeated action per row
+
+    def choose(self, state: Any, values: torch.Tensor | None = None) -> torch.Tensor:
+        epsilon = self.next_epsilon()
+        values = self._action_values(state) if values is None else values
+        greedy = values.argmax(dim=-1)
+        shape, device = greedy.shape, greedy.device
+        generator = self._torch_generator(device)
+        if self._left is None or self._left.shape != shape:
+            self._left = torch.zeros(shape, dtype=torch.long, device=device)
+            self._repeat = torch.zeros(shape, dtype=torch.long, device=device)
+        illegal = values.gather(-1, self._repeat.unsqueeze(-1)).squeeze(-1) <= MASKED_Q
+        done = torch.as_tensor(state["done"], device=device)
+        left = self._left.masked_fill(done | illegal, 0)  # (options of illegal actions end)
+        explore = torch.rand(shape, device=device, generator=generator) < epsilon
+        start = (left == 0) & explore & ~done
+        durations = torch.multinomial(self._probs.to(device), greedy.numel(), True,
+                                      generator=generator)
+        left = torch.where(start, durations.view(shape) + 1, left)
+        self._repeat = torch.where(start, random_actions(values, generator), self._repeat)
+        acting = left > 0
+        self._left = left - acting.long()
+        self._explored = acting
+        return torch.where(acting, self._repeat, greedy)
+
+
+class BoltzmannPolicy(GreedyPolicy):
+    """Boltzmann exploration: one action per row sampled from ``softmax(Q / temperature)``."""
+
+    def __init__(self, q: Any, num_actions: int, temperature: float = 1.0, seed: int | None = None):
+        super().__init__(q, num_actions, 0.0, seed)
+        check_positive(temperature=temperature)
+        self.temperature = temperature
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """``hp/temperature`` (it explores by temperature, not by an epsilon)."""
+        return {"hp/temperature": Hyperparameter.attribute(self, "temperature", float)}
+
+    def choose(self, state: Any, values: torch.Tensor | None = None) -> torch.Tensor:
+        values = self._action_values(state) if values is None else values
+        generator = self._torch_generator(values.device)
+        # (the best value at 0 first: a tiny temperature gives -inf, not inf - inf = NaN)
+        probs = torch.softmax((values - values.amax(-1, keepdim=True)) / self.temperature, dim=-1)
+        actions = torch.multinomial(probs.reshape(-1, self.num_actions), 1, generator=generator)
+        actions = actions.view(values.shape[:-1])
+        self._explored = (actions != values.argmax(dim=-1)).reshape(-1)
+        return actions

@@ -1,5 +1,5 @@
 """Swappable algorithm parts chosen by name (seed 000): a preset's ``exploration``, ``buffer``
-and ``update`` hyperparameters name its parts (``looprl.policies.exploration``,
+and ``update`` hyperparameters name its parts (``looprl.policies.greedy``,
 ``looprl.memory``, ``looprl.agents.dqn.UPDATES``, the PPO, PPG and SAC trainers); each preset
 takes those that fit its policy (``parts``), and ``choose`` names the valid ones otherwise."""
 
