@@ -8,11 +8,11 @@ from looprl.experiments.plots import plot_returns_100
 from looprl.experiments.progress import TrainingProgress
 from looprl.experiments.run import (
     ExperimentResult,
+    SlurmExperiment,
     TrainingInterrupted,
     make_experiment,
     run_experiment,
 )
-from looprl.experiments.slurm import SlurmExperiment
 from looprl.experiments.watch import load_and_watch
 
 __all__ = ["Experiment", "ExperimentLogger", "ExperimentResult", "MultiagentEnvExperiment",

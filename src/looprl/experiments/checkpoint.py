@@ -78,10 +78,11 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
         with replay_contents_saved(replay) as kept, checkpoint_dir(path.parent):
             save_atomically({"experiment": experiment, "rng": rng}, path)
     except (OSError, TypeError, AttributeError, RuntimeError, pickle.PicklingError) as error:
-        writing = isinstance(error, RuntimeError) and _write_failed(error)
-        if writing or isinstance(error, OSError):  # (a full disk, not pickling)
-            raise OSError(getattr(error, "errno", None) or errno.EIO, _not_written(path, error)
-                          ) from None
+        failed = any(text in str(error)  # (torch's writer failing, a full disk: messages vary)
+                     for text in ("write failed", "unexpected pos", "failed writing"))
+        if isinstance(error, OSError) or (failed and isinstance(error, RuntimeError)):
+            raise OSError(getattr(error, "errno", None) or errno.EIO,
+                          _not_written(path, error, failed)) from None
         raise TypeError(f"This experiment cannot be checkpointed: {error} (environments and "
                         "meta components must pickle; register hooks as bound methods; a preset's "
                         "model constructors must be module-level functions)") from None
@@ -93,18 +94,13 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
     return path
 
 
-def _write_failed(error: BaseException) -> bool:
-    """Whether ``error`` is torch's writer failing (a full disk; its messages vary)."""
-    return any(text in str(error) for text in ("write failed", "unexpected pos", "failed writing"))
-
-
-def _not_written(path: Path, error: BaseException) -> str:
+def _not_written(path: Path, error: BaseException, failed: bool) -> str:
     """One line: the checkpoint at ``path`` was not written, why, and the space left."""
     try:
         free = f"{shutil.disk_usage(path.parent).free / 2**20:,.0f} MiB free"
     except OSError:
         free = "free space unknown"
-    full = getattr(error, "errno", None) == errno.ENOSPC or _write_failed(error)
+    full = getattr(error, "errno", None) == errno.ENOSPC or failed
     reason = "the disk is full" if full else "writing failed"
     detail = getattr(error, "strerror", None) or str(error).splitlines()[-1].strip()
     return (f"Could not write the checkpoint {path}: {reason} ({detail}; {free} on its disk); "

@@ -36,34 +36,28 @@ def _tensors(value: Any, path: str, depth: int = 0) -> Iterator[tuple[str, torch
             yield from _tensors(item, f"{path}[{i}]", depth + 1)
 
 
-def _bad_batch_data(error: BaseException) -> tuple[list[str], dict[str, float]]:
-    """The kinds of environment data in ``error``'s frames with NaN or inf, and beyond ``HUGE``."""
-    nonfinite: list[str] = []
-    huge: dict[str, float] = {}
-    traceback = error.__traceback__
-    while traceback is not None:
-        frame, traceback = traceback.tb_frame, traceback.tb_next
-        if "looprl" not in frame.f_code.co_filename:
-            continue
-        for name, value in frame.f_locals.items():
-            for path, tensor in _tensors(value, name):
-                kind = kind_of(path)
-                if not (kind and tensor.is_floating_point() and tensor.numel()):
-                    continue
-                if kind not in nonfinite and not torch.isfinite(tensor).all():
-                    nonfinite.append(kind)
-                largest = float(tensor.detach().abs().max())
-                if HUGE < largest > huge.get(kind, 0.0):
-                    huge[kind] = largest
-    return nonfinite, huge
-
-
 def explain_divergence(error: FloatingPointError, env_name: str, frame: int,
                        nonfinite_episode: tuple[int, int] | None = None,
                        running_return_nonfinite: bool = False) -> str:
     """The message for a diverged loss: the environment's bad data if any (``nonfinite_episode``:
     ``(episode from 1, frame it ended)``), else ``error``'s own message."""
-    kinds, huge = _bad_batch_data(error)
+    kinds: list[str] = []  # (of the data in ``error``'s frames with NaN or inf)
+    huge: dict[str, float] = {}  # (and beyond ``HUGE``)
+    traceback = error.__traceback__
+    while traceback is not None:
+        stack_frame, traceback = traceback.tb_frame, traceback.tb_next
+        if "looprl" not in stack_frame.f_code.co_filename:
+            continue
+        for name, value in stack_frame.f_locals.items():
+            for path, tensor in _tensors(value, name):
+                kind = kind_of(path)
+                if not (kind and tensor.is_floating_point() and tensor.numel()):
+                    continue
+                if kind not in kinds and not torch.isfinite(tensor).all():
+                    kinds.append(kind)
+                largest = float(tensor.detach().abs().max())
+                if HUGE < largest > huge.get(kind, 0.0):
+                    huge[kind] = largest
     where = ""
     if nonfinite_episode is not None or running_return_nonfinite:
         kinds = ["rewards", *[k for k in kinds if k != "rewards"]]

@@ -27,7 +27,7 @@ from looprl.experiments.progress import TrainingProgress
 from looprl.presets.common import multiagent_advice
 
 __all__ = ["check_episodes", "check_parallel_preset", "check_spaces", "check_test",
-           "check_window", "dashboard", "play_episodes", "played_then_closed", "run_scope",
+           "dashboard", "play_episodes", "played_then_closed", "run_scope",
            "seed_everything", "single_action", "window_advice"]
 
 
@@ -155,41 +155,34 @@ def check_parallel_preset(preset: Any, experiment: str, env: Any = None) -> None
 
 
 def check_spaces(preset: Any, env: Any, where: str = "looprl") -> Any:
-    """``env``; a one-line error unless it is a looprl one of the spaces ``preset`` expects."""
+    """``env``; a one-line error unless it is a looprl one of the spaces (multi-agent: the
+    agents) ``preset`` expects."""
     refuse_gymnasium(env, where)
     name = getattr(env, "name", type(env).__name__)
-    if (agents := getattr(preset, "agent_spaces", None)) is not None:
-        return _check_agent_spaces(preset, agents, env, name)
-    spaces = getattr(preset, "env_spaces", None)
-    if spaces is None or not hasattr(env, "observation_space"):
+    agents, spaces = getattr(preset, "agent_spaces", None), getattr(preset, "env_spaces", None)
+    if agents is None and (spaces is None or not hasattr(env, "observation_space")):
         return env
-    if isinstance(env, MultiagentEnvironment):  # (its spaces: one per agent)
+    multiagent = isinstance(env, MultiagentEnvironment)
+    if agents is None and multiagent:  # (its spaces: one per agent)
         raise ValueError(f"The preset was built for the single-agent {preset.env_name}; {name} "
                          f"is a multi-agent environment: {multiagent_advice()}")
-    trained, given = map(_shapes, (spaces, (env.observation_space, env.action_space)))
-    if trained != given:
-        raise ValueError(f"The preset was built for {preset.env_name} (observations, actions: "
-                         f"{', '.join(trained)}), {name} has {', '.join(given)}: use it "
-                         "in an environment of the same spaces (for looprl watch: its own, "
-                         "without --env)")
-    return env
-
-
-def _check_agent_spaces(preset: Any, agents: dict[str, tuple[Any, Any, bool]], env: Any,
-                        name: str) -> Any:
-    """``env``; a one-line ``ValueError`` unless it has the multi-agent ``preset``'s agents."""
-    if not isinstance(env, MultiagentEnvironment):
+    if agents is not None and not multiagent:
         raise ValueError(f"The preset was built for the multi-agent {preset.env_name}; {name} "
                          "is a single-agent environment: train it with a single-agent preset "
                          "(dqn, not multiagent.dqn)")
-    given = {agent: (env.observation_space(agent), env.action_space(agent),
-                     env.has_action_mask(agent)) for agent in env.possible_agents}
-    trained, playing = map(_agent_shapes, (agents, given))
-    if trained != playing:
-        raise ValueError(f"The preset was built for {preset.env_name} (agents, observations, "
-                         f"actions: {'; '.join(trained)}), {name} has {'; '.join(playing)}: use "
-                         "it in an environment of the same agents, in the same order, and "
-                         "spaces (for looprl watch: its own, without --env)")
+    if agents is None:
+        trained, given = map(_shapes, (spaces, (env.observation_space, env.action_space)))
+        what, sep, same = "observations, actions", ", ", "spaces"
+    else:
+        trained, given = map(_agent_shapes, (agents, {agent: (
+            env.observation_space(agent), env.action_space(agent), env.has_action_mask(agent))
+            for agent in env.possible_agents}))
+        what, sep = "agents, observations, actions", "; "
+        same = "agents, in the same order, and spaces"
+    if trained != given:
+        raise ValueError(f"The preset was built for {preset.env_name} ({what}: {sep.join(trained)}"
+                         f"), {name} has {sep.join(given)}: use it in an environment of the same "
+                         f"{same} (for looprl watch: its own, without --env)")
     return env
 
 
@@ -204,16 +197,6 @@ def _shapes(spaces: tuple[Any, Any]) -> list[str]:
     return [f"{type(space).__name__}({space.n})" if hasattr(space, "n")
             else f"{type(space).__name__}{tuple(getattr(space, 'shape', None) or ())}"
             for space in spaces]
-
-
-def check_window(env: Any) -> None:
-    """``ValueError`` unless ``env`` shows itself in a window (``render_mode='human'``)."""
-    if getattr(getattr(env, "env", None), "render_mode", None) == "human":
-        return
-    why, fix = window_advice(env)
-    raise ValueError(f"render=True needs an environment that shows itself, and {env.name} shows "
-                     f"no window ({why}): " + (fix or "leave render out, and watch the saved "
-                                               "preset with looprl watch (a GIF) after training"))
 
 
 def window_advice(env: Any) -> tuple[str, str]:

@@ -29,13 +29,13 @@ from looprl.experiments.episodes import (
     check_parallel_preset,
     check_spaces,
     check_test,
-    check_window,
     dashboard,
     play_episodes,
     played_then_closed,
     run_scope,
     seed_everything,
     single_action,
+    window_advice,
 )
 from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.progress import TrainingProgress, evaluation_progress
@@ -76,15 +76,6 @@ def log_scalars(hub: MetaHub, logger: Any) -> None:
         logger.add_log(key[4:], value)
 
 
-def divergence(experiment: Experiment, error: FloatingPointError) -> Exception:
-    """The one-line error of ``experiment``'s training that diverged with ``error``."""
-    runner = experiment.runner
-    running = runner is not None and not np.isfinite(runner.running_returns).all()
-    message = explain_divergence(error, experiment.env.name, experiment.frame,
-                                 experiment._nonfinite_episode, running)
-    return diverged(experiment.name, message, getattr(experiment.logger, "log_dir", None))
-
-
 def check_train(experiment: Experiment, frames: float, episodes: float) -> None:
     """A one-line ``ValueError`` for a ``train`` call that cannot run as asked."""
     for name, budget in (("frames", frames), ("episodes", episodes)):
@@ -98,15 +89,6 @@ def check_train(experiment: Experiment, frames: float, episodes: float) -> None:
     if experiment.checkpoint_every is not None and getattr(logger, "log_dir", None) is None:
         raise ValueError(f"checkpoint_every saves checkpoint.pt in the logger's log_dir; "
                          f"{type(logger).__name__} has none: drop it, or log to a folder")
-
-
-def training_runner(experiment: Experiment) -> EnvRunner:
-    """The collector ``experiment`` trains on, cutting its agent's adder's segments."""
-    adder = getattr(experiment.agent.unwrapped, "adder", None)  # (None: a user's own Agent)
-    return EnvRunner(experiment._collected(), seed=experiment.seed, hub=experiment.hub,
-                     segment_length=None if adder is None else adder.segment_length,
-                     whole_episodes=adder is not None and adder.whole_episodes,
-                     process=None if adder is None else body_states(experiment.agent))
 
 
 class Experiment:
@@ -127,6 +109,8 @@ class Experiment:
 
     #: ``test`` seeds its episodes with ``seed + TEST_SEED_OFFSET`` (off: the env's own draws)
     seeded_test = True
+    #: the preset's method making the agent ``test`` plays
+    test_agent_of = "parallel_test_agent"
     #: a runner's name of the run (``gen001_ind002``), shown by the progress displays
     label: str | None = None
     #: a multi-agent run's logger of each agent, flushed and closed with ``logger``
@@ -190,9 +174,14 @@ class Experiment:
         """The ``MetaHub`` of ``components`` over the agent and its training environment."""
         return agent_hub(components, self.agent, self.training_env)
 
-    def _check_render(self) -> None:  # (ValueError: render=True, and env cannot show itself)
-        if self.render:
-            check_window(self.env)
+    def _check_render(self) -> None:
+        """A ``ValueError`` for ``render=True`` if the env shows no window (``render_mode``)."""
+        env = self.env
+        if self.render and getattr(getattr(env, "env", None), "render_mode", None) != "human":
+            why, fix = window_advice(env)
+            raise ValueError(f"render=True needs an environment that shows itself, and {env.name} "
+                             f"shows no window ({why}): " + (fix or "leave render out, and watch "
+                             "the saved preset with looprl watch (a GIF) after training"))
 
     def _make_agent(self) -> Any:
         return self.preset.agent(logger=self.logger, train_steps=self.train_steps)
@@ -231,15 +220,25 @@ class Experiment:
                     self._train(frames, episodes)
                     report_cuts(self.runner, cuts)
                 except FloatingPointError as error:
-                    raise divergence(self, error) from error
+                    running = self.runner is not None and not np.isfinite(
+                        self.runner.running_returns).all()
+                    message = explain_divergence(error, self.env.name, self.frame,
+                                                 self._nonfinite_episode, running)
+                    raise diverged(self.name, message, getattr(self.logger, "log_dir", None)
+                                   ) from error
                 finally:  # (a notebook reads the run's files once train returns, or stops)
                     self.flush_loggers()
             warn_trained(self, frames)
 
     def _train(self, frames: float, episodes: float) -> None:
         """Step all copies until the budget is used, saving the checkpoints on the way."""
-        if self.runner is None:
-            self.runner = training_runner(self)
+        if self.runner is None:  # (adder None: a user's own Agent)
+            adder = getattr(self.agent.unwrapped, "adder", None)
+            self.runner = EnvRunner(
+                self._collected(), seed=self.seed, hub=self.hub,
+                segment_length=None if adder is None else adder.segment_length,
+                whole_episodes=adder is not None and adder.whole_episodes,
+                process=None if adder is None else body_states(self.agent))
             self._act()
         elif self.runner.needs_reset:  # (restored, its episodes lost: they start anew)
             self.runner.truncate()
@@ -305,7 +304,7 @@ class Experiment:
         """The returns of ``episodes`` evaluation episodes of the test agent in ``min(n_envs,
         episodes)`` copies of the environment, or in ``env`` (unlogged); seeded as a Ray run's."""
         check_test(episodes, env, f"{type(self).__name__}.test", (Environment,))
-        agent = self._test_agent()
+        agent = getattr(self.preset, self.test_agent_of)()
         given = env is not None
         copies = max(1, min(self.vector_env.n_envs, episodes))
         env = check_spaces(self.preset, env).duplicate(copies) if given else self._test_env(copies)
@@ -327,9 +326,6 @@ class Experiment:
             self.test_returns = returns
             self.logger.add_test_returns(returns)
         return returns
-
-    def _test_agent(self) -> Any:
-        return self.preset.parallel_test_agent()
 
     def _test_env(self, copies: int) -> VectorEnvironment:
         """``copies`` copies of the environment, else a copy of the training ones, else they."""
@@ -380,7 +376,7 @@ class ParallelEnvExperiment(Experiment):
 class SingleEnvExperiment(Experiment):
     """An ``Agent`` acting in one ``Environment`` (seed 003's loop, with logging)."""
 
-    seeded_test = False
+    seeded_test, test_agent_of = False, "test_agent"
 
     def _vector_env(self, preset: Any, env: Any) -> VectorEnvironment:
         if not isinstance(env, Environment):
@@ -394,9 +390,6 @@ class SingleEnvExperiment(Experiment):
 
     def _acts(self, agent: Any, states: StateArray) -> Any:
         return single_action(agent, states)
-
-    def _test_agent(self) -> Any:
-        return self.preset.test_agent()
 
     def _test_env(self, copies: int) -> VectorEnvironment:
         if self.seeded_test:

@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 _WINDOW = 100
 _CHECKPOINT_DIR: ContextVar[Path | None] = ContextVar("looprl_checkpoint_dir", default=None)
+_DIRS = ("_logdir", "log_dir")  # (a logger's paths that move with its checkpoint)
 
 
 def mean_return(returns: Iterable[float], last: int | None = None) -> float:
@@ -105,18 +106,6 @@ def _stats(values: np.ndarray) -> tuple[float, float, float, float]:
     return float(values.mean()), float(values.std()), float(values.max()), float(values.min())
 
 
-def _check_arguments(logdir: Any, **names: Any) -> None:
-    """A one-line ``TypeError`` for a ``logdir`` that is no path, a name that is no text."""
-    check_path(logdir, "the experiment's logdir")
-    for key, name in names.items():
-        if not isinstance(name, str):
-            raise TypeError(f"ExperimentLogger(agent_name, env_name, logdir='runs', ...) takes "
-                            f"the names as text, got {key}={name!r:.60}: ALL's "
-                            "ExperimentLogger(experiment, agent_name, env_name, ...) is "
-                            "ExperimentLogger(agent_name, env_name, logdir=..., verbose=...) "
-                            "(the experiment sets the logger's frame and episode)")
-
-
 def _step(logger: ExperimentLogger, step: str | int) -> int:
     """``logger.frame``, ``logger.episode`` or ``step`` itself (a whole number, as ALL's)."""
     if step == "frame":
@@ -128,26 +117,6 @@ def _step(logger: ExperimentLogger, step: str | int) -> int:
     raise ValueError(f"step must be 'frame', 'episode' or a whole number >= 0, got {step!r}")
 
 
-def _relative_to_checkpoint(state: dict[str, Any]) -> dict[str, Any]:
-    """A logger's ``state`` with its run directory relative to the checkpoint's (``_relative``)."""
-    folder = _CHECKPOINT_DIR.get()
-    if folder is not None and os.path.relpath(state["log_dir"], folder).split(os.sep)[0] != "..":
-        state["_relative"] = {key: os.path.relpath(state[key], folder)
-                              for key in ("_logdir", "log_dir")}
-    return state
-
-
-def _moved_with_checkpoint(state: dict[str, Any]) -> dict[str, Any]:
-    """A logger's ``state`` with its run directory where the checkpoint being loaded is now."""
-    relative, folder = state.pop("_relative", None), _CHECKPOINT_DIR.get()
-    if relative is not None and folder is not None:
-        state["_logdir"], state["log_dir"] = (os.path.normpath(folder / relative[key])
-                                              for key in ("_logdir", "log_dir"))
-        for key in ("_returns_path", "_returns100_path"):
-            state[key] = Path(state["log_dir"]) / state[key].name
-    return state
-
-
 class ExperimentLogger(Logger):
     """Logger writing into one run directory (``log_dir``, absolute; ``run_name``: a new one
     under ``{logdir}/{agent}/{env}``); ``verbose=False``: no losses, schedules or info;
@@ -157,7 +126,14 @@ class ExperimentLogger(Logger):
                  verbose: bool = True, loss_every: int = 1, wandb: dict[str, Any] | None = None,
                  run_name: str | None = None, run_info: dict[str, Any] | None = None) -> None:
         check_count(loss_every=loss_every)
-        _check_arguments(logdir, agent_name=agent_name, env_name=env_name)
+        check_path(logdir, "the experiment's logdir")
+        for key, name in {"agent_name": agent_name, "env_name": env_name}.items():
+            if not isinstance(name, str):
+                raise TypeError(f"ExperimentLogger(agent_name, env_name, logdir='runs', ...) "
+                                f"takes the names as text, got {key}={name!r:.60}: ALL's "
+                                "ExperimentLogger(experiment, agent_name, env_name, ...) is "
+                                "ExperimentLogger(agent_name, env_name, logdir=..., verbose=...) "
+                                "(the experiment sets the logger's frame and episode)")
         self.agent_name, self.env_name, self.verbose = agent_name, env_name, verbose
         self.loss_every, self.frame, self.episode = int(loss_every), 0, 0
         self._logdir, self._wandb_options = os.path.abspath(os.path.expanduser(logdir)), wandb
@@ -210,15 +186,24 @@ class ExperimentLogger(Logger):
                          self._writer, self._pending_scalars)
 
     def __getstate__(self) -> dict[str, Any]:
-        """Everything but the event writer and the W&B run (reopened on load)."""
+        """Everything but the event writer and the W&B run (reopened on load); the run directory
+        also relative to the checkpoint's (``checkpoint_dir``), if below it."""
         self._hand_scalars()
         state = {key: value for key, value in self.__dict__.items() if key != "_writer"}
         state.update(_wandb=None, _wandb_id=None if self._wandb is None else self._wandb.id)
-        return _relative_to_checkpoint(state)
+        folder = _CHECKPOINT_DIR.get()
+        if folder is not None and os.path.relpath(self.log_dir, folder).split(os.sep)[0] != "..":
+            state["_relative"] = {key: os.path.relpath(state[key], folder) for key in _DIRS}
+        return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """Continue a checkpoint's run directory (cut back to it at the first write)."""
-        state = _moved_with_checkpoint(state)
+        """Continue a checkpoint's run directory (where the checkpoint is now, if it was below
+        it), cut back to it at the first write."""
+        relative, folder = state.pop("_relative", None), _CHECKPOINT_DIR.get()
+        if relative is not None and folder is not None:
+            state.update({key: os.path.normpath(folder / relative[key]) for key in _DIRS})
+            for key in ("_returns_path", "_returns100_path"):
+                state[key] = Path(state["log_dir"]) / state[key].name
         self.__dict__.update({"_mean": None, **state, "_saved_at": state.get("_saved_at") or (
             state["frame"], state["episode"])})
         self._writer, self._wandb, self._resumed = None, None, True

@@ -59,15 +59,6 @@ def rolling_mean_std(values: np.ndarray, window: int = _WINDOW) -> tuple[np.ndar
     return mean + offset, np.sqrt(np.maximum(var, 0.0))
 
 
-def _run_names(csv_path: Path) -> tuple[str, str]:
-    """``(agent, env)`` from the sibling ``run.json``, else from the path."""
-    try:
-        meta = json.loads((csv_path.parent / "run.json").read_text())
-        return str(meta["agent"]), str(meta["env"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return csv_path.parent.parent.name, csv_path.parent.name
-
-
 def _read_rows(csv_path: Path, width: int) -> np.ndarray:
     """The numeric rows (``width`` columns) of a CSV file (malformed ones: with a warning)."""
     rows = []
@@ -87,8 +78,13 @@ def _read_rows(csv_path: Path, width: int) -> np.ndarray:
 
 
 def _load_run(path: Path) -> _Run | None:
-    """One run from its ``returns100.csv`` path, preferring the sibling ``results.csv``."""
-    agent, env = _run_names(path)
+    """One run from its ``returns100.csv`` path, preferring the sibling ``results.csv``; its
+    agent and env from the sibling ``run.json``, else from the path."""
+    try:
+        meta = json.loads((path.parent / "run.json").read_text())
+        agent, env = str(meta["agent"]), str(meta["env"])
+    except (OSError, ValueError, KeyError, TypeError):
+        agent, env = path.parent.parent.name, path.parent.name
     check_header(path, _REMEDY)  # (damaged, even where results.csv is drawn instead)
     episodes_path = path.parent / "results.csv"
     if episodes_path.is_file():

@@ -99,8 +99,18 @@ class TrainingProgress:
         self._printed_frame = -1
         self._first_frame: int | None = None  # frames may start above 0 (resumed training)
 
-    def _make_progress(self, console: Console) -> Progress:
-        """The rich display (shorter on a console narrower than ``WIDE``)."""
+    def start(self) -> None:
+        """Show the bar (no-op when quiet or already started; shorter on a console narrower
+        than ``WIDE``)."""
+        if self.quiet or self._progress is not None or self._lines is not None:
+            return
+        self._start = time.monotonic()
+        console = self._console = self._console or Console(stderr=True)
+        if not console.is_terminal:
+            self._lines = console
+            self._next_refresh = self._start + self._line_interval
+            self._next_line_frame = self._next_milestone(0)
+            return
         unit = self.unit
         if console.width >= WIDE:
             columns = [TextColumn("[progress.description]{task.description}"),
@@ -112,21 +122,8 @@ class TrainingProgress:
                        TimeRemainingColumn()]
         columns += [TextColumn("episodes {task.fields[episodes]}")] * (unit == "frames")
         columns += [TextColumn("return(100) {task.fields[mean_return]}")]
-        return _Dashboard(*columns, status=self.status, console=console, auto_refresh=False,
-                          transient=False)
-
-    def start(self) -> None:
-        """Show the bar (no-op when quiet or already started)."""
-        if self.quiet or self._progress is not None or self._lines is not None:
-            return
-        self._start = time.monotonic()
-        console = self._console = self._console or Console(stderr=True)
-        if not console.is_terminal:
-            self._lines = console
-            self._next_refresh = self._start + self._line_interval
-            self._next_line_frame = self._next_milestone(0)
-            return
-        self._progress = self._make_progress(console)
+        self._progress = _Dashboard(*columns, status=self.status, console=console,
+                                    auto_refresh=False, transient=False)
         self._task = self._progress.add_task(self.description, total=self.total_frames,
                                              episodes=0, mean_return="-")
         self._progress.start()

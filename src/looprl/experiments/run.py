@@ -1,4 +1,5 @@
-"""``run_experiment``: train each agent on each environment, evaluate, and log."""
+"""``run_experiment``: train each agent on each environment, evaluate, and log; and
+``SlurmExperiment``, the same runs as one Slurm job array (or any submitit executor's)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,18 @@ import copy
 import logging
 import math
 import numbers
+import os
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from looprl.core import ParallelPreset, Preset
 from looprl.core.files import check_path
+from looprl.core.imports import import_extra
 from looprl.core.suggest import check_seed, is_number, is_whole
 from looprl.environments import SRLEnvironment
 from looprl.environments.gym import refuse_gymnasium
@@ -31,6 +35,9 @@ from looprl.experiments.experiment import (
 from looprl.experiments.multiagent import MultiagentEnvExperiment
 from looprl.meta.component import MetaStack
 from looprl.presets.catalog import env_for
+
+__all__ = ["ExperimentResult", "SlurmExperiment", "TrainingInterrupted", "build_preset",
+           "make_experiment", "run_experiment"]
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +77,7 @@ class TrainingInterrupted(KeyboardInterrupt):
                  no_logs: str = "no logs (logdir=None)"):
         super().__init__(f"Training interrupted at frame {frame:,}; " + (
             no_logs if log_dir is None else f"logs in {log_dir}"))
-        self.log_dir = log_dir
-        self.frame = frame
-        self.results = list(results)
+        self.log_dir, self.frame, self.results = log_dir, frame, list(results)
 
 
 def as_list(x: Any) -> list:
@@ -130,8 +135,15 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
                         "(SingleEnvExperiment(preset, env, logger=...))")
     logger_object(logger)  # (one line for another name, before anything is built)
     MetaStack(list(meta))  # (and for anything that is no MetaComponent: meta=["rnd"])
-    _check_arguments(logdir=logdir, test_episodes=test_episodes, seed=seed, quiet=quiet,
-                     render=render, verbose=verbose)
+    check_path(logdir, "run_experiment's logdir")
+    if not is_whole(test_episodes) or test_episodes < 0:
+        error = ValueError if is_whole(test_episodes) else TypeError
+        raise error(f"run_experiment's test_episodes is a whole number >= 0 (0 skips the "
+                    f"evaluation), got {test_episodes!r:.40}")
+    check_seed("run_experiment", seed)
+    for name, value in {"quiet": quiet, "render": render, "verbose": verbose}.items():
+        if not isinstance(value, numbers.Integral | np.bool_):  # (True, False, 0 or 1)
+            raise TypeError(f"run_experiment's {name} is True or False, got {value!r:.40}")
     results: list[ExperimentResult] = []
     agents, envs = as_list(agents), as_list(envs)
     if not agents or not envs:
@@ -193,19 +205,6 @@ def fresh_components(agent: Any, meta: Sequence[Any]) -> tuple[tuple[Any, ...], 
     return fresh
 
 
-def _check_arguments(logdir: Any, test_episodes: Any, seed: Any, **flags: Any) -> None:
-    """One line for a ``run_experiment`` argument of the wrong type or range."""
-    check_path(logdir, "run_experiment's logdir")
-    if not is_whole(test_episodes) or test_episodes < 0:
-        error = ValueError if is_whole(test_episodes) else TypeError
-        raise error(f"run_experiment's test_episodes is a whole number >= 0 (0 skips the "
-                    f"evaluation), got {test_episodes!r:.40}")
-    check_seed("run_experiment", seed)
-    for name, value in flags.items():
-        if not isinstance(value, numbers.Integral | np.bool_):  # (True, False, 0 or 1)
-            raise TypeError(f"run_experiment's {name} is True or False, got {value!r:.40}")
-
-
 def _env(env: Any) -> Any:
     """``env`` if it is an environment (it has action spaces), else a one-line ``TypeError``."""
     refuse_gymnasium(env, "run_experiment")
@@ -254,5 +253,61 @@ def _run(experiment: Experiment, frames: float, test_episodes: int) -> Experimen
     return result
 
 
-__all__: Sequence[str] = ["ExperimentResult", "TrainingInterrupted", "build_preset",
-                          "make_experiment", "run_experiment"]
+#: sbatch options of every job unless ``sbatch_args`` says otherwise (ALL's)
+DEFAULT_SBATCH_ARGS = {"ntasks": 1, "cpus-per-task": 4, "mem-per-cpu": 4000, "time": "7-0"}
+
+
+def _run_one(agent: Any, env: Any, frames: float, options: dict[str, Any]) -> ExperimentResult:
+    return run_experiment(agent, env, frames, **options)[0]  # (a module's function: it pickles)
+
+
+class SlurmExperiment:
+    """Submits one job array (``jobs``) training every agent on every environment, with
+    ``executor`` (default: a ``SlurmExecutor`` in ``outdir``, ``sbatch_args`` its options)."""
+
+    def __init__(self, agents: Any, envs: Any, frames: float, test_episodes: int = 100,
+                 verbose: bool = False, job_name: str = "looprl",
+                 script_name: str = "experiment.sh", outdir: str = "out", logdir: str = "runs",
+                 sbatch_args: dict[str, Any] | None = None, executor: Any = None,
+                 seed: int | None = None):
+        self.agents, self.envs = as_list(agents), as_list(envs)
+        if not self.agents or not self.envs:
+            raise ValueError("SlurmExperiment needs at least one agent and one environment")
+        check_frames(frames, "SlurmExperiment")
+        self.frames, self.job_name, self.script_name = frames, job_name, script_name
+        self.outdir, self.logdir = outdir, os.path.abspath(logdir)
+        self.options = {"test_episodes": test_episodes, "verbose": verbose,
+                        "logdir": self.logdir, "seed": check_seed("SlurmExperiment", seed)}
+        self.sbatch_args = {**DEFAULT_SBATCH_ARGS, **(sbatch_args or {})}
+        if executor is None:
+            submitit = import_extra("submitit", "SlurmExperiment needs submitit", "config")
+            try:
+                executor = submitit.SlurmExecutor(folder=outdir)
+            except RuntimeError:  # no srun here
+                raise RuntimeError("SlurmExperiment found no Slurm here (no srun): run it on "
+                                   "the cluster, or pass executor=submitit.LocalExecutor(folder) "
+                                   "to run the jobs on this machine") from None
+        self.executor = executor
+        self.jobs = self.queue_jobs()
+
+    def runs(self) -> list[tuple[Any, Any]]:
+        """The ``(agent, env)`` pair of each array task, in order."""
+        return [(agent, env) for env in self.envs for agent in self.agents]
+
+    def queue_jobs(self) -> list[Any]:
+        """Submit the array (one task per run) and return its jobs."""
+        submitit = import_extra("submitit", "SlurmExperiment needs submitit", "config")
+        Path(self.outdir).mkdir(parents=True, exist_ok=True)
+        if isinstance(self.executor, submitit.SlurmExecutor):
+            self.executor.update_parameters(job_name=self.job_name, additional_parameters={
+                key.replace("-", "_"): value for key, value in self.sbatch_args.items()})
+        agents, envs = zip(*self.runs(), strict=True)
+        jobs = self.executor.map_array(_run_one, agents, envs, [self.frames] * len(agents),
+                                       [self.options] * len(agents))
+        log.info("Submitted %d runs as job(s) %s", len(jobs),
+                 ", ".join(sorted({str(job.job_id).split("_")[0] for job in jobs})))
+        return jobs
+
+    def results(self) -> list[ExperimentResult]:
+        """Wait for the runs' ``ExperimentResult`` s (a failed one raises ``FailedJobError``)."""
+        return [job.result() for job in self.jobs]

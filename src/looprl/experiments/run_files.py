@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -37,10 +38,8 @@ def safe_component(name: str) -> str:
 
 def json_value(value: Any) -> Any:
     """``json.dumps``' ``default``: a number for NumPy and torch scalars, else ``object_path``."""
-    try:
+    with contextlib.suppress(AttributeError, ValueError, RuntimeError):
         return _finite(value.item())  # numpy and torch scalars
-    except (AttributeError, ValueError, RuntimeError):
-        pass
     return object_path(value)
 
 
