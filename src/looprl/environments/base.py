@@ -24,14 +24,12 @@ def wrapped_seed(seed: int) -> int:
 
 
 def forwarded(path: str, doc: str | None = None) -> property:
-    """A read-only property that reads the attribute at ``path`` of the instance: what a wrapper
-    passes on from the environment it wraps (``"env.action_space"``)."""
+    """A read-only property of the attribute at ``path`` (``"env.action_space"``)."""
     return property(attrgetter(path), doc=doc or f"``self.{path}``.")
 
 
 class Restorable:
-    """What a checkpoint needs of an environment wrapper: ``needs_reset`` when the wrapped one came
-    back without its episode, and the seed of that reset (``_reset_seed``)."""
+    """A checkpointed environment's ``needs_reset`` (its episode lost) and reset seeds."""
 
     #: ``reset`` must come before the next ``step`` (restored from a checkpoint)
     needs_reset: bool = False
@@ -146,6 +144,13 @@ class VectorEnvironment(_Spaces):
     autoreset: a ``done`` row ignores its action and comes back as a new episode's first state."""
 
     n_envs: int
+    _arrays: tuple[Any, ...] | None = None  # the last step's, ``state`` made from them when read
+
+    @property
+    def state(self) -> StateArray:
+        if self._state is None and self._arrays is not None:
+            self._state = self._make_state(*self._arrays)
+        return super().state
 
     @property
     def state_array(self) -> StateArray:

@@ -23,7 +23,6 @@ from looprl.environments.base import VectorEnvironment
 from looprl.environments.duplicate import DuplicateEnvironment, local_copies
 from looprl.environments.gym import GymEnvironment
 from looprl.environments.gym_helpers import deep_copy, make_gym_env
-from looprl.environments.mujoco import require_mujoco
 from looprl.environments.srl_adapters import GymnasiumEnvironment
 from looprl.environments.vector import GymVectorEnvironment
 from looprl.environments.wrappers import _wrappers
@@ -149,16 +148,10 @@ def _check_value(env_id: str, name: str, value: Any) -> float:
     return float(value)
 
 
-def full_context(env_id: str, context: Mapping[str, Any]) -> Context:
-    """``context`` validated and completed with the defaults, in the features' order."""
-    given = {name: _check_value(env_id, name, value) for name, value in context.items()}
-    return {name: given.get(name, f.default) for name, f in features_of(env_id).items()}
-
-
 def _check_instance_set(env_id: str, contexts: Mapping[int, Mapping[str, Any]] | None
                         ) -> dict[int, Context]:
-    if contexts is None:
-        return {0: full_context(env_id, {})}
+    """The contexts checked and completed with the defaults (``None``: instance 0, the default)."""
+    contexts = {0: {}} if contexts is None else contexts
     if not isinstance(contexts, Mapping) or len(contexts) == 0:
         raise ValueError(f"contexts must be a non-empty dict of instance id -> context, got "
                          f"{contexts!r}")
@@ -168,7 +161,9 @@ def _check_instance_set(env_id: str, contexts: Mapping[int, Mapping[str, Any]] |
         if not isinstance(ctx, Mapping):
             raise ValueError(f"Instance {key}'s context must be a dict of feature -> value "
                              f"(e.g. {{'length': 0.5}}), got {ctx!r}")
-    return {int(key): full_context(env_id, ctx) for key, ctx in contexts.items()}
+    defaults = {name: feature.default for name, feature in features_of(env_id).items()}
+    return {int(key): {**defaults, **{name: _check_value(env_id, name, value) for name, value
+                                      in ctx.items()}} for key, ctx in contexts.items()}
 
 
 def _instance_rng(seed: int | None) -> np.random.Generator:
@@ -193,11 +188,8 @@ class ContextualEnv(gym.Wrapper):
         if instance_mode not in INSTANCE_MODES:
             raise ValueError(f"Unknown instance_mode {instance_mode!r}; use one of "
                              f"{', '.join(INSTANCE_MODES)}")
-        if isinstance(env_or_id, str):
-            if env_id in _MUJOCO_TORSO_MASS:
-                require_mujoco()
-            env_or_id = make_gym_env(env_id, **make_kwargs)
-        super().__init__(env_or_id)
+        super().__init__(make_gym_env(env_id, **make_kwargs) if isinstance(env_or_id, str)
+                         else env_or_id)  # (make_gym_env: require_mujoco for a MuJoCo id)
         self.env_id = env_id
         self.make_kwargs = dict(make_kwargs)
         self.hide_context = hide_context

@@ -44,7 +44,6 @@ class DuplicateEnvironment(VectorEnvironment):
         self.name = self.envs[0].name
         self.device = device
         self._over = np.zeros(self.n_envs, dtype=bool)  # the copies the next step resets
-        self._arrays: tuple[np.ndarray, ...] | None = None
         self._extras: dict[str, np.ndarray] = {}
         self._obs: np.ndarray | None = None
         self._steps = [getattr(env, "step_arrays", None) for env in self.envs]
@@ -117,11 +116,8 @@ class DuplicateEnvironment(VectorEnvironment):
         self._state, self._arrays = None, (obs.copy(), reward, terminated, truncated)
         return self._arrays
 
-    @property
-    def state(self) -> StateArray:
-        if self._state is None and self._arrays is not None:
-            self._state = state_array_from_numpy(*self._arrays, self.device, **self._extras)
-        return super().state
+    def _make_state(self, *arrays: np.ndarray) -> StateArray:
+        return state_array_from_numpy(*arrays, self.device, **self._extras)
 
     def copy(self) -> DuplicateEnvironment:
         """Independent copies of the environments (deep copies of their ``gymnasium.Env``)."""
@@ -194,11 +190,10 @@ def atari_copies(env_args: dict[str, Any], one_by_one: bool, n: int) -> VectorEn
 
 def _copy(env: Environment) -> Environment:
     """A copy of a ``GymEnvironment`` (or ``MujocoEnvironment``) over a deep copy of its env."""
-    if isinstance(env, MujocoEnvironment):
-        return MujocoEnvironment(deep_copy(env.env, env.name), device=env.device, name=env.name,
-                                 no_info=env.no_info)
     if isinstance(env, GymEnvironment):
-        return GymEnvironment(deep_copy(env.env, env.name), device=env.device, name=env.name)
+        mujoco = {"no_info": env.no_info} if isinstance(env, MujocoEnvironment) else {}
+        return (MujocoEnvironment if mujoco else GymEnvironment)(
+            deep_copy(env.env, env.name), device=env.device, name=env.name, **mujoco)
     raise NotImplementedError(f"{type(env).__name__} cannot be copied by DuplicateEnvironment; "
                               "evaluate in a DuplicateEnvironment of new environments")
 

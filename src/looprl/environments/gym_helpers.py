@@ -76,14 +76,17 @@ def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
     return env
 
 
+def _creator(entry_point: Any) -> Any:
+    """The class or function a Gymnasium ``entry_point`` names (``None``: it does not load)."""
+    try:
+        return load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
+    except Exception:  # noqa: BLE001 - gym.make says what is wrong with it
+        return None
+
+
 def check_text_arguments(env_id: str, kwargs: dict[str, Any]) -> None:
     """``check_argument_types`` of ``env_id``'s registered constructor."""
-    entry_point = gym.registry[env_id].entry_point
-    try:
-        creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
-    except Exception:  # noqa: BLE001 - gym.make says what is wrong with it
-        return
-    check_argument_types(env_id, creator, kwargs)
+    check_argument_types(env_id, _creator(gym.registry[env_id].entry_point), kwargs)
 
 
 def check_argument_types(env_id: str, creator: Any, kwargs: dict[str, Any]) -> None:
@@ -125,10 +128,9 @@ def check_render_mode(env_id: str, kwargs: dict[str, Any], vector: bool = False)
     if mode is None:
         return
     spec = gym.spec(env_id)
-    entry_point = spec.vector_entry_point if vector else spec.entry_point
     try:
-        creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
-        modes = list(creator.metadata["render_modes"])
+        modes = list(_creator(spec.vector_entry_point if vector else spec.entry_point)
+                     .metadata["render_modes"])
     except Exception:  # noqa: BLE001 - gym.make says what is wrong with it
         return
     wrapped = [] if vector else [f"{each}_list" for each in modes] + (
@@ -189,12 +191,6 @@ def zoo_modules(name: str) -> list[str]:
                       [f"mpe2.{name}"] if "." not in name else [])
 
 
-def is_pettingzoo_game(name: str) -> bool:
-    """Whether ``name`` (``"tictactoe_v3"``, ``"classic.tictactoe_v3"``) names a PettingZoo game."""
-    return bool(re.fullmatch(r"[\w.]+_v\d+", name)) and any(
-        module_exists(candidate) for candidate in (name, *zoo_modules(name)))
-
-
 def module_exists(name: str) -> bool:
     """Whether the module ``name`` is there to import (``False`` where its parent is not)."""
     try:
@@ -226,7 +222,8 @@ def check_env_id(env_id: str) -> None:
     game = atari_game(env_id)
     if game is not None:
         raise ValueError(f"{atari_hint(env_id, game)} or play it in AtariEnvironment({game!r})")
-    if is_pettingzoo_game(env_id):
+    if re.fullmatch(r"[\w.]+_v\d+", env_id) and any(  # (a PettingZoo game's module)
+            module_exists(candidate) for candidate in (env_id, *zoo_modules(env_id))):
         raise ValueError(f"{env_id!r} is a PettingZoo game: train it with a multi-agent preset "
                          f"(looprl run algorithm=multiagent/ppo env={env_id}, or looprl train "
                          f"multiagent.ppo {env_id}) or play it in "
@@ -246,17 +243,14 @@ def makeable_ids() -> Iterator[str]:
 
 @functools.cache
 def _needs(entry_point: Any) -> str | None:
-    """What a Gymnasium ``entry_point`` needs that is not here: ``"mujoco-py"``/``"shimmy"`` for
-    Gymnasium's placeholders of the ids it dropped, ``""`` if it does not import, else ``None``."""
+    """What ``entry_point`` lacks: a dropped id's package, ``""`` if it does not load, or None."""
     if not isinstance(entry_point, str):
         if getattr(entry_point, "__module__", "") == "gymnasium.envs":
             name = entry_point.__name__.removeprefix("_raise_").removesuffix("_error")
             return name.replace("_", "-")
         return None if callable(entry_point) else ""
-    module, _, attr = entry_point.partition(":")
-    try:
-        made = getattr(importlib.import_module(module), attr)
-    except Exception:  # noqa: BLE001 - whatever it raises, gym.make would raise it too
+    made = _creator(entry_point)
+    if made is None:  # (whatever it raises, gym.make would raise it too)
         return ""
     mujoco_py = any(base.__name__ == "MuJocoPyEnv" for base in getattr(made, "__mro__", ()))
     return "mujoco-py" if mujoco_py and importlib.util.find_spec("mujoco_py") is None else None

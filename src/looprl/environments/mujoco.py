@@ -12,12 +12,10 @@ from looprl.core.suggest import check_flag
 from looprl.environments.gym import GymEnvironment
 from looprl.environments.gym_helpers import require_mujoco
 
-DEFAULT_VERSION = "v5"
-
 
 def versioned(env_id: str) -> str:
     """``env_id`` with the newest version where it gives none (``'HalfCheetah-v5'``)."""
-    return env_id if re.search(r"-v\d+$", env_id, re.IGNORECASE) else f"{env_id}-{DEFAULT_VERSION}"
+    return env_id if re.search(r"-v\d+$", env_id, re.IGNORECASE) else f"{env_id}-v5"
 
 
 def is_mujoco_id(env_id: str) -> bool:

@@ -1,16 +1,14 @@
 """Seed 003's multi-agent environments: ``MultiagentEnvironment`` produces ``MultiagentState``
-objects whose ``agent`` entry names whose turn it is, one control loop for PettingZoo's AEC
-and parallel games (https://arxiv.org/abs/2009.14471) and SRL environments alike::
+objects whose ``agent`` entry names whose turn it is, one loop for PettingZoo's AEC and parallel
+games and SRL environments alike::
 
     env.reset()
     for agent in env.agent_iter():
         state = env.last()
-        action = multiagent.act(state)
-        env.step(None if state.done else action)   # done agents must step None
+        env.step(None if state.done else multiagent.act(state))   # done agents step None
 
-``reward`` is the agent's reward since its last action. A game's observations are by default
-flattened to float32 (``Discrete``: one-hot); ``state['action_mask']`` is a bool tensor where
-the environment has one."""
+``reward`` is the agent's reward since its last action; a game's observations are flattened to
+float32 by default; ``state['action_mask']`` is a bool tensor where the environment has one."""
 
 from __future__ import annotations
 
@@ -25,7 +23,7 @@ import torch
 
 from looprl.core import MultiagentState
 from looprl.core.suggest import check_device, check_seed, did_you_mean
-from looprl.environments.gym_helpers import action_to_numpy, episode_cap
+from looprl.environments.gym_helpers import action_to_numpy, episode_cap, module_exists
 from looprl.environments.srl import (
     Environment,
     StepResult,
@@ -125,8 +123,7 @@ class MultiagentEnvironment(ABC):
 
 
 class AgentView:
-    """One agent's ``name``, ``device`` and spaces of a ``MultiagentEnvironment``, as
-    single-agent presets read an ``Environment``'s."""
+    """One agent's ``name``, ``device`` and spaces, as single-agent presets read them."""
 
     def __init__(self, env: MultiagentEnvironment, agent: str):
         self.agent = agent
@@ -142,17 +139,11 @@ class AgentView:
 
 
 class MultiagentPettingZooEnv(MultiagentEnvironment):
-    """Seed 003's turn-by-turn view of an SRL environment (``adapter``): of a PettingZoo AEC or
-    parallel game (played as AEC), or a name for ``make_zoo_env``, through its
-    ``PettingZooEnvironment`` (``env``: the AEC game), or of an SRL ``Environment`` (agents
-    ``agent_0``, ...). ``flatten``: a game's observations to 1-d float32; ``render_mode``: of a
-    game made by name; ``remote``: the ``looprl.environments.make`` name and arguments the
-    collector and Ray play (default: the PettingZoo adapter of the game given, or its name).
-
-    The agents a ``StepResult`` came for take their turns in order (a game's as PettingZoo
-    gives them: those that finished first): ``last()`` is the first one's state; ``step`` takes
-    its action (``None`` once it is done) and steps the adapter when all have acted (and some
-    agent plays on)."""
+    """Seed 003's turn-by-turn view of an SRL environment (``adapter``): a PettingZoo game (AEC,
+    or parallel played as AEC; or its name for ``make_zoo_env``) through its
+    ``PettingZooEnvironment``, or an SRL ``Environment`` (agents ``agent_0``, ...). ``flatten``:
+    observations to 1-d float32; ``remote``: the ``make`` name and arguments Ray plays.
+    The agents of a ``StepResult`` take their turns in order; the adapter steps when all acted."""
 
     def __init__(self, zoo_env: Any, name: str | None = None, device: str | torch.device = "cpu",
                  seed: int | None = None, flatten: bool = True,
@@ -166,9 +157,12 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
                                                {"render_mode": render_mode}))
         if isinstance(zoo_env, Environment):
             self.adapter = self.env = zoo_env
-        else:
-            self.adapter = _aec_adapter(zoo_env, flatten)
-            self.env = self.adapter.env
+        else:  # (a parallel game played as AEC)
+            from pettingzoo.utils.conversions import parallel_to_aec
+            from pettingzoo.utils.env import ParallelEnv
+
+            self.env = parallel_to_aec(zoo_env) if isinstance(zoo_env, ParallelEnv) else zoo_env
+            self.adapter = PettingZooEnvironment(self.env, flatten=flatten)
         self.name = name or getattr(self.env, "metadata", {}).get(
             "name", type(getattr(self.env, "unwrapped", self.env)).__name__)
         self._seed = check_seed(self.name, seed)
@@ -184,8 +178,7 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         self._new_episode()
 
     def remote_env(self) -> tuple[str, dict[str, Any]]:
-        """``remote``, else the PettingZoo adapter (flattened alike) of the name it was made
-        from, or of the game given (its module's name would lose the game's arguments)."""
+        """``remote``, else the PettingZoo adapter (flattened alike) of the name or game given."""
         if self.remote is not None:
             return self.remote
         if self.adapter is self.env:
@@ -201,8 +194,7 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         self._chosen: dict[int, Any] = {}  # the actions of this round so far, by agent
 
     def _receive(self, results: Any, call: str) -> None:
-        """The agents with a result take the next turns (a game's in its adapter's ``turns``);
-        an agent done and stepped takes none for a repeated done (its episode ended once)."""
+        """The agents with a result (but one done and stepped) take the next turns, in order."""
         results = checked_results(results, self.adapter, call)
         zoo = isinstance(self.adapter, PettingZooEnvironment)
         order = self.adapter.turns if zoo else range(len(results))
@@ -228,7 +220,9 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         if _over(result) and action is not None:
             raise ValueError(f"{agent} is done: the only action it takes is None")
         if not _over(result) and self.adapter is not self.env:  # (a game's: as it converts)
-            self._check_action(agent, action)
+            space = self._actions[agent]  # (the game's assertion would come after its turn)
+            check_agent_action(self.name, agent, action_to_numpy(action_value(action), space),
+                               space)
         self._turns.pop(0)
         if _over(result):
             self._out.add(agent)
@@ -241,16 +235,8 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
             self._step_without_turns()
         return self.last() if self._turns else None
 
-    def _check_action(self, agent: str, action: Any) -> None:
-        """A one-line ``ValueError`` for an ``action`` outside ``agent``'s action space (the
-        game's own assertion was an ``EnvironmentFailure``, after its turn was taken)."""
-        space = self._actions[agent]
-        check_agent_action(self.name, agent, action_to_numpy(action_value(action), space), space)
-
     def _step_without_turns(self) -> None:
-        """While no agent has a turn but some that had one play on (an SRL step of ``None``
-        results), step the adapter without actions, as the collector does; ``ValueError``
-        after ``episode_cap`` such steps."""
+        """Step without actions while no agent has a turn but some play on (as the collector)."""
         cap, steps = episode_cap(self.adapter), 0
         while not self._turns and not all(map(_over, self._last.values())):
             if steps == cap:
@@ -360,11 +346,7 @@ def atari_zoo_env(env_name: str, **pettingzoo_params: Any) -> Any:
 
 def is_zoo_atari(name: str) -> bool:
     """Whether ``name`` is a PettingZoo Atari game's module (``pettingzoo.atari.NAME``)."""
-    import importlib.util
-    try:
-        return importlib.util.find_spec(f"pettingzoo.atari.{name}") is not None
-    except (ImportError, ValueError):  # (no pettingzoo; a name no module can have)
-        return False
+    return module_exists(f"pettingzoo.atari.{name}")
 
 
 def check_shared_shapes(env: MultiagentEnvironment, use: str) -> None:
@@ -378,15 +360,6 @@ def check_shared_shapes(env: MultiagentEnvironment, use: str) -> None:
                              f"agents have {kind}s of different shapes ({listed}): pad them to "
                              "one size (SuperSuit's pad_observations_v0, pad_action_space_v0), "
                              "or act in a loop of your own (agent.act(env.last()))")
-
-
-def _aec_adapter(zoo_env: Any, flatten: bool) -> PettingZooEnvironment:
-    """The ``PettingZooEnvironment`` of a PettingZoo game, a parallel one converted to AEC."""
-    from pettingzoo.utils.conversions import parallel_to_aec
-    from pettingzoo.utils.env import ParallelEnv
-
-    return PettingZooEnvironment(parallel_to_aec(zoo_env) if isinstance(zoo_env, ParallelEnv)
-                                 else zoo_env, flatten=flatten)
 
 
 def _over(result: StepResult) -> bool:

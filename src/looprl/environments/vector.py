@@ -221,7 +221,6 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         super().__init__(vector_env, name, n_envs, device, seed)
         self._id = env
         self._make_kwargs = make_kwargs
-        self._arrays: tuple[np.ndarray, ...] | None = None  # of the last step_arrays
 
     def step(self, action: Any) -> StateArray:
         """Step every copy with one action per row (``Box`` actions clipped to the bounds)."""
@@ -260,12 +259,6 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         self._state = None
         self._arrays = (obs, vector_rewards(reward, self.name, self._t), terminated, truncated)
         return self._arrays
-
-    @property
-    def state(self) -> StateArray:
-        if self._state is None and self._arrays is not None:
-            self._state = self._make_state(*self._arrays)
-        return super().state
 
     def copy(self) -> GymVectorEnvironment:
         if isinstance(self._id, gym.vector.VectorEnv):
