@@ -76,6 +76,44 @@ def log_scalars(hub: MetaHub, logger: Any) -> None:
         logger.add_log(key[4:], value)
 
 
+def divergence(experiment: Experiment, error: FloatingPointError) -> Exception:
+    """The one-line error of ``experiment``'s training that diverged with ``error``."""
+    runner = experiment.runner
+    running = runner is not None and not np.isfinite(runner.running_returns).all()
+    message = explain_divergence(error, experiment.env.name, experiment.frame,
+                                 experiment._nonfinite_episode, running)
+    return diverged(experiment.name, message, getattr(experiment.logger, "log_dir", None))
+
+
+def training_runner(experiment: Experiment) -> EnvRunner:
+    """The collector ``experiment`` trains on, cutting its agent's adder's segments."""
+    adder = getattr(experiment.agent.unwrapped, "adder", None)  # (None: a user's own Agent)
+    return EnvRunner(experiment._collected(), seed=experiment.seed, hub=experiment.hub,
+                     segment_length=None if adder is None else adder.segment_length,
+                     whole_episodes=adder is not None and adder.whole_episodes,
+                     process=None if adder is None else body_states(experiment.agent))
+
+
+def check_window(env: Any) -> None:
+    """``ValueError`` unless ``env`` shows itself in a window (``render_mode='human'``)."""
+    if getattr(getattr(env, "env", None), "render_mode", None) != "human":
+        why, fix = window_advice(env)
+        raise ValueError(f"render=True needs an environment that shows itself, and {env.name} "
+                         f"shows no window ({why}): " + (fix or "leave render out, and watch "
+                         "the saved preset with looprl watch (a GIF) after training"))
+
+
+def training_copy(vector_env: VectorEnvironment) -> VectorEnvironment:
+    """A copy of the training environments, else they (evaluating cuts their episodes short)."""
+    try:
+        return vector_env.copy()
+    except NotImplementedError:
+        log.warning("%s cannot be copied (VectorEnvironment.copy): evaluating in the training "
+                    "environments, which cuts their episodes short (the agent sees them "
+                    "truncated)", type(vector_env).__name__)
+        return vector_env
+
+
 def check_train(experiment: Experiment, frames: float, episodes: float) -> None:
     """A one-line ``ValueError`` for a ``train`` call that cannot run as asked."""
     for name, budget in (("frames", frames), ("episodes", episodes)):
@@ -174,14 +212,9 @@ class Experiment:
         """The ``MetaHub`` of ``components`` over the agent and its training environment."""
         return agent_hub(components, self.agent, self.training_env)
 
-    def _check_render(self) -> None:
-        """A ``ValueError`` for ``render=True`` if the env shows no window (``render_mode``)."""
-        env = self.env
-        if self.render and getattr(getattr(env, "env", None), "render_mode", None) != "human":
-            why, fix = window_advice(env)
-            raise ValueError(f"render=True needs an environment that shows itself, and {env.name} "
-                             f"shows no window ({why}): " + (fix or "leave render out, and watch "
-                             "the saved preset with looprl watch (a GIF) after training"))
+    def _check_render(self) -> None:  # (ValueError: render=True, and env cannot show itself)
+        if self.render:
+            check_window(self.env)
 
     def _make_agent(self) -> Any:
         return self.preset.agent(logger=self.logger, train_steps=self.train_steps)
@@ -220,25 +253,15 @@ class Experiment:
                     self._train(frames, episodes)
                     report_cuts(self.runner, cuts)
                 except FloatingPointError as error:
-                    running = self.runner is not None and not np.isfinite(
-                        self.runner.running_returns).all()
-                    message = explain_divergence(error, self.env.name, self.frame,
-                                                 self._nonfinite_episode, running)
-                    raise diverged(self.name, message, getattr(self.logger, "log_dir", None)
-                                   ) from error
+                    raise divergence(self, error) from error
                 finally:  # (a notebook reads the run's files once train returns, or stops)
                     self.flush_loggers()
             warn_trained(self, frames)
 
     def _train(self, frames: float, episodes: float) -> None:
         """Step all copies until the budget is used, saving the checkpoints on the way."""
-        if self.runner is None:  # (adder None: a user's own Agent)
-            adder = getattr(self.agent.unwrapped, "adder", None)
-            self.runner = EnvRunner(
-                self._collected(), seed=self.seed, hub=self.hub,
-                segment_length=None if adder is None else adder.segment_length,
-                whole_episodes=adder is not None and adder.whole_episodes,
-                process=None if adder is None else body_states(self.agent))
+        if self.runner is None:
+            self.runner = training_runner(self)
             self._act()
         elif self.runner.needs_reset:  # (restored, its episodes lost: they start anew)
             self.runner.truncate()
@@ -331,13 +354,7 @@ class Experiment:
         """``copies`` copies of the environment, else a copy of the training ones, else they."""
         if isinstance(self.env, Environment):
             return self.env.duplicate(copies)
-        try:
-            return self.vector_env.copy()
-        except NotImplementedError:
-            log.warning("%s cannot be copied (VectorEnvironment.copy): evaluating in the training "
-                        "environments, which cuts their episodes short (the agent sees them "
-                        "truncated)", type(self.vector_env).__name__)
-            return self.vector_env
+        return training_copy(self.vector_env)
 
     def save(self) -> str | None:
         """Save the preset and its normalizers' statistics; the path (``None``: no log dir)."""
