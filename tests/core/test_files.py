@@ -29,7 +29,8 @@ MERGED_CLASSES = [
     ("approximation.checkpointer", "PeriodicCheckpointer"),
     ("nn.noisy", "NoisyFactorizedLinear"), ("nn.actor_critic", "SharedActorCritic"),
     ("policies.gaussian", "GaussianPolicyNetwork"), ("policies.softmax", "SoftmaxPolicyNetwork"),
-    ("policies.exploration", "EZGreedyPolicy"), ("memory.advantages", "GeneralizedAdvantageBuffer")]
+    ("policies.exploration", "EZGreedyPolicy"), ("memory.advantages", "GeneralizedAdvantageBuffer"),
+    ("meta.space", "SPaCE"), ("meta.transition_log", "TransitionMeans")]
 
 
 @pytest.mark.parametrize(("module", "name"), MERGED_CLASSES)

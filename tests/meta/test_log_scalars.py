@@ -173,7 +173,7 @@ def test_rnd_intrinsic_reward_in_the_transition_is_logged(tmp_path: Path) -> Non
 def test_a_transition_keys_mean_over_more_than_2_24_rows_counts_every_row() -> None:
     """A long logging interval (episodes that do not end): the running sum was a float32
     tensor, which stops growing by 1 at 2**24 (the mean of ones fell below 1)."""
-    from looprl.meta.transition_log import TransitionMeans
+    from looprl.meta.hub import TransitionMeans
 
     means = TransitionMeans()
     means.add({"visit": torch.ones(2**24)}, 0)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from looprl.meta.plr import PLR
+from looprl.meta.plr import PLR, SPaCE
 from looprl.meta.registry import COMPONENTS, accepted_parameters, make_component
 from looprl.meta.reset import NetworkReset
 from looprl.meta.rnd import RND, NovelD
 from looprl.meta.schedules import CosineLRSchedule, HPSchedule
-from looprl.meta.space import SPaCE
 
 
 def test_every_name_builds_its_class():

@@ -71,7 +71,8 @@ MERGED = {
         ("nn.noisy", "nn.layers"), ("nn.actor_critic", "nn.cnn"),
         ("policies.gaussian", "policies.deterministic"),
         ("policies.softmax", "policies.deterministic"),
-        ("policies.exploration", "policies.greedy"), ("memory.advantages", "memory.samples"))}}
+        ("policies.exploration", "policies.greedy"), ("memory.advantages", "memory.samples"),
+        ("meta.space", "meta.plr"), ("meta.transition_log", "meta.hub"))}}
 
 
 class _Unpickler(pickle.Unpickler):

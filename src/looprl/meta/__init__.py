@@ -3,12 +3,11 @@ intrinsic rewards (``RND``, ``NovelD``), schedules, network resets and curricula
 ``SPaCE``), by name for configurations (``make_component``)."""
 
 from looprl.meta.component import HOOKS, MetaComponent, MetaStack
-from looprl.meta.plr import PLR
+from looprl.meta.plr import PLR, SPaCE
 from looprl.meta.registry import COMPONENTS, make_component
 from looprl.meta.reset import NetworkReset
 from looprl.meta.rnd import RND, NovelD
 from looprl.meta.schedules import CosineLRSchedule, HPSchedule
-from looprl.meta.space import SPaCE
 
 __all__ = ["COMPONENTS", "CosineLRSchedule", "HOOKS", "HPSchedule", "MetaComponent", "MetaStack",
            "NetworkReset", "NovelD", "PLR", "RND", "SPaCE", "make_component"]

@@ -1,12 +1,14 @@
 """``MetaHub``: the metrics dictionary of one run and the calls of its components' hooks (as a
 ``Learner``'s ``hooks``, the update hooks around ``Trainer.step``); the one form of what hooks
-receive: observation rows ``[N, ...]`` and update batches of tensors."""
+receive: observation rows ``[N, ...]`` and update batches of tensors. The transition keys
+components add are logged as the means ``log/transition/<key>`` (``TransitionMeans``)."""
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -23,7 +25,6 @@ from looprl.meta.hyperparameters import (
     set_hyperparameter,
     unknown_hyperparameter,
 )
-from looprl.meta.transition_log import TransitionMeans
 
 
 @dataclass
@@ -43,6 +44,42 @@ def written_by(error: KeyError | ValueError, components: Iterable[MetaComponent]
     """``error``, a refused ``hp/*`` write, naming the ``components`` that write at ``hook``."""
     names = ", ".join(type(c).__name__ for c in components if c.methods(hook))
     return type(error)(f"{names} at {hook}: {error.args[0]}")
+
+
+class TransitionMeans:
+    """Running sums (and row counts) of the transition keys components added; the hub notices
+    added keys by the dictionary's length alone (no work per step when there are none)."""
+
+    def __init__(self) -> None:
+        self._sums: dict[str, list[Any]] = {}
+
+    def add(self, transition: dict[str, Any], known: int) -> None:
+        """Add the values of ``transition``'s keys after its first ``known`` (the loop's);
+        values that are no number or 0-d/1-d numeric tensor or array are left out."""
+        for key, value in islice(transition.items(), known, None):
+            if (total := _row_sum(value)) is not None:
+                old = self._sums.get(key, (0.0, 0))
+                self._sums[key] = [old[0] + total[0], old[1] + total[1]]
+
+    def take(self) -> dict[str, float]:
+        """The mean of each key since the last call; starts anew."""
+        means = {"log/transition/" + key: float(total) / count
+                 for key, (total, count) in self._sums.items() if count}
+        self._sums.clear()
+        return means
+
+
+def _row_sum(value: Any) -> tuple[Any, int] | None:
+    """``(sum, rows)`` of a number or a 0-d/1-d numeric tensor or array; else ``None``."""
+    if isinstance(value, bool | int | float | np.number):
+        return float(value), 1
+    if isinstance(value, torch.Tensor) and value.ndim <= 1 and value.numel():
+        if value.is_floating_point() or value.dtype in (torch.bool, torch.int32, torch.int64):
+            return value.detach().sum(dtype=torch.float64), value.numel()  # (float32: 2**24)
+    if isinstance(value, np.ndarray) and value.ndim <= 1 and value.size:
+        if np.issubdtype(value.dtype, np.number) or value.dtype == np.bool_:
+            return float(value.sum()), value.size
+    return None
 
 
 class MetaHub:
@@ -154,11 +191,9 @@ class MetaHub:
                             f"{type(replaced).__name__}; it must stay a SampleBatch (replace "
                             "it with another SampleBatch for the trainer to learn from)")
         result = trainer.step(assigned(batch, seen, fields) if replaced is seen else replaced)
-        metrics["update"] = metrics.get("update", 0) + 1
-        metrics["losses"] = dict(result.stats)
-        metrics["td_error"] = trainer.td_error
-        metrics["predictions"] = trainer.predictions
-        metrics["grad_norm"] = {name: a.grad_norm for name, a in self.approximations.items()}
+        metrics.update(update=metrics.get("update", 0) + 1, losses=dict(result.stats),
+                       td_error=trainer.td_error, predictions=trainer.predictions,
+                       grad_norm={name: a.grad_norm for name, a in self.approximations.items()})
         self.run("post_update")
         return result
 
@@ -169,8 +204,8 @@ class MetaHub:
 
     def after_step(self, transition: dict[str, Any], step: int, ended: Any = None,
                    returns: list[float] = (), lengths: list[int] = ()) -> torch.Tensor:
-        """Run the post-step hooks on ``transition``, then ``end_episodes`` where ``ended``;
-        the reward the hooks left, one per row."""
+        """The post-step hooks on ``transition``, then ``end_episodes`` where ``ended``; the
+        reward the hooks left, one per row."""
         self.metrics.update(transition=transition, step=step)
         if self._exploration is not None:
             self.metrics["explored"] = self._exploration.explored
@@ -208,11 +243,10 @@ class StreamHooks:
         if not names:
             return cls([MetaHub(list(components), Parts(policy), env, "actor")])
         policies = getattr(policy, "policies", None) or [None] * len(names)
-        hubs = []
-        for name, agent_policy in zip(names, policies, strict=True):
-            hub = MetaHub(copy.deepcopy(list(components)), Parts(agent_policy), env, "actor")
+        hubs = [MetaHub(copy.deepcopy(list(components)), Parts(agent_policy), env, "actor")
+                for agent_policy in policies]
+        for hub, name in zip(hubs, names, strict=True):
             hub.metrics["agent"] = name
-            hubs.append(hub)
         return cls(hubs, list(range(len(names))), names, getattr(policy, "view", None))
 
     def seed_run(self, seed: int) -> None:

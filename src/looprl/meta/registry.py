@@ -11,11 +11,10 @@ from looprl.core.imports import import_object, is_import_path
 from looprl.core.registry import Registry
 from looprl.core.suggest import check_flag, did_you_mean, is_number
 from looprl.meta.component import MetaComponent
-from looprl.meta.plr import PLR
+from looprl.meta.plr import PLR, SPaCE
 from looprl.meta.reset import NetworkReset
 from looprl.meta.rnd import RND, NovelD
 from looprl.meta.schedules import CosineLRSchedule, HPSchedule
-from looprl.meta.space import SPaCE
 
 __all__ = ["COMPONENTS", "component_class", "make_component", "own_name"]
 
@@ -46,9 +45,8 @@ def accepted_parameters(cls: type) -> dict[str, inspect.Parameter]:
         if "__init__" not in vars(klass) or klass in (MetaComponent, object):
             continue
         parameters = inspect.signature(klass.__init__).parameters.values()
-        for p in parameters:
-            if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
-                found.setdefault(p.name, p)
+        found.update((p.name, p) for p in parameters if p.name not in found and p.name != "self"
+                     and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
         if not any(p.kind is p.VAR_KEYWORD for p in parameters):
             break
     return found
@@ -78,12 +76,11 @@ def make_component(name: str, **kwargs: Any) -> MetaComponent:
     one-line ``ValueError`` for an unknown, missing or mistyped argument."""
     cls = component_class(str(kwargs.pop("_target_", name)))
     parameters = accepted_parameters(cls)
-    accepted = list(parameters)
-    unknown = [key for key in kwargs if key not in accepted]
+    unknown = [key for key in kwargs if key not in parameters]
     if unknown:
         raise ValueError(f"{name!r} ({cls.__name__}) got unknown argument(s) "
-                         f"{', '.join(map(repr, unknown))}.{did_you_mean(unknown[0], accepted)} "
-                         f"Accepted: {', '.join(accepted)}")
+                         f"{', '.join(map(repr, unknown))}.{did_you_mean(unknown[0], parameters)}"
+                         f" Accepted: {', '.join(parameters)}")
     missing = [key for key, p in parameters.items() if p.default is p.empty and key not in kwargs]
     if missing:
         raise ValueError(f"{name!r} ({cls.__name__}) needs the argument(s) "

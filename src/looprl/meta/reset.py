@@ -47,17 +47,15 @@ class NetworkReset(MetaComponent):
         if layers is not None and last is not None:
             raise ValueError("Choose layers by name (layers=...) or by position (last=...), "
                              "not both")
-        if isinstance(layers, str):
-            layers = [layers]
+        layers = [layers] if isinstance(layers, str) else layers
         if layers is not None and not layers:
             raise ValueError("layers=[] names no layer to reset: give layer names, or last=k")
         check_count(optional=True, last=last)
-        UNIT.check("shrink", shrink, "NetworkReset")
-        NON_NEGATIVE.check("perturb", perturb, "NetworkReset")
+        self.shrink = float(UNIT.check("shrink", shrink, "NetworkReset"))
+        self.perturb = float(NON_NEGATIVE.check("perturb", perturb, "NetworkReset"))
         self.every, self.mode = int(every), check_choice("mode", mode, ("reset", "shrink_perturb"))
         self.layers = None if layers is None else tuple(layers)
         self.last = 1 if layers is None and last is None else last
-        self.shrink, self.perturb = float(shrink), float(perturb)
         self.initializer = initializer
         self.updates = self.resets = 0
         self._chosen: tuple[int, dict[str, nn.Module]] | None = None

@@ -37,10 +37,6 @@ class RNDNetwork(nn.Module):
         self.target = target.requires_grad_(False)
         self.predictor = predictor
 
-    @property
-    def device(self) -> torch.device:
-        return next(self.predictor.parameters()).device
-
     def errors(self, x: torch.Tensor) -> torch.Tensor:
         """``mean_j (predictor(x)_j - target(x)_j)^2`` per row, differentiable."""
         with torch.no_grad():
@@ -48,9 +44,9 @@ class RNDNetwork(nn.Module):
         return (self.predictor(x).flatten(1) - target).pow(2).mean(dim=1)
 
     def get_error(self, x: torch.Tensor) -> torch.Tensor:
-        """The prediction error of each observation row of ``x`` (``[N, ...]``)."""
+        """The prediction error of each observation row of ``x`` (``[N, ...]``), no gradient."""
         with torch.no_grad():
-            return self.errors(x.to(self.device))
+            return self.errors(x.to(next(self.predictor.parameters()).device))
 
 
 class RecentObservations:
@@ -74,10 +70,8 @@ class RecentObservations:
 
     def sample(self, n: int, generator: torch.Generator | None = None) -> torch.Tensor | None:
         """Up to ``n`` stored rows drawn uniformly without replacement (``None`` if empty)."""
-        if self.size == 0:
-            return None
-        if self.size <= n:
-            return self.storage[: self.size]
+        if self.size <= n:  # (all of them)
+            return self.storage[: self.size] if self.size else None
         index = torch.randperm(self.size, generator=generator)[:n]
         return self.storage[index.to(self.storage.device)]
 
@@ -115,21 +109,19 @@ class RND(MetaComponent):
         check_count(update_every=update_every, gradient_steps=gradient_steps,
                     batch_size=batch_size, buffer_size=buffer_size, feature_dim=feature_dim)
         owner = type(self).__name__
-        POSITIVE.check("lr", lr, owner)
+        self.lr = float(POSITIVE.check("lr", lr, owner))
         if isinstance(hidden, str) or not isinstance(hidden, Sequence):
             raise ValueError(f"hidden must be a sequence of layer sizes like (256, 256), got "
                              f"{hidden!r}")
         check_count(**{f"hidden[{i}]": size for i, size in enumerate(hidden)})
-        NON_NEGATIVE.check("internal_reward_weight", internal_reward_weight, owner)
-        self.internal_reward_weight, self.normalize = float(internal_reward_weight), normalize
+        weight = NON_NEGATIVE.check("internal_reward_weight", internal_reward_weight, owner)
+        self.internal_reward_weight, self.normalize = float(weight), normalize
         self.network, self.feature_dim, self.hidden = network, int(feature_dim), tuple(hidden)
-        self.lr, self.batch_size = float(lr), int(batch_size)
-        self.gradient_steps, self.update_every = int(gradient_steps), int(update_every)
-        self._update_calls = 0
-        seed = check_seed(owner, seed)
-        self.device, self.seed = torch.device(check_device(device)), seed
-        self._network_seed = seed  # (or the run's: ``seed_run``)
-        self.generator = torch.Generator().manual_seed(seed) if seed is not None else None
+        self.batch_size, self.gradient_steps = int(batch_size), int(gradient_steps)
+        self.update_every, self._update_calls = int(update_every), 0
+        self.device, self.seed = torch.device(check_device(device)), check_seed(owner, seed)
+        self._network_seed = self.seed  # (or the run's: ``seed_run``)
+        self.generator = torch.Generator().manual_seed(self.seed) if self.seed is not None else None
         self.rnd_net: RNDNetwork | None = None  # built with the optimizer, for obs_shape
         self.optimizer: torch.optim.Optimizer | None = None
         self.obs_shape: tuple[int, ...] | None = None
@@ -163,18 +155,25 @@ class RND(MetaComponent):
             self.generator = torch.Generator().manual_seed(self._network_seed)
 
     def _build(self, shape: tuple[int, ...]) -> nn.Module:
-        """A factory's network, else a feature extractor and a linear layer."""
+        """A factory's network (checked to map a batch of ``shape`` to one row per input), else
+        a feature extractor and a linear layer."""
         network = self.network
-        if callable(network):
-            return probe(network(shape), shape, network)
-        if network == "auto":
-            network = "cnn" if len(shape) == 3 else "mlp"
-        if network == "cnn":
-            body = image_extractor(shape)
-        else:
-            body = feature_extractor({"type": "mlp", "hidden": self.hidden}
-                                     if network == "mlp" else network, shape)
-        return linear_head(body, self.feature_dim)
+        if not callable(network):
+            name = ("cnn" if len(shape) == 3 else "mlp") if network == "auto" else network
+            spec = {"type": "mlp", "hidden": self.hidden} if name == "mlp" else name
+            body = image_extractor(shape) if name == "cnn" else feature_extractor(spec, shape)
+            return linear_head(body, self.feature_dim)
+        module = network(shape)
+        try:
+            with torch.no_grad():
+                out = module(torch.zeros(2, *shape))
+        except RuntimeError as error:
+            raise ValueError(f"RND network {network!r} does not accept observations of shape "
+                             f"{shape}: {error}") from error
+        if out.shape[0] != 2:
+            raise ValueError(f"RND network {network!r} must output one row per input row, got "
+                             f"{tuple(out.shape)} for 2 inputs of shape {shape}")
+        return module
 
     def get_reward(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Add ``weight * bonus`` to the transition's reward (``intrinsic_reward``)."""
@@ -216,13 +215,11 @@ class RND(MetaComponent):
         metrics[f"log/{self.log_name}/intrinsic_reward_max"] = self._bonus_max
 
     def _normalized(self, bonus: torch.Tensor) -> torch.Tensor:
-        stats = self.reward_stats
-        if not self.normalize or not bonus.numel():
+        if self.normalize and bonus.numel():
+            self.reward_stats.update(bonus.reshape(-1))
+        if not self.normalize or self.reward_stats.count < 2:  # (and the initial pseudo-count)
             return bonus
-        stats.update(bonus.reshape(-1))
-        if stats.count < 2:  # (one bonus seen, and the initial pseudo-count)
-            return bonus
-        return bonus / (stats.var + 1e-8).sqrt().to(bonus.device, bonus.dtype)
+        return bonus / (self.reward_stats.var + 1e-8).sqrt().to(bonus.device, bonus.dtype)
 
     def update_predictor(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Train the predictor on the batch's next observations, else on recent ones."""
@@ -285,20 +282,6 @@ class RND(MetaComponent):
         self.optimizer.load_state_dict(state["optimizer"])
         self.reward_stats = copy.deepcopy(state["reward_stats"])
         self._update_calls = state.get("update_calls", 0)  # (0: a checkpoint made before it)
-
-
-def probe(module: nn.Module, shape: tuple[int, ...], network: Any) -> nn.Module:
-    """``module`` after checking that it maps a batch of ``shape`` to one row per input."""
-    try:
-        with torch.no_grad():
-            out = module(torch.zeros(2, *shape))
-    except RuntimeError as error:
-        raise ValueError(f"RND network {network!r} does not accept observations of shape "
-                         f"{shape}: {error}") from error
-    if out.shape[0] != 2:
-        raise ValueError(f"RND network {network!r} must output one row per input row, got "
-                         f"{tuple(out.shape)} for 2 inputs of shape {shape}")
-    return module
 
 
 class NovelD(RND):

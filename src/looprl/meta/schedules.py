@@ -71,11 +71,10 @@ class CosineLRSchedule(MetaComponent):
                  period: int = 1000, period_mult: float = 1.0, key: str = "hp/lr"):
         super().__init__()
         check_count(period=period)
-        Range(1.0, text="at least 1").check("period_mult", period_mult, "CosineLRSchedule")
-        NON_NEGATIVE.check("min_lr", min_lr, "CosineLRSchedule")
+        mult = Range(1.0, text="at least 1").check("period_mult", period_mult, "CosineLRSchedule")
+        self.min_lr = float(NON_NEGATIVE.check("min_lr", min_lr, "CosineLRSchedule"))
         self.initial_lr = None if initial_lr is None else self._checked(initial_lr, min_lr)
-        self.min_lr = float(min_lr)
-        self.period, self.period_mult = period, float(period_mult)
+        self.period, self.period_mult = period, float(mult)
         self.key = check_key(key)
         self.updates = 0
         self.pre_update_methods.append(self.adapt_lr)
@@ -148,8 +147,7 @@ class HPSchedule(MetaComponent):
                              f"(it takes start, {', '.join(KIND_ARGUMENTS[kind])})")
         self.integer = integer
         valid = range_of(key)  # (the values the agent takes: linear and cosine stay between)
-        for name in ("start", "end"):
-            value = getattr(self, name)
+        for name, value in (("start", self.start), ("end", self.end)):
             if valid is not None and value is not None:
                 checked = round(value) if integer else value  # (shown as the user gave it)
                 got = (f"{value!r}, which integer=True rounds to {checked}"
