@@ -1,5 +1,5 @@
-"""``Runner``: the outer loop's handle on one agent of a preset builder: it builds, trains,
-evaluates and changes agents (preset hyperparameters, ``hp/*`` keys, network parameters).
+"""``Runner``: the outer loop's handle on one agent of a preset builder (build, train, evaluate,
+change its hyperparameters and network parameters); ``OnlineRunner``: train one, then evaluate it.
 ``train`` returns ``TRAIN_KEYS``, ``evaluate`` ``EVAL_KEYS`` (with a ``test_env``: the held-out
 set's, and both sets' under ``train_set`` and ``test_set``).
 """
@@ -11,36 +11,43 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from looprl.core import Hyperparameter
-from looprl.core.suggest import a_type, check_flag, check_seed, is_number
+from looprl.core.suggest import a_type, check_count, check_flag, check_seed, is_number
 from looprl.environments import Environment, MultiagentEnvironment
-from looprl.experiments.checkpoint import check_checkpointing, check_same_config, load_checkpoint
+from looprl.experiments.budget import warn_budget_extended
+from looprl.experiments.checkpoint import (
+    check_checkpointing,
+    check_same_config,
+    check_unfinished,
+    load_checkpoint,
+)
+from looprl.experiments.episodes import run_scope
 from looprl.experiments.experiment import Experiment, seed_everything
 from looprl.experiments.logger import MemoryLogger, RecordingLogger, mean_return
 from looprl.experiments.run import fresh_components, make_experiment
-from looprl.experiments.run_files import save_preset
+from looprl.experiments.run_files import append_lines, keep_until, save_preset
 from looprl.meta.hyperparameters import (
     agent_hyperparameters,
     set_hyperparameter,
     unknown_hyperparameter,
 )
 from looprl.presets.catalog import env_for
-from looprl.runners.evaluation import final_evaluation
+from looprl.runners.evaluation import SETS, final_evaluation
 
 TRAIN_KEYS: tuple[str, ...] = ("step", "episodes", "returns", "mean_return", "wall_time")
-EVAL_KEYS: tuple[str, ...] = ("mean_eval_reward", "std_eval_reward", "returns", "episodes",
-                              "step")
+EVAL_KEYS: tuple[str, ...] = ("mean_eval_reward", "std_eval_reward", "returns", "episodes", "step")
 
 #: the ``Runner`` arguments a replica takes as they are (``replica_arguments``)
 REPLICATED = ("env", "seed", "meta", "quiet", "eval_episodes", "checkpoint_every",
               "checkpoint_replay", "verbose", "wandb", "test_env", "keep_checkpoints", "run_info")
 
-__all__ = ["EVAL_KEYS", "TRAIN_KEYS", "MemoryLogger", "RecordingLogger", "Runner"]
+__all__ = ["EVAL_KEYS", "TRAIN_KEYS", "MemoryLogger", "OnlineRunner", "RecordingLogger", "Runner"]
 
 
 def whole(value: Any, name: str) -> int:
@@ -72,15 +79,14 @@ class Runner:
         meta: meta components (``looprl.meta``) hooked into every agent's experiment.
         eval_episodes: the default number of episodes of ``evaluate``.
         wandb: ``wandb.init`` arguments, to log to W&B too; needs a ``logdir``.
-        test_env: a held-out environment of the same spaces (or an id), where ``evaluate``
-            plays (each contextual instance at least once), the training one's returns beside.
+        test_env: a held-out environment of the same spaces (or an id) ``evaluate`` plays too
+            (each contextual instance at least once).
         run_info: more entries of every ``run.json`` (beside ``runner``, ``seed``, ``meta``).
     """
 
     #: the runner's name in ``run.json`` (``looprl run``'s ``runner=`` option)
     name = "runner"
-    #: what the runner scores by its evaluation returns (``""``: none; else it needs
-    #: ``eval_episodes >= 1``)
+    #: what the runner scores by its evaluation returns (then it needs ``eval_episodes >= 1``)
     scores: str = ""
 
     def __init__(self, agent: Any, env: Any, seed: int = 0, logdir: str | None = None,
@@ -131,8 +137,8 @@ class Runner:
 
     def new_agent(self, hyperparameters: dict[str, Any] | None = None,
                   train_steps: float = math.inf, logged: bool = True) -> None:
-        """Build a fresh, seeded agent of the preset ``hyperparameters`` and fresh meta components,
-        its schedules annealing over ``train_steps``. ``logged=False``: no run directory."""
+        """A fresh, seeded agent of the preset ``hyperparameters``, its schedules annealing over
+        ``train_steps``; ``logged=False``: no run directory."""
         self.close()
         builder = self.builder.hyperparameters(**(hyperparameters or {}))
         seed_everything(self.seed)
@@ -147,8 +153,7 @@ class Runner:
                                      run_info=self._run_json(info))
         self.experiment = make_experiment(
             self.preset, self.env, train_steps=train_steps, quiet=self.quiet, logger=logger,
-            seed=self.seed,
-            meta=meta, verbose=self.verbose,  # (an agent not logged has nowhere to save them)
+            seed=self.seed, meta=meta, verbose=self.verbose,  # (not logged: no checkpoints)
             checkpoint_every=self.checkpoint_every if logged else None,
             checkpoint_replay=self.checkpoint_replay,
             keep_checkpoints=self.keep_checkpoints if logged else None)
@@ -156,8 +161,7 @@ class Runner:
 
     def configure(self, values: dict[str, Any], train_steps: float = math.inf,
                   fresh: bool = True) -> None:
-        """Apply searched ``values``: the preset hyperparameters to a fresh agent (if
-        ``fresh``), then the ``hp/*`` ones to the agent."""
+        """Apply ``values``: preset ones to a fresh agent (if ``fresh``), then the ``hp/*`` ones."""
         if fresh:
             self.new_agent({k: v for k, v in values.items() if not k.startswith("hp/")},
                            train_steps=train_steps)
@@ -175,11 +179,9 @@ class Runner:
             raise ValueError(f"{path} is the checkpoint of a Ray run ({a_type(experiment)}): "
                              "resume it with DistributedRun(..., resume_from=RUN_DIR) (looprl "
                              "run --resume RUN_DIR)")
-        differences = [] if self.checkpoint_every is None else [
-            f"{key}: {old!r} -> {new!r}" for key, old, new in (
-                ("checkpoint_every", experiment.checkpoint_every, self.checkpoint_every),
-                ("checkpoint_replay", experiment.checkpoint_replay, self.checkpoint_replay))
-            if old != new]
+        keys = () if self.checkpoint_every is None else ("checkpoint_every", "checkpoint_replay")
+        differences = [f"{key}: {getattr(experiment, key)!r} -> {getattr(self, key)!r}"
+                       for key in keys if getattr(experiment, key) != getattr(self, key)]
         if differences:
             self.close_experiment(experiment)
             check_same_config(path, differences)
@@ -252,8 +254,8 @@ class Runner:
                 parameter.copy_(values.view_as(parameter))
 
     def train(self, num_steps: int) -> dict[str, Any]:
-        """Train the current agent ``num_steps`` more steps (a fresh one if none, its schedules
-        annealing over these steps); ``TRAIN_KEYS`` (``returns``: the episodes ended here)."""
+        """``TRAIN_KEYS`` of ``num_steps`` more steps of the current agent (a fresh one if none,
+        its schedules annealing over these steps; ``returns``: the episodes ended here)."""
         num_steps = whole(num_steps, "train(num_steps)")
         if self.experiment is None:
             self.new_agent(train_steps=num_steps)
@@ -300,3 +302,95 @@ class Runner:
             self.close_experiment(self.experiment)
         self.experiment = self.preset = None
 
+
+class OnlineRunner(Runner):
+    """Trains a fresh agent for ``num_steps`` steps, then evaluates it.
+
+    Args:
+        agent, env, **kwargs: ``Runner``'s.
+        resume_from: a checkpoint (or its run directory) to continue up to ``num_steps``.
+        eval_every: also evaluate every this many steps (``eval_results.csv``; train results'
+            ``evaluations`` and ``best``), keeping the best agent (``best_preset(.pt)``).
+    """
+
+    name = "online"
+
+    def __init__(self, agent: Any, env: Any, num_steps: int = 100_000,
+                 resume_from: str | None = None, eval_every: int | None = None, **kwargs: Any):
+        if eval_every is not None:  # (Runner's check: it needs evaluation episodes)
+            self.scores = "agent that eval_every compares (best_preset)"
+        super().__init__(agent, env, **kwargs)
+        check_count(num_steps=num_steps)
+        check_count(optional=True, eval_every=eval_every)
+        self.num_steps = int(num_steps)
+        self.resume_from = resume_from
+        self.eval_every = None if eval_every is None else int(eval_every)
+        self.best_preset: Any = None
+        self.evaluations: list[list[float]] = []
+        self._last_evaluation: dict[str, Any] | None = None  # (of eval_every)
+
+    @run_scope()  # (its chunks of training and evaluations: one run)
+    def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Train (or continue training), then evaluate: ``(train_results, eval_results)``."""
+        returns: list[float] = []
+        self.evaluations = []
+        if self.resume_from is not None:
+            self.resume(self.resume_from)
+            if self.experiment.frame > self.num_steps:  # (as a Ray run's resume: one line)
+                log_dir, frame = self.experiment.logger.log_dir, self.experiment.frame
+                self.close()
+                check_unfinished(log_dir, self.num_steps, frame)
+            warn_budget_extended(self.num_steps, self.experiment.train_steps)
+            self.evaluations = self._read_evaluations(self.experiment.frame)
+            returns = list(getattr(self.experiment.logger, "returns", []))  # before the resume
+        else:
+            self.new_agent(train_steps=self.num_steps)
+        start = time.perf_counter()
+        chunk = self.eval_every or self.num_steps
+        since = self.evaluations[-1][0] if self.evaluations else 0  # (the last evaluation's step)
+        while True:
+            target = min(since + chunk, self.num_steps)
+            train_results = self.train(max(target - self.experiment.frame, 0))
+            returns += train_results["returns"]
+            if self.eval_every is None or since >= self.num_steps:
+                break
+            self._evaluate_and_keep_best()
+            since = self.experiment.frame
+        train_results.update(returns=returns, mean_return=mean_return(returns),
+                             wall_time=time.perf_counter() - start)
+        if self.eval_every is not None:
+            train_results["evaluations"] = self.evaluations
+            train_results["best"] = max(self.evaluations, key=lambda e: e[1], default=None)
+        last = self._last_evaluation  # (at the final step already: the same, played once)
+        return train_results, last if last and last["step"] == self.experiment.frame \
+            else self._evaluation(self.eval_episodes)
+
+    def _evaluate_and_keep_best(self) -> None:
+        results = self._last_evaluation = self.evaluate()
+        best = max((mean for _, mean in self.evaluations), default=-math.inf)
+        if self.logdir is not None:  # a row per set
+            path = Path(self.logdir) / "eval_results.csv"
+            sets = {name: results[name] for name in SETS if name in results} or {SETS[0]: results}
+            rows = [f"{results['step']},{one['mean_eval_reward']!r},{one['std_eval_reward']!r},"
+                    f"{one['episodes']},{name}\n" for name, one in sets.items()]
+            if not self.evaluations:
+                path.write_text("step,mean_eval_reward,std_eval_reward,episodes,set\n")
+            append_lines(path, rows)
+        self.evaluations.append([results["step"], results["mean_eval_reward"]])
+        if results["mean_eval_reward"] > best:
+            self.best_preset = copy.deepcopy(self.preset)
+            if self.logdir is not None:
+                save_preset(self.preset, self.experiment.vector_env, self.logdir, "best_")
+
+    def _read_evaluations(self, frame: float = math.inf) -> list[list[float]]:
+        """``eval_results.csv``'s rows (the held-out set's) up to ``frame``; later ones dropped."""
+        if self.logdir is None or not (path := Path(self.logdir) / "eval_results.csv").exists():
+            return []
+        keep_until(path, frame)
+        rows = [line.split(",") for line in path.read_text().splitlines()[1:] if line]
+        wanted = SETS[1] if any(row[4:] == [SETS[1]] for row in rows) else SETS[0]
+        try:
+            return [[int(row[0]), float(row[1])] for row in rows if row[4:] in ([], [wanted])]
+        except (ValueError, IndexError):
+            raise ValueError(f"{path} has a row without a step and a mean return (hand-edited?): "
+                             "restore the file, or delete the row") from None

@@ -1,8 +1,7 @@
-"""``ESRunner``: evolution strategies over hyperparameters, network parameters, or both.
-
-An individual is one vector: the network parameters (``search_params=True``), then a unit
-coordinate per target. Preset hyperparameters need a fresh agent per individual; with ``hp/*``
-targets only, one agent runs through the whole search (as in Mighty).
+"""``ESRunner``: evolution strategies (``"cma"``, ``"openai"``: a ``mean``, ``ask()`` and
+``tell(population, fitness)``, maximising the fitness ``SHAPERS`` shape) over hyperparameters,
+network parameters, or both. An individual is one vector: the network parameters
+(``search_params=True``), then a unit coordinate per target.
 """
 
 from __future__ import annotations
@@ -10,26 +9,156 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from looprl.core.suggest import check_count, check_flag, check_positive
+from looprl.core.imports import import_extra
+from looprl.core.suggest import check_count, check_flag, check_positive, is_number
 from looprl.environments.wrappers import load_normalization, read_normalization
 from looprl.experiments.episodes import run_scope
 from looprl.runners.base import Runner
 from looprl.runners.space import SearchSpaceError, parse_search_space, search_mapping
-from looprl.runners.strategies import STRATEGIES, fitness_shaper, make_strategy
 from looprl.runners.trials import KeptAgent, LocalTrials
 
 log = logging.getLogger(__name__)
 
+#: Dimensions above which CMA-ES keeps a diagonal covariance matrix (sep-CMA-ES).
+DIAGONAL_ABOVE = 200
+
+
+class OpenAIES:
+    """The ES of Salimans et al. (2017): antithetic Gaussian perturbations ``mean +/- sigma *
+    eps`` (``popsize`` even) and gradient steps of ``options["learning_rate"]`` on the mean."""
+
+    def __init__(self, x0: np.ndarray, sigma: float, popsize: int, seed: int,
+                 options: dict[str, Any] | None = None):
+        if unknown := sorted(set(options or {}) - {"learning_rate"}):
+            raise ValueError(f"strategy_options of openai: unknown {', '.join(unknown)}; it "
+                             "takes learning_rate")
+        learning_rate = (options or {}).get("learning_rate", 0.01)
+        if not (is_number(learning_rate) and 0 < learning_rate < math.inf):
+            raise ValueError(f"strategy_options of openai: learning_rate must be a finite number "
+                             f"> 0, got {learning_rate!r}")
+        if popsize < 2 or popsize % 2:
+            raise ValueError(f"The openai strategy samples antithetic pairs: popsize must be "
+                             f"even and >= 2, got {popsize}")
+        self.mean = np.asarray(x0, dtype=np.float64).copy()
+        self.sigma = float(sigma)
+        self.popsize = int(popsize)
+        self.learning_rate = float(learning_rate)
+        self._rng = np.random.default_rng(seed)
+
+    def ask(self) -> np.ndarray:
+        """``popsize`` individuals: ``mean + sigma * eps`` for ``eps`` and ``-eps``."""
+        half = self._rng.standard_normal((self.popsize // 2, self.mean.size))
+        return self.mean + self.sigma * np.concatenate([half, -half])
+
+    def tell(self, solutions: np.ndarray, fitness: np.ndarray) -> None:
+        """One gradient step of the mean on the (shaped) fitness of ``solutions``."""
+        eps = (np.asarray(solutions, dtype=np.float64) - self.mean) / self.sigma
+        gradient = np.asarray(fitness, dtype=np.float64) @ eps / (len(eps) * self.sigma)
+        self.mean = self.mean + self.learning_rate * gradient
+
+
+class CMAES:
+    """CMA-ES of the ``cma`` package, maximising; ``seed`` seeds its samples, ``options`` are
+    more ``cma.CMAOptions``."""
+
+    def __init__(self, x0: np.ndarray, sigma: float, popsize: int, seed: int,
+                 options: dict[str, Any] | None = None):
+        cma = import_extra("cma", "The cma strategy needs the cma package", "hpo")
+        if int(popsize) < 2:  # (cma's own error: "number of weights must be >=2, was 1")
+            raise ValueError(f"The cma strategy recombines the best half of each generation: "
+                             f"popsize must be >= 2, got {popsize}")
+        rng = np.random.default_rng(seed)
+        x0 = np.asarray(x0, dtype=np.float64)
+        settings = {"popsize": int(popsize), "seed": np.nan, "verbose": -9,
+                    "randn": lambda lam, n: rng.standard_normal((lam, n)),
+                    "CMA_diagonal": x0.size > DIAGONAL_ABOVE}
+        if int(popsize) < 3:  # (cma's TPA step-size rule, from 300 dimensions on, injects two
+            settings["AdaptSigma"] = cma.sigma_adaptation.CMAAdaptSigmaCSA  # individuals)
+        settings.update(options or {})
+        try:
+            with warnings.catch_warnings():  # (a value it cannot read: cma warns, keeps it)
+                warnings.filterwarnings("error", category=UserWarning,
+                                        module="cma.options_parameters")
+                self._es = cma.CMAEvolutionStrategy(x0, float(sigma), settings)
+        except ValueError as error:  # (cma's lists every valid option, over many lines)
+            raise ValueError(f"strategy_options of cma: {str(error).splitlines()[0]} (the "
+                             "options are cma.CMAOptions())") from None
+        except (TypeError, UserWarning) as error:  # (another type: cma's names no option)
+            raise TypeError(f"strategy_options of cma: a value of {options} is of a type or has "
+                            f"a text cma cannot read ({str(error).partition(' (known words')[0]})"
+                            "; see cma.CMAOptions()") from None
+
+    @property
+    def mean(self) -> np.ndarray:
+        """The search distribution's mean."""
+        return np.asarray(self._es.mean, dtype=np.float64)
+
+    def ask(self) -> np.ndarray:
+        """``popsize`` individuals."""
+        return np.asarray(self._es.ask(), dtype=np.float64)
+
+    def tell(self, solutions: np.ndarray, fitness: np.ndarray) -> None:
+        """Update CMA-ES (which minimises) with the negated fitness."""
+        self._es.tell(list(solutions), list(-np.asarray(fitness, dtype=np.float64)))
+
+
+STRATEGIES: tuple[str, ...] = ("cma", "openai")
+
+
+def make_strategy(name: str, x0: np.ndarray, sigma: float, popsize: int, seed: int,
+                  options: dict[str, Any] | None = None) -> CMAES | OpenAIES:
+    """The strategy called ``name``; ``options`` are cma's, or ``{"learning_rate": ...}``."""
+    if not isinstance(options or {}, Mapping):  # (strategy_options=5: "not iterable")
+        raise ValueError(f"strategy_options maps options of the {name} strategy to their values "
+                         f"(a dict, or None), got {options!r:.40}")
+    if name not in STRATEGIES:
+        raise ValueError(f"Unknown ES strategy {name!r}; valid: {', '.join(STRATEGIES)}")
+    return (CMAES if name == "cma" else OpenAIES)(x0, sigma, popsize, seed, options)
+
+
+def raw(fitness: np.ndarray) -> np.ndarray:
+    """The returns unchanged (as floats)."""
+    return np.asarray(fitness, dtype=np.float64).copy()
+
+
+def centered_ranks(fitness: np.ndarray) -> np.ndarray:
+    """Ranks (ties in the order given) scaled to ``[-0.5, 0.5]`` (Salimans et al., 2017)."""
+    fitness = np.asarray(fitness, dtype=np.float64)
+    if fitness.size < 2:
+        return np.zeros_like(fitness)
+    ranks = np.empty(fitness.size, dtype=np.float64)
+    ranks[np.argsort(fitness, kind="stable")] = np.arange(fitness.size)
+    return ranks / (fitness.size - 1) - 0.5
+
+
+def z_score(fitness: np.ndarray) -> np.ndarray:
+    """Returns standardised to mean 0 and standard deviation 1 (all 0 if all equal)."""
+    fitness = np.asarray(fitness, dtype=np.float64)
+    std = fitness.std()
+    return np.zeros_like(fitness) if std == 0 else (fitness - fitness.mean()) / std
+
+
+SHAPERS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "raw": raw, "centered_ranks": centered_ranks, "z_score": z_score}
+
+
+def fitness_shaper(name: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The shaping function called ``name`` (of ``SHAPERS``)."""
+    if name not in SHAPERS:
+        raise ValueError(f"Unknown fitness shaping {name!r}; valid: {', '.join(SHAPERS)}")
+    return SHAPERS[name]
+
 
 class ESRunner(Runner):
-    """Evolution strategies (``"cma"`` or ``"openai"``), as in Mighty, from the values and
-    parameters of a first agent built here; run directories ``genGGG_indIII``, then ``best``.
+    """Evolution strategies, as in Mighty, from the values and parameters of a first agent built
+    here; run directories ``genGGG_indIII``, then ``best``.
 
     Args:
         agent, env, **kwargs: ``Runner``'s.
@@ -59,8 +188,7 @@ class ESRunner(Runner):
         self.shape = fitness_shaper(fitness_shaping)
         targets = search_mapping(search_targets, "search_targets")
         if not targets and not search_params:
-            raise ValueError("Nothing to search: give search_targets, search_params=True, "
-                             "or both")
+            raise ValueError("Nothing to search: give search_targets, search_params=True, or both")
         self.search_params = check_flag("search_params", search_params)
         self.train_agent = check_flag("train_agent", train_agent)
         if reset_agent is not None:
@@ -88,31 +216,24 @@ class ESRunner(Runner):
                    **{key: h.get() for key, h in self.hyperparameters().items()}}
         self.dimensions = (parse_search_space(targets, current, self.builder.default_name)
                            if targets else [])
-        for dimension in self.dimensions:
-            if dimension.kind == "categorical":
-                raise SearchSpaceError(f"ES searches numeric ranges; {dimension.name!r} is "
-                                       "categorical (use OptunaRunner for choices)")
+        if categorical := [d.name for d in self.dimensions if d.kind == "categorical"]:
+            raise SearchSpaceError(f"ES searches numeric ranges; {categorical[0]!r} is "
+                                   "categorical (use OptunaRunner for choices)")
         units = [d.encode(current[d.name]) for d in self.dimensions]
-        if search_params:
-            self._check_fixed_shapes()
+        if search_params:  # one network shape: a target that changes it fails now, not mid-search
+            shapes = [p.shape for p in self._model().parameters()]
+            for d in [d for d in self.dimensions if not d.name.startswith("hp/")]:
+                for value in (d.decode(0.0), d.decode(1.0)):
+                    preset = self.builder.hyperparameters(**{d.name: value}).env(self.env).build()
+                    if [p.shape for p in preset.model.parameters()] != shapes:
+                        raise ValueError(f"search_params=True searches the parameters of one "
+                                         f"network, but {d.name}={value!r} changes its shape: "
+                                         f"drop {d.name!r} from search_targets, or search_params")
         params = self.parameter_vector() if search_params else np.zeros(0)
         self.x0 = np.concatenate([params, np.asarray(units, dtype=np.float64)])
         self.n_params = self.x0.size - len(self.dimensions)
         make_strategy(strategy, self.x0, sigma, self.popsize, self.seed,
                       strategy_options)  # (its options and popsize checked now, not in run())
-
-    def _check_fixed_shapes(self) -> None:
-        """Searched parameters need one network shape (``hidden`` fails mid-search)."""
-        shapes = [p.shape for p in self._model().parameters()]
-        for d in self.dimensions:
-            if d.name.startswith("hp/"):
-                continue
-            for value in (d.decode(0.0), d.decode(1.0)):
-                preset = self.builder.hyperparameters(**{d.name: value}).env(self.env).build()
-                if [p.shape for p in preset.model.parameters()] != shapes:
-                    raise ValueError(f"search_params=True searches the parameters of one "
-                                     f"network, but {d.name}={value!r} changes its shape: drop "
-                                     f"{d.name!r} from search_targets, or search_params")
 
     def _budget(self) -> float:
         """What schedules anneal over: one individual's training, or the whole search."""
@@ -150,7 +271,9 @@ class ESRunner(Runner):
                                          keep=self.fresh_agents)
                 fitness = np.array([self.record(individual, value, agent)
                                     for individual, (value, agent) in zip(individuals, scored)])
-                es.tell(population, self.shape(_finite(fitness)))
+                finite = fitness[np.isfinite(fitness)]  # (diverged: just below the worst other)
+                worst = finite.min() - 1.0 if finite.size else 0.0
+                es.tell(population, self.shape(np.where(np.isfinite(fitness), fitness, worst)))
                 history.append({"iteration": iteration, "fitness": fitness.tolist(),
                                 "values": [i.values for i in individuals],
                                 "mean_fitness": float(np.mean(fitness)),
@@ -169,8 +292,18 @@ class ESRunner(Runner):
             log.warning("No ES individual scored a finite fitness (all diverged): nothing to "
                         "evaluate")
             return {"step": self.iterations, "best": None, "history": history}, {}
-        self._restore_best()
-        return {"step": self.iterations, "best": self._best, "history": history}, self.evaluate()
+        best = self._best  # made the current agent, in the run directory best
+        if self.fresh_agents:  # (a finite best: recorded with its agent)
+            self._best_agent.restore(self)
+        self.label_run("best", generation=best["iteration"], individual=best["individual"],
+                       values=best["values"])
+        if not self.fresh_agents:
+            self.configure(best["values"], fresh=False)
+            if self._best_network is not None:
+                self.apply_parameters(self._best_network)
+            load_normalization(self.experiment.vector_env, self._best_normalization,
+                               self.experiment.name, freeze=False)
+        return {"step": self.iterations, "best": best, "history": history}, self.evaluate()
 
     def record(self, individual: Individual, fitness: float, agent: KeptAgent | None
                ) -> float:
@@ -191,20 +324,6 @@ class ESRunner(Runner):
                     self._best_network = self.parameter_vector()
                 self._best_normalization = read_normalization(self.experiment.vector_env)
         return fitness
-
-    def _restore_best(self) -> None:
-        """Make the best individual the current agent, in the run directory ``best``."""
-        best = self._best
-        if self.fresh_agents:  # (a finite best: recorded with its agent)
-            self._best_agent.restore(self)
-        self.label_run("best", generation=best["iteration"], individual=best["individual"],
-                       values=best["values"])
-        if not self.fresh_agents:
-            self.configure(best["values"], fresh=False)
-            if self._best_network is not None:
-                self.apply_parameters(self._best_network)
-            load_normalization(self.experiment.vector_env, self._best_normalization,
-                               self.experiment.name, freeze=False)
 
 
 @dataclass
@@ -227,8 +346,7 @@ class Individual:
 
 def score_individual(runner: Runner, individual: Individual) -> float:
     """Apply, train and evaluate ``individual``; its fitness (``-inf``: it diverged)."""
-    # its own run directory: its fresh agent's, or the shared agent's from here on
-    label = runner.label_next_run if individual.fresh else runner.label_run
+    label = runner.label_next_run if individual.fresh else runner.label_run  # (its run directory)
     label(individual.label(individual.iteration, individual.index),
           generation=individual.iteration, individual=individual.index, values=individual.values)
     runner.configure(individual.values, individual.budget, fresh=individual.fresh)
@@ -242,10 +360,3 @@ def score_individual(runner: Runner, individual: Individual) -> float:
         log.warning("ES individual %s diverged: %s", individual.values, error)
         fitness = -math.inf
     return fitness if math.isfinite(fitness) else -math.inf
-
-
-def _finite(fitness: np.ndarray) -> np.ndarray:
-    """``fitness`` with non-finite values (diverged individuals) just below the worst other."""
-    finite = fitness[np.isfinite(fitness)]
-    worst = finite.min() - 1.0 if finite.size else 0.0
-    return np.where(np.isfinite(fitness), fitness, worst)

@@ -1,8 +1,6 @@
-"""``OptunaRunner``: hyperparameter search with Optuna (TPE, pruning, resumable studies).
-
-Each trial trains a fresh seeded agent for ``num_steps`` steps in ``n_evaluations`` chunks,
-each evaluation reported to the pruner (on Ray: once its batch ends); its value is the last.
-"""
+"""``OptunaRunner``: hyperparameter search with Optuna (TPE, pruning, resumable studies). A trial
+trains a fresh seeded agent in ``n_evaluations`` chunks, each evaluation reported to the pruner
+(on Ray: once its batch ends); its value is the last."""
 
 from __future__ import annotations
 
@@ -35,8 +33,8 @@ class OptunaRunner(Runner):
     Args:
         agent, env, **kwargs: ``Runner``'s.
         search_space: name (preset hyperparameter, ``hp/*`` key) -> spec (``space``).
-        n_trials: trials each ``run()`` adds to the study (a stored one is continued, its
-            sampler seeded by ``seed`` plus the trials already there).
+        n_trials: trials each ``run()`` adds to the study (a stored one goes on, its sampler
+            seeded by ``seed`` plus the trials already there).
         storage: ``None`` (in memory), a database URL (``"sqlite:///search.db"``), a journal
             file path (any other string or path), or an Optuna storage.
         sampler: a name of ``SAMPLERS``, or an Optuna sampler.
@@ -104,18 +102,15 @@ class OptunaRunner(Runner):
 
     def _named(self, value: Any, module: str, names: dict[str, str], **kwargs: Any) -> Any:
         """``value`` (a sampler or pruner), or the one of ``optuna.{module}`` it names."""
-        if not isinstance(value, str):
-            return value
-        return getattr(getattr(self.optuna, module), names[value])(**kwargs)
+        named = isinstance(value, str)
+        return getattr(getattr(self.optuna, module), names[value])(**kwargs) if named else value
 
     def _trial_task(self, number: int, values: dict[str, Any],
                     report: Callable[[int, float], bool] | None = None,
                     label: str | None = None) -> TrialTask:
-        """The task of trial ``number`` with the searched ``values``."""
         total, n = self.num_steps, self.n_evaluations  # (n chunks that add up to total)
-        chunks = [total // n + (1 if i < total % n else 0) for i in range(n)]
-        return TrialTask(number, values, self.num_steps, chunks, label or f"trial{number:03d}",
-                         report)
+        chunks = [total // n + int(i < total % n) for i in range(n)]
+        return TrialTask(number, values, total, chunks, label or f"trial{number:03d}", report)
 
     def _tell(self, study: Any, trial: Any, task: TrialTask,
               outcome: tuple[list[tuple[int, float]], str | None]) -> None:

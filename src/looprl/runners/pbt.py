@@ -1,9 +1,7 @@
-"""``PBTRunner``: population-based training (Jaderberg et al., 2017) on Ray Tune.
-
-Every ``perturbation_interval`` steps each member evaluates and saves a checkpoint; Tune's
-``PopulationBasedTraining`` exploits and explores (perturbed ``hp/*`` values). A member logs in
-``member002_gen000``, after an exploit in a new directory (``member002_gen003``).
-"""
+"""``PBTRunner``: population-based training (Jaderberg et al., 2017) on Ray Tune: every
+``perturbation_interval`` steps each member evaluates and saves a checkpoint, and Tune exploits
+and explores (perturbed ``hp/*`` values). A member logs in ``member002_gen000``, after an exploit
+in a new directory (``member002_gen003``)."""
 
 from __future__ import annotations
 
@@ -66,53 +64,48 @@ def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
     """One member, a Ray Tune function trainable (seeded ``seed + i``); its warnings go with
     its reports, for the driver to log."""
     with WorkerWarnings() as warned:
-        _train_member(config, spec, warned)
-
-
-def _train_member(config: dict[str, Any], spec: dict[str, Any], warned: WorkerWarnings
-                  ) -> None:
-    tune = import_tune()
-    checkpoint = tune.get_checkpoint()
-    index = _index(tune.get_context().get_trial_id())
-    values = {key: config[tune_name(key)] for key in spec["keys"]}
-    options = dict(spec["runner"])  # (the runner's replica: its meta, logging, checkpoints, ...)
-    options["seed"] += index
-    options["run_info"] = {**(options["run_info"] or {}), "runner": "pbt"}
-    install_gym_registrations(spec.get("registry", {}))  # (``gymnasium.register`` here)
-    member = Runner(**options)
-    if checkpoint is not None:  # exploit: continue from that checkpoint
-        with checkpoint.as_directory() as directory:
-            donor = json.loads((Path(directory) / MEMBER_FILE).read_text())
-            if donor["member"] == index:  # (its own: Tune paused it for a waiting member, and
-                member.resume(directory)  # never exploits itself; its run directory goes on)
-            else:
-                member.resume(directory, *_member_run(index, donor["step"] // spec["interval"],
-                                                      values, donor["step"], donor["member"]))
-    else:
-        name, info = _member_run(index, 0, values, step=0, exploited=None)
-        member.label_next_run(name, **info)
-        member.new_agent(train_steps=spec["num_steps"])
-    member.set_hyperparameters(values)  # explore: the (perturbed) values of this trial's config
-    experiment = member.experiment
-    while experiment.frame < spec["num_steps"]:
-        step = min(experiment.frame + spec["interval"], spec["num_steps"])
-        try:
-            experiment.train(frames=step)
-            score = member.evaluate()["mean_eval_reward"]  # (seeded, in a copy: goes on)
-        except FloatingPointError as error:  # the worst score of this round's evaluation:
-            experiment.logger.close()  # exploit replaces it if a member has a checkpoint,
-            tune.report({"mean_eval_reward": -math.inf, "step": step,  # else it ends here
-                         "diverged": str(error), "warnings": warned.take()})
-            return
-        with tempfile.TemporaryDirectory() as directory:
-            save_checkpoint(experiment, Path(directory) / "checkpoint.pt",
-                            replay=member.checkpoint_replay)
-            (Path(directory) / MEMBER_FILE).write_text(
-                json.dumps({"member": index, "step": experiment.frame}))
-            tune.report({"mean_eval_reward": score, "step": experiment.frame,
-                         "warnings": warned.take()},
-                        checkpoint=tune.Checkpoint.from_directory(directory))
-    experiment.logger.close()  # its last rows
+        tune = import_tune()
+        checkpoint = tune.get_checkpoint()
+        index = _index(tune.get_context().get_trial_id())
+        values = {key: config[tune_name(key)] for key in spec["keys"]}
+        options = dict(spec["runner"])  # (the runner's replica: meta, logging, checkpoints)
+        options["seed"] += index
+        options["run_info"] = {**(options["run_info"] or {}), "runner": "pbt"}
+        install_gym_registrations(spec.get("registry", {}))  # (``gymnasium.register`` here)
+        member = Runner(**options)
+        if checkpoint is not None:  # exploit: continue from that checkpoint
+            with checkpoint.as_directory() as directory:
+                donor = json.loads((Path(directory) / MEMBER_FILE).read_text())
+                if donor["member"] == index:  # (its own: Tune paused it for a waiting member, and
+                    member.resume(directory)  # never exploits itself; its run directory goes on)
+                else:
+                    member.resume(directory, *_member_run(index, donor["step"] // spec["interval"],
+                                                          values, donor["step"], donor["member"]))
+        else:
+            name, info = _member_run(index, 0, values, step=0, exploited=None)
+            member.label_next_run(name, **info)
+            member.new_agent(train_steps=spec["num_steps"])
+        member.set_hyperparameters(values)  # explore: the (perturbed) values of this trial's config
+        experiment = member.experiment
+        while experiment.frame < spec["num_steps"]:
+            step = min(experiment.frame + spec["interval"], spec["num_steps"])
+            try:
+                experiment.train(frames=step)
+                score = member.evaluate()["mean_eval_reward"]  # (seeded, in a copy: goes on)
+            except FloatingPointError as error:  # the worst score of this round's evaluation:
+                experiment.logger.close()  # exploit replaces it if a member has a checkpoint,
+                tune.report({"mean_eval_reward": -math.inf, "step": step,  # else it ends here
+                             "diverged": str(error), "warnings": warned.take()})
+                return
+            with tempfile.TemporaryDirectory() as directory:
+                save_checkpoint(experiment, Path(directory) / "checkpoint.pt",
+                                replay=member.checkpoint_replay)
+                (Path(directory) / MEMBER_FILE).write_text(
+                    json.dumps({"member": index, "step": experiment.frame}))
+                tune.report({"mean_eval_reward": score, "step": experiment.frame,
+                             "warnings": warned.take()},
+                            checkpoint=tune.Checkpoint.from_directory(directory))
+        experiment.logger.close()  # its last rows
 
 
 def _index(trial_id: str) -> int:
@@ -125,25 +118,22 @@ def _progress(tune: Any, num_steps: int, names: dict[str, str]) -> Any:
 
     class Progress(tune.Callback):
         best = float("-inf")
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.diverged: dict[int, list[str]] = {}  # member -> its divergences' messages
+        diverged: dict[int, list[str]] = {}  # member -> its divergences' messages (a class a call)
 
         def on_trial_result(self, iteration: int, trials: list, trial: Any,
                             result: dict[str, Any], **info: Any) -> None:
             log_worker_warnings(result.get("warnings", ()))
+            member = _index(trial.trial_id)
             if "diverged" in result:
-                self.diverged.setdefault(_index(trial.trial_id), []).append(result["diverged"])
-                log.warning("PBT member %d diverged (its score -inf): %s",
-                            _index(trial.trial_id), result["diverged"])
+                self.diverged.setdefault(member, []).append(result["diverged"])
+                log.warning("PBT member %d diverged (its score -inf): %s", member,
+                            result["diverged"])
                 return
             score = result["mean_eval_reward"]
             self.best = max(self.best, score)
             values = ", ".join(f"{key} {trial.config[name]:.4g}" for name, key in names.items())
-            log.info("PBT member %d, step %s/%s: eval %.4g (%s); best so far %.4g",
-                     _index(trial.trial_id), f"{result['step']:,}", f"{num_steps:,}", score,
-                     values, self.best)
+            log.info("PBT member %d, step %s/%s: eval %.4g (%s); best so far %.4g", member,
+                     f"{result['step']:,}", f"{num_steps:,}", score, values, self.best)
 
     return Progress()
 
@@ -161,8 +151,7 @@ class PBTRunner(Runner):
 
     Args:
         agent, env, **kwargs: ``Runner``'s.
-        mutations: ``hp/*`` key -> ``(low, high[, "log"])``: initial values are drawn there,
-            and explore perturbs or resamples them.
+        mutations: ``hp/*`` key -> ``(low, high[, "log"])``, where values are drawn and explored.
         perturbation_interval: steps between evaluations, checkpoints and exploit/explore.
         quantile_fraction: the bottom and top fractions of the population for exploit.
         resample_probability: the chance that explore resamples a value instead of scaling it.
@@ -170,8 +159,7 @@ class PBTRunner(Runner):
         gpus_per_member: Ray GPUs each member reserves (``device`` must agree).
         initial: the members' starting ``hp/*`` values, one dict each, instead of draws.
         exploit: ``False`` trains the population without exploit and explore (a baseline).
-        trials: the ``RayTrials`` the members run on; ``None``: this process's Ray, or a local
-            one of ``num_cpus`` CPUs.
+        trials: the ``RayTrials`` the members run on (``None``: this process's Ray, or its own).
     """
 
     name = "pbt"
@@ -269,8 +257,7 @@ class PBTRunner(Runner):
         self._own_ray = False
         try:
             members = self._train_population()
-            best: dict[str, Any] | None = max(
-                members, key=lambda member: member["mean_eval_reward"])
+            best: dict[str, Any] | None = max(members, key=lambda m: m["mean_eval_reward"])
             if not math.isfinite(best["mean_eval_reward"]):  # (as ES's, Optuna's search)
                 log.warning("No PBT member scored a finite evaluation (all diverged): nothing "
                             "to evaluate")
@@ -330,26 +317,23 @@ class PBTRunner(Runner):
         storage = Path(self.folder()).resolve() / "pbt"
         trainable = tune.with_resources(tune.with_parameters(_member, spec=spec),
                                         {"cpu": 1, "gpu": self.gpus_per_member})
-        samples = self.population
         if self.initial is not None:  # one trial per given start, in this order
             starts = list(self.initial)
             space = {"start": tune.grid_search(list(range(len(starts)))),
                      **{name: tune.sample_from(lambda config, k=key: starts[config["start"]][k])
                         for name, key in names.items()}}
-            samples = 1
+        samples = self.population if self.initial is None else 1
         # reuse_actors: a trial runs in a worker another one left, not a new one importing
         # torch and looprl again (benchmarks/pbt_cartpole.py on 2 CPUs: 71 s -> 33 s)
-        config = tune.TuneConfig(scheduler=scheduler if self.exploit else None,
-                                 reuse_actors=True, num_samples=samples,
-                                 metric="mean_eval_reward", mode="max",
+        config = tune.TuneConfig(scheduler=scheduler if self.exploit else None, reuse_actors=True,
+                                 num_samples=samples, metric="mean_eval_reward", mode="max",
                                  max_concurrent_trials=None if self.trials is None
                                  else self.trials.parallel)
         progress = _progress(tune, self.num_steps, names)
         run_config = tune.RunConfig(storage_path=str(storage), name="population", verbose=0,
                                     stop={"step": self.num_steps}, callbacks=[progress])
-        # Tune's console off: verbose=0 leaves the table and paths of its new reporter on, and
-        # silences the older one (RAY_AIR_NEW_OUTPUT=0); Ctrl-C stops the run (Tune's handler
-        # would end the population there and report it as finished)
+        # Tune's console off (verbose=0 silences only its older reporter: RAY_AIR_NEW_OUTPUT=0);
+        # Ctrl-C stops the run (Tune's handler would end the population and call it finished)
         with mock.patch.dict(os.environ, {"RAY_AIR_NEW_OUTPUT": "0",
                                           "TUNE_DISABLE_SIGINT_HANDLER": "1"}):
             results = tune.Tuner(trainable, param_space=space, tune_config=config,

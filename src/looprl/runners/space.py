@@ -1,7 +1,6 @@
 """Search spaces as plain data: name (a preset hyperparameter or ``hp/*`` key) -> spec, a spec
 ``{"type": "float" | "int", "low", "high"[, "log", "step"]}``, ``{"type": "categorical",
-"choices": [...]}`` or ``(low, high[, "log"])``; without ``"type"``: the current value's.
-"""
+"choices": [...]}`` or ``(low, high[, "log"])``; without ``"type"``: the current value's."""
 
 from __future__ import annotations
 
@@ -38,8 +37,7 @@ class Dimension:
     def __post_init__(self) -> None:
         _check_type(self.name, self.kind)
         if self.kind == "categorical" and not self.choices:
-            raise _entry_error(self.name, "a categorical entry needs a non-empty list of "
-                                          "'choices'")
+            raise _entry_error(self.name, "a categorical entry needs a non-empty list of 'choices'")
 
     def _warp(self, value: float) -> float:
         return math.log(value) if self.log else float(value)
@@ -123,8 +121,7 @@ def _entry_error(name: str, problem: str) -> SearchSpaceError:
 def _as_dict(name: str, spec: Any) -> dict[str, Any]:
     """A spec dict from a dict, ``(low, high)`` or ``(low, high, "log")``."""
     if isinstance(spec, Mapping):
-        unknown = sorted(set(spec) - set(SPEC_KEYS))
-        if unknown:
+        if unknown := sorted(set(spec) - set(SPEC_KEYS)):
             raise _entry_error(name, f"unknown key {unknown[0]!r}; valid keys: "
                                      f"{', '.join(SPEC_KEYS)}")
         return dict(spec)
@@ -154,8 +151,7 @@ def _numeric(name: str, kind: str, spec: Mapping[str, Any], owner: str = "") -> 
     if not isinstance(log, bool):
         raise _entry_error(name, f"log must be true or false, got {log!r}")
     if not all(is_number(x) and math.isfinite(x) for x in (low, high)):
-        raise _entry_error(name, f"low and high must be finite numbers, got {low!r} and "
-                                 f"{high!r}")
+        raise _entry_error(name, f"low and high must be finite numbers, got {low!r} and {high!r}")
     if not low < high:
         raise _entry_error(name, f"empty range, low ({low!r}) must be < high ({high!r})")
     if log and low <= 0:
