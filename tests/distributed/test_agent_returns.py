@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from looprl.distributed.monitor import RunMonitor
-from looprl.distributed.run_state import DistributedResult, SampleCounts
+from looprl.distributed.run_state import DistributedResult, RunMonitor, SampleCounts
 from looprl.experiments.logger import ExperimentLogger
 
 

@@ -15,8 +15,8 @@ ray = pytest.importorskip("ray")
 from looprl.distributed import placement, trainer_worker, workers  # noqa: E402
 from looprl.distributed.cluster import answer_timeout  # noqa: E402
 from looprl.distributed.config import RuntimeConfig  # noqa: E402
-from looprl.distributed.policy_copy import PolicyCopy  # noqa: E402
 from looprl.distributed.run_state import DistributedResult, SampleCounts  # noqa: E402
+from looprl.distributed.sender import PolicyCopy  # noqa: E402
 
 TINY = 0.05
 RAISE = "raise runtime.placement_timeout"

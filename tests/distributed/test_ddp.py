@@ -21,7 +21,7 @@ from looprl.agents.dqn import DQNPolicy, DQNTrainer
 from looprl.approximation import QNetwork
 from looprl.core import NamedArray, Policy, SampleBatch
 from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
-from looprl.distributed.ddp import TrainerGroup, rendezvous, tcp_rendezvous
+from looprl.distributed.trainer_worker import TrainerGroup, rendezvous, tcp_rendezvous
 
 CARTPOLE = {"obs_dim": {"obs": 4}, "action_dim": 2}
 

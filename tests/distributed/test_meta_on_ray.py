@@ -26,7 +26,7 @@ from looprl.presets.classic_control import a2c  # noqa: E402
 
 def test_an_actor_loads_the_rnd_networks_published_with_the_parameters(local_ray):
     from looprl.distributed.config import AlgorithmSpec
-    from looprl.distributed.policy_copy import PolicyCopy
+    from looprl.distributed.sender import PolicyCopy
     from looprl.distributed.server import publication
     from looprl.distributed.workers import ParameterServer
 
@@ -81,8 +81,7 @@ def test_the_warnings_a_worker_logs_after_the_last_poll_reach_the_driver(caplog)
     from types import SimpleNamespace
 
     from looprl.distributed.controller import DistributedRun as Run
-    from looprl.distributed.monitor import RunMonitor
-    from looprl.distributed.run_state import DistributedResult, SampleCounts
+    from looprl.distributed.run_state import DistributedResult, RunMonitor, SampleCounts
 
     class StoppedPool:  # (its loops stopped; its trainer warned as it stopped)
         def stop(self) -> bool:

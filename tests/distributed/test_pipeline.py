@@ -23,8 +23,7 @@ from looprl.distributed import (
     test_pipeline,
 )
 from looprl.distributed.controller import _resumed_state
-from looprl.distributed.monitor import RunMonitor
-from looprl.distributed.run_state import DistributedResult, SampleCounts
+from looprl.distributed.run_state import DistributedResult, RunMonitor, SampleCounts
 
 CARTPOLE = {"obs_dim": {"obs": 4}, "action_dim": 2}
 

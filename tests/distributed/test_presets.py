@@ -150,7 +150,7 @@ def test_checkpoint_replay_false_is_what_a_ray_trainer_checkpoint_does(tmp_path)
 
 
 def test_logging_verbose_false_reaches_a_ray_runs_logger(tmp_path):
-    from looprl.distributed.monitor import open_run_log
+    from looprl.distributed.run_state import open_run_log
 
     run = distributed(tmp_path, "logging.verbose=false", "frames=1000")
     assert run.verbose is False

@@ -616,7 +616,7 @@ def test_a_restarted_worker_is_waited_for_as_long_as_placement_timeout(monkeypat
     is longer than 120 s (was: 120 s always, which a loaded machine's restart could exceed)."""
     from types import SimpleNamespace
 
-    from looprl.distributed.restarts import Supervisor
+    from looprl.distributed.placement import Supervisor
 
     waits: list[float] = []
 

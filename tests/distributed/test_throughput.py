@@ -13,9 +13,14 @@ import numpy as np
 import pytest
 
 from looprl.core import SampleBatch
-from looprl.distributed.monitor import RunMonitor
-from looprl.distributed.run_state import DistributedResult, SampleCounts
-from looprl.distributed.throughput import THROUGHPUT_HEADER, Throughput, bottleneck
+from looprl.distributed.run_state import (
+    THROUGHPUT_HEADER,
+    DistributedResult,
+    RunMonitor,
+    SampleCounts,
+    Throughput,
+    bottleneck,
+)
 from looprl.distributed.trainer_worker import trained_rows
 
 

@@ -1,5 +1,5 @@
 """Where a run's Ray runs: ``start_ray`` joins a cluster or starts a local instance on
-127.0.0.1 only."""
+127.0.0.1 only; whether it can hold the run's workers, and the waits for their answers."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from looprl.core.suggest import did_you_mean
 from looprl.distributed.config import RuntimeConfig, starts_local
 
 __all__ = ["answers", "check_local_resources", "error_line", "import_ray", "local_gpus",
-           "local_instance_settings", "start_ray"]
+           "local_instance_settings", "not_placed", "start_ray", "warn_cluster_too_small"]
 
 log = logging.getLogger(__name__)
 
@@ -164,3 +164,67 @@ def _check_reachable(address: str) -> None:
                               "with `ray start --head` or leave runtime.address unset to run "
                               "locally") from None
 
+
+def not_placed(ray: Any, rt: RuntimeConfig, missing: list[str]) -> None:
+    """``RuntimeError`` for the ``missing`` workers, not placed in time: why (one line)."""
+    free, total = ray.available_resources(), ray.cluster_resources()
+    _check_node_fits(ray, rt, missing)
+    if _holds(total, rt):
+        actors = any(name.startswith(("actor", "eval")) for name in missing)
+        raise RuntimeError(
+            f"worker(s) {missing} did not start within {rt.placement_timeout:g}s, although "
+            f"the cluster holds what the run reserves ({rt.reserved_cpus():g} CPUs, "
+            f"{rt.reserved_gpus():g} GPUs): its processes start slowly, so the machine may "
+            "be overloaded" + (", or an actor's environment hangs in its first reset (an "
+            "actor makes and resets its env copies as it starts: try the environment with "
+            "looprl.distributed.test_environment)" if actors else "") +
+            "; raise runtime.placement_timeout or run when it is quieter")
+    raise RuntimeError(
+        f"the cluster did not place worker(s) {missing} within "
+        f"{rt.placement_timeout:g}s: the run reserves {rt.reserved_cpus():g} CPUs and "
+        f"{rt.reserved_gpus():g} GPUs and the cluster has {free.get('CPU', 0):g} CPUs and "
+        f"{free.get('GPU', 0):g} GPUs free; lower runtime.actors or the "
+        "runtime.cpus_per_*/gpus_per_* options, or add nodes")
+
+
+def _holds(resources: dict[str, float], rt: RuntimeConfig) -> bool:
+    """Whether ``resources`` (Ray's) hold the CPUs and GPUs the run reserves."""
+    return (rt.reserved_cpus() <= resources.get("CPU", 0)
+            and rt.reserved_gpus() <= resources.get("GPU", 0))
+
+
+def warn_cluster_too_small(ray: Any, rt: RuntimeConfig) -> None:
+    """Warn if the cluster cannot hold the run's workers (an autoscaler may add nodes)."""
+    total = ray.cluster_resources()
+    try:
+        _check_node_fits(ray, rt, ["actor", "trainer"] + ["policy"] * (rt.policy_workers > 0))
+    except RuntimeError as error:
+        log.warning("%s; the workers wait up to runtime.placement_timeout=%gs for an "
+                    "autoscaler to add one", error, rt.placement_timeout)
+    if not _holds(total, rt):
+        log.warning(
+            "the run reserves %g CPUs and %g GPUs and the Ray cluster has %g CPUs and %g GPUs "
+            "in all: its workers wait up to runtime.placement_timeout=%gs for an autoscaler to "
+            "add nodes; lower runtime.actors or the runtime.cpus_per_*/gpus_per_* options, or "
+            "give Ray more (ray.init(num_cpus=...))", rt.reserved_cpus(), rt.reserved_gpus(),
+            total.get("CPU", 0), total.get("GPU", 0), rt.placement_timeout)
+
+
+def _check_node_fits(ray: Any, rt: RuntimeConfig, missing: list[str]) -> None:
+    """``RuntimeError`` if no node is large enough for one of the ``missing`` workers."""
+    nodes = [node["Resources"] for node in ray.nodes() if node["Alive"]]
+    for role in ("actor", "policy", "trainer"):
+        cpus = getattr(rt, f"cpus_per_{role}")
+        gpus = getattr(rt, f"gpus_per_{role}", 0.0)
+        if not any(name.startswith(role) or role == "actor" and name.startswith("eval")
+                   for name in missing):
+            continue
+        if not any(node.get("CPU", 0) >= cpus and node.get("GPU", 0) >= gpus for node in nodes):
+            largest = max(nodes, key=lambda node: (node.get("CPU", 0), node.get("GPU", 0)),
+                          default={})
+            raise RuntimeError(
+                f"no node of the cluster can place {role} workers: each reserves {cpus:g} "
+                f"CPUs and {gpus:g} GPUs (runtime.cpus_per_{role}"
+                + (f", runtime.gpus_per_{role}" if role != "actor" else "")
+                + f") and the largest node has {largest.get('CPU', 0):g} CPUs and "
+                f"{largest.get('GPU', 0):g} GPUs; lower them, or add a larger node")

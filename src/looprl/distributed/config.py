@@ -63,7 +63,13 @@ class AlgorithmSpec:
     verbose: bool = True
 
     def __post_init__(self) -> None:
-        _check_names(self)
+        registries = _registries(entries=False)
+        for kind in ("policy", "trainer"):  # (a name registered neither here nor in ``portable``)
+            name = getattr(self, kind)
+            if isinstance(name, str) and self.registrations.get(kind, (None,))[0] != name and (
+                    problem := registries[kind].missing(name)) is not None:
+                raise ValueError(f"AlgorithmSpec: {problem} (looprl.core.register_{kind}(name, "
+                                 "cls) registers one of your own)")
         check_sample_buffer(self.buffer, "AlgorithmSpec's", also=("independent",))
         check_count(test_copies=self.test_copies)
         check_explorations(self.explorations)
@@ -142,8 +148,20 @@ class AlgorithmSpec:
         """A fresh policy; with ``acting``, for a process that only acts (``acting_args``)."""
         from looprl.core import Policy
         self.install()
-        if isinstance(self.policy, Policy):
-            return self._policy_copy()
+        if isinstance(self.policy, Policy):  # (a copy, on ``policy_args``' device if any)
+            others = sorted(set(self.policy_args) - {"device"})
+            if others:
+                raise ValueError(f"policy_args {others} cannot apply to a Policy instance (it is "
+                                 "built already): build it with them, or pass its registered "
+                                 "name or a factory as policy")
+            policy, device = copy.deepcopy(self.policy), self.policy_args.get("device")
+            if device is None:
+                return policy
+            if not callable(getattr(policy, "to", None)):
+                raise ValueError(f"{type(policy).__name__} has no to(device) to move to "
+                                 f"{device!r}: pass its registered name or a factory as policy, "
+                                 "so that each worker builds it on its device")
+            return policy.to(device)
         if callable(self.policy):
             acting_args = self.acting_args if acting and not self.meta else {}
             return self.policy(**self.policy_args, **acting_args)
@@ -152,22 +170,6 @@ class AlgorithmSpec:
                             f"looprl.core.Policy, got a {type(self.policy).__name__}")
         return Policy(type_=self.policy, args=self.policy_args)
 
-    def _policy_copy(self) -> Any:
-        """A copy of the ``Policy`` instance, on ``policy_args``' device if any."""
-        others = sorted(set(self.policy_args) - {"device"})
-        if others:
-            raise ValueError(f"policy_args {others} cannot apply to a Policy instance (it is "
-                             "built already): build it with them, or pass its registered name "
-                             "or a factory as policy")
-        policy = copy.deepcopy(self.policy)
-        device = self.policy_args.get("device")
-        if device is None:
-            return policy
-        if not callable(getattr(policy, "to", None)):
-            raise ValueError(f"{type(policy).__name__} has no to(device) to move to {device!r}: "
-                             "pass its registered name or a factory as policy, so that each "
-                             "worker builds it on its device")
-        return policy.to(device)
 
     def make_trainer(self, policy: Any) -> Any:
         """A fresh trainer of ``policy``."""
@@ -213,27 +215,14 @@ class AlgorithmSpec:
             registries[kind].setdefault(name, entry)
 
 
-def _registries() -> dict[str, dict[str, Any]]:
-    """The registries' entries by kind of part."""
+def _registries(entries: bool = True) -> dict[str, Any]:
+    """The registries by kind of part (``entries``: their entries)."""
     import looprl.agents  # noqa: F401  (registers the built-in policies and trainers)
     from looprl.core import algorithm
     from looprl.environments import srl
-    return {"env": srl._REGISTRY, "policy": algorithm._POLICIES.entries,
-            "trainer": algorithm._TRAINERS.entries}
-
-
-def _check_names(spec: AlgorithmSpec) -> None:
-    """A one-line ``ValueError`` for a policy or trainer name that is not registered."""
-    import looprl.agents  # noqa: F401  (registers the built-in policies and trainers)
-    from looprl.core import algorithm
-    for kind, registry in (("policy", algorithm._POLICIES), ("trainer", algorithm._TRAINERS)):
-        name = getattr(spec, kind)
-        if not isinstance(name, str) or spec.registrations.get(kind, (None,))[0] == name:
-            continue
-        problem = registry.missing(name)
-        if problem is not None:
-            raise ValueError(f"AlgorithmSpec: {problem} (looprl.core.register_{kind}(name, cls) "
-                             "registers one of your own)")
+    parts = {"policy": algorithm._POLICIES, "trainer": algorithm._TRAINERS}
+    return {"env": srl._REGISTRY, **{kind: registry.entries if entries else registry
+                                     for kind, registry in parts.items()}}
 
 
 def _local_copies(preset: Any, env: str, env_args: dict[str, Any]) -> Any:

@@ -9,6 +9,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -29,15 +30,15 @@ from looprl.distributed.cluster import (
     start_ray,
 )
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
-from looprl.distributed.monitor import RunMonitor, open_run_log
-from looprl.distributed.placement import WorkerPool
-from looprl.distributed.restarts import Supervisor
+from looprl.distributed.placement import Supervisor, WorkerPool
 from looprl.distributed.run_state import (
     ControllerCheckpoint,
     ControllerState,
     DistributedResult,
+    RunMonitor,
     SampleCounts,
     find_controller_checkpoint,
+    open_run_log,
 )
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.contextual import contextual_envs
@@ -54,7 +55,7 @@ from looprl.experiments.experiment import evaluation_seed
 from looprl.experiments.progress import TrainingProgress, evaluation_progress
 from looprl.experiments.run import TrainingInterrupted, check_frames
 from looprl.experiments.run_files import json_text
-from looprl.meta.component import MetaComponent
+from looprl.meta.component import MetaComponent, MetaStack
 from looprl.policies.greedy import check_explorations
 
 __all__ = ["DistributedResult", "DistributedRun", "local_instance_settings", "start_ray"]
@@ -89,15 +90,7 @@ class DistributedRun:
         self.hyperparameters = dict(spec.hyperparameters) if isinstance(spec, Preset) else {}
         if isinstance(spec, Preset):
             name = name or spec.name
-            spec, implied = AlgorithmSpec.of_preset(spec, frames, self.runtime.actors,
-                                                    self.runtime.trainers)
-            given, own = self.runtime.segment_length, implied["segment_length"]
-            if given not in (RuntimeConfig.segment_length, own):
-                raise ValueError(f"a preset's segments are its own ({own} steps: its n_steps "
-                                 f"or its update schedule), got RuntimeConfig(segment_length="
-                                 f"{given}): drop segment_length, or change the preset's "
-                                 "hyperparameters")
-            self.runtime = replace(self.runtime, **implied)
+            spec, self.runtime = _of_preset(spec, frames, self.runtime)
         if meta:
             spec = replace(spec, meta=[*spec.meta, *meta])
         check_meta(spec.meta, self.runtime)
@@ -165,9 +158,8 @@ class DistributedRun:
                 functools.partial(self._pool.ask, "server", "trainer_checkpoint"),
                 self._checkpoint_steps, self._pool.normalization)
             self._started_frames = self.frames
-            self._pool.start(self.result.log_dir, self.seed,
-                             self.frames - self.result.frames, self._actors_meta,
-                             self._schedules, self._checkpoint_steps)
+            self._pool.start(self.result.log_dir, self.seed, self.frames - self.result.frames,
+                             self._actors_meta, self._schedules, self._checkpoint_steps)
             self._loop(callback)
         except KeyboardInterrupt:  # (Ctrl-C: the workers stop; the logs until then are kept)
             raise TrainingInterrupted(self.result.log_dir, self.result.frames) from None
@@ -215,10 +207,9 @@ class DistributedRun:
 
     def close(self) -> None:
         """Close the run directory's loggers (``run`` does; call it again after ``test``)."""
-        if self._log is not None:
-            self._log.close()
-        if self._monitor is not None:
-            self._monitor.close()
+        for loggers in (self._log, self._monitor):  # (the run's; its agents')
+            if loggers is not None:
+                loggers.close()
 
     def _open_logs(self) -> SampleCounts:
         """Open a new run directory (or none); return the sample counts, none yet."""
@@ -320,6 +311,19 @@ class DistributedRun:
             self._monitor.record_warnings(self._pool.stats())
 
 
+def _of_preset(preset: Preset, frames: int, runtime: RuntimeConfig
+               ) -> tuple[AlgorithmSpec, RuntimeConfig]:
+    """``AlgorithmSpec.of_preset`` and ``runtime`` with the options it implies (a
+    ``segment_length`` of another's: ``ValueError``)."""
+    spec, implied = AlgorithmSpec.of_preset(preset, frames, runtime.actors, runtime.trainers)
+    given, own = runtime.segment_length, implied["segment_length"]
+    if given not in (RuntimeConfig.segment_length, own):
+        raise ValueError(f"a preset's segments are its own ({own} steps: its n_steps or its "
+                         f"update schedule), got RuntimeConfig(segment_length={given}): drop "
+                         "segment_length, or change the preset's hyperparameters")
+    return spec, replace(runtime, **implied)
+
+
 def _check_spec(spec: AlgorithmSpec, max_lag: int | None = None) -> list[str]:
     """Build the env, policy, trainer and buffer here first, find the curricula's contextual
     envs, try the schedules' first writes; return ``spec.agent_names``."""
@@ -331,11 +335,8 @@ def _check_spec(spec: AlgorithmSpec, max_lag: int | None = None) -> list[str]:
                          "actors run on the CPU")
     spec.make_env().close()
     if any(component.needs_contexts for component in spec.meta):  # (PLR, SPaCE)
-        envs = spec.collector_env(1)[0]()  # (what an actor's components find, as it does)
-        try:
+        with closing(spec.collector_env(1)[0]()) as envs:  # (what an actor's components find)
             contextual_envs(envs if isinstance(envs, VectorEnvironment) else [envs])
-        finally:
-            envs.close()
     core = pipeline.trainer_core(spec, max_lag=max_lag)
     pipeline.check_schedules(spec, core)
     return spec.agent_names(core.policy)
@@ -370,11 +371,8 @@ def _resumed_normalization(state: Any, spec: AlgorithmSpec) -> list[Any] | None:
     """A controller checkpoint's normalizers' statistics (an older one's: none, warned)."""
     if state is None or "normalization" in vars(state):
         return getattr(state, "normalization", None)
-    env = spec.make_env()
-    try:
+    with closing(spec.make_env()) as env:
         normalizes = bool(normalizers_of(env))
-    finally:
-        env.close()
     if normalizes:
         logger.warning("%s: its controller checkpoint, of a looprl before it held the "
                        "normalizers' statistics, has none: the resumed actors' start anew (the "
@@ -410,10 +408,11 @@ def _check_same_config(resumed: Any, run_dir: Path, hyperparameters: dict[str, A
         and not _ADDRESS.search(f"{saved.get(key)}{new.get(key)}")])
 
 
+
+
 def check_meta(components: list[Any], runtime: RuntimeConfig) -> None:
     """``TypeError`` for a component that is not a ``MetaComponent``; ``ValueError`` with
     policy workers (actors would have no policy copy of their own)."""
-    from looprl.meta.component import MetaStack
     MetaStack(components)
     if components and runtime.policy_workers:
         raise ValueError("meta components on Ray need each actor's own policy copy, which "

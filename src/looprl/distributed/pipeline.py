@@ -52,8 +52,7 @@ def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = 
                              f"learner and needs an IndependentTrainer of an IndependentPolicy, "
                              f"got a {type(trainer).__name__}: leave buffer unset, or train "
                              "independent learners (e.g. the preset independent_ppo)")
-        core = IndependentLearner.from_buffers(trainer, spec.buffer_args.get("agents", ()),
-                                               max_lag)
+        core = IndependentLearner.from_buffers(trainer, spec.buffer_args.get("agents", ()), max_lag)
         hubs = []
         if meta:  # each agent's own copies
             for learner, name in zip(core.cores, trainer.policy.names, strict=True):
@@ -124,10 +123,9 @@ def test_pipeline(spec: AlgorithmSpec | None = None, episodes: int = 5, max_fram
         seed_everything(seed)
         policy = spec.make_policy()
         core = trainer_core(spec, policy, seed=seed)
-        runner = EnvRunner(spec.make_env, None, n_envs, segment_length,
-                           policy.default_policy_state, seed=seed,
-                           exploration=(spec.explorations or [None])[0], meta=spec.make_meta(),
-                           policy=policy, whole_episodes=spec.whole_episodes,
+        runner = EnvRunner(spec.make_env, None, n_envs, segment_length, policy.default_policy_state,
+                           seed=seed, exploration=(spec.explorations or [None])[0], policy=policy,
+                           meta=spec.make_meta(), whole_episodes=spec.whole_episodes,
                            agent_names=spec.agent_names(policy))
         report, actor = PipelineReport(), Actor(policy)
         while runner.frames < max_frames:

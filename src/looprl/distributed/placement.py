@@ -1,4 +1,6 @@
-"""``WorkerPool``: the Ray workers of one run, from placement to shutdown."""
+"""``WorkerPool``: the Ray workers of one run, from placement to shutdown; ``Supervisor``
+brings them back after Ray restarted them (with several trainers, one that dies, or a failed
+collective, restarts them all from trainer 0's latest checkpoint)."""
 
 from __future__ import annotations
 
@@ -10,12 +12,20 @@ from pathlib import Path
 from typing import Any
 
 from looprl.core.suggest import log_worker_warnings
-from looprl.distributed.cluster import answer_timeout, answers, error_line, no_answer
+from looprl.distributed.cluster import (
+    answer_timeout,
+    answers,
+    error_line,
+    no_answer,
+    not_placed,
+    warn_cluster_too_small,
+)
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.run_state import TRAINER_CHECKPOINT, DistributedResult, SampleCounts
+from looprl.environments.faults import place
 from looprl.environments.wrappers import most_counted
 
-__all__ = ["WorkerPool"]
+__all__ = ["Supervisor", "WorkerPool"]
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +61,7 @@ class WorkerPool:
         import ray
         self.meta_state = dict(meta_state or {})
         self.schedules.update(schedules or {})
-        _warn_cluster_too_small(ray, self.runtime)
+        warn_cluster_too_small(ray, self.runtime)
         self._create(run_dir, seed, frames, self.meta_state, checkpoint_steps)
         self._wait_placed(ray)
         self.form_trainer_group()
@@ -110,7 +120,7 @@ class WorkerPool:
         while names:
             done, _ = ray.wait(list(names), timeout=max(0.0, deadline - time.monotonic()))
             if not done:
-                _not_placed(ray, self.runtime, list(names.values()))
+                not_placed(ray, self.runtime, list(names.values()))
             name = names.pop(done[0])
             self.placed(name, self._get(done[0], name))
 
@@ -127,8 +137,7 @@ class WorkerPool:
             statistics = self.normalization() if restarted else self.statistics
             self._get(self.workers[name].load_normalization.remote(statistics), name)
         if name == "trainer" and answer["resumed_from"] is not None:
-            logger.warning("trainer resumed from its checkpoint at step %d",
-                           answer["resumed_from"])
+            logger.warning("trainer resumed from its checkpoint at step %d", answer["resumed_from"])
 
     def explore_on(self, name: str) -> None:
         """Move worker ``name``'s exploration schedules to the furthest steps polled, if any."""
@@ -168,8 +177,7 @@ class WorkerPool:
         for name in self.runs:
             self.workers[name].stop.remote()
         timeout = answer_timeout(self.runtime)
-        _, running = ray.wait(list(self.runs.values()), num_returns=len(self.runs),
-                              timeout=timeout)
+        _, running = ray.wait(list(self.runs.values()), num_returns=len(self.runs), timeout=timeout)
         if running:  # (their last rows and statistics are lost: they are killed)
             logger.warning("%s did not stop (%s)", ", ".join(
                 n for n, ref in self.runs.items() if ref in running), no_answer(timeout))
@@ -229,8 +237,12 @@ class WorkerPool:
             return ray.get(ref, timeout=timeout)
         except ray.exceptions.RayError as error:
             self.log_failed_start(name, error)
-            raise RuntimeError(f"{name} worker failed to start: {error_line(error)}"
-                               f"{_start_hint(error, timeout)}") from None
+            hint = _raise_placement_timeout(error, timeout)
+            if "No module named" in error_line(error):
+                hint = (" (code your workers import must reach them: install it on every node or "
+                        "pass runtime.runtime_env={'py_modules': [...]} / {'working_dir': ...})")
+            raise RuntimeError(f"{name} worker failed to start: {error_line(error)}{hint}"
+                               ) from None
 
     def log_failed_start(self, name: str, error: Exception) -> None:
         """If worker ``name``'s constructor raised: log the warnings it handed to the server."""
@@ -252,80 +264,153 @@ class WorkerPool:
             Path(path).unlink(missing_ok=True)
 
 
-def _start_hint(error: Exception, timeout: float) -> str:
-    """What to do about a worker that failed to start with ``error`` (Ray's)."""
-    if "No module named" in error_line(error):
-        return (" (code your workers import must reach them: install it on every node or pass "
-                "runtime.runtime_env={'py_modules': [...]} / {'working_dir': ...})")
-    return _raise_placement_timeout(error, timeout)
-
-
-def _not_placed(ray: Any, rt: RuntimeConfig, missing: list[str]) -> None:
-    """``RuntimeError`` for the ``missing`` workers, not placed in time: why (one line)."""
-    free, total = ray.available_resources(), ray.cluster_resources()
-    _check_node_fits(ray, rt, missing)
-    if _holds(total, rt):
-        actors = any(name.startswith(("actor", "eval")) for name in missing)
-        raise RuntimeError(
-            f"worker(s) {missing} did not start within {rt.placement_timeout:g}s, although "
-            f"the cluster holds what the run reserves ({rt.reserved_cpus():g} CPUs, "
-            f"{rt.reserved_gpus():g} GPUs): its processes start slowly, so the machine may "
-            "be overloaded" + (", or an actor's environment hangs in its first reset (an "
-            "actor makes and resets its env copies as it starts: try the environment with "
-            "looprl.distributed.test_environment)" if actors else "") +
-            "; raise runtime.placement_timeout or run when it is quieter")
-    raise RuntimeError(
-        f"the cluster did not place worker(s) {missing} within "
-        f"{rt.placement_timeout:g}s: the run reserves {rt.reserved_cpus():g} CPUs and "
-        f"{rt.reserved_gpus():g} GPUs and the cluster has {free.get('CPU', 0):g} CPUs and "
-        f"{free.get('GPU', 0):g} GPUs free; lower runtime.actors or the "
-        "runtime.cpus_per_*/gpus_per_* options, or add nodes")
-
-
-def _holds(resources: dict[str, float], rt: RuntimeConfig) -> bool:
-    """Whether ``resources`` (Ray's) hold the CPUs and GPUs the run reserves."""
-    return (rt.reserved_cpus() <= resources.get("CPU", 0)
-            and rt.reserved_gpus() <= resources.get("GPU", 0))
-
-
-def _warn_cluster_too_small(ray: Any, rt: RuntimeConfig) -> None:
-    """Warn if the cluster cannot hold the run's workers (an autoscaler may add nodes)."""
-    total = ray.cluster_resources()
-    try:
-        _check_node_fits(ray, rt, ["actor", "trainer"] + ["policy"] * (rt.policy_workers > 0))
-    except RuntimeError as error:
-        logger.warning("%s; the workers wait up to runtime.placement_timeout=%gs for an "
-                       "autoscaler to add one", error, rt.placement_timeout)
-    if not _holds(total, rt):
-        logger.warning(
-            "the run reserves %g CPUs and %g GPUs and the Ray cluster has %g CPUs and %g GPUs "
-            "in all: its workers wait up to runtime.placement_timeout=%gs for an autoscaler to "
-            "add nodes; lower runtime.actors or the runtime.cpus_per_*/gpus_per_* options, or "
-            "give Ray more (ray.init(num_cpus=...))", rt.reserved_cpus(), rt.reserved_gpus(),
-            total.get("CPU", 0), total.get("GPU", 0), rt.placement_timeout)
-
-
-def _check_node_fits(ray: Any, rt: RuntimeConfig, missing: list[str]) -> None:
-    """``RuntimeError`` if no node is large enough for one of the ``missing`` workers."""
-    nodes = [node["Resources"] for node in ray.nodes() if node["Alive"]]
-    for role in ("actor", "policy", "trainer"):
-        cpus = getattr(rt, f"cpus_per_{role}")
-        gpus = getattr(rt, f"gpus_per_{role}", 0.0)
-        if not any(name.startswith(role) or role == "actor" and name.startswith("eval")
-                   for name in missing):
-            continue
-        if not any(node.get("CPU", 0) >= cpus and node.get("GPU", 0) >= gpus for node in nodes):
-            largest = max(nodes, key=lambda node: (node.get("CPU", 0), node.get("GPU", 0)),
-                          default={})
-            raise RuntimeError(
-                f"no node of the cluster can place {role} workers: each reserves {cpus:g} "
-                f"CPUs and {gpus:g} GPUs (runtime.cpus_per_{role}"
-                + (f", runtime.gpus_per_{role}" if role != "actor" else "")
-                + f") and the largest node has {largest.get('CPU', 0):g} CPUs and "
-                f"{largest.get('GPU', 0):g} GPUs; lower them, or add a larger node")
-
 
 def _raise_placement_timeout(error: Exception, timeout: float) -> str:
     """For a worker's answer that timed out: which option to raise (else "")."""
     import ray
     return f" ({no_answer(timeout)})" if isinstance(error, ray.exceptions.GetTimeoutError) else ""
+
+
+class Supervisor:
+    """Restarts the ``pool``'s workers that died (at most ``runtime.max_restarts`` times)."""
+
+    def __init__(self, pool: WorkerPool) -> None:
+        self.pool, self.runtime, self.result = pool, pool.runtime, pool.result
+
+    def check_workers(self, stats: dict[str, dict[str, Any]]) -> None:
+        """Record one poll's policy worker restarts and env faults; kill hung actors; wait for
+        a dead policy worker to come back (``RuntimeError`` if Ray does not restart it)."""
+        import ray
+        for name in sorted(self.pool.died):
+            if name.startswith("policy"):  # (actors and trainers: ``check_loops``)
+                self._wait_restarted(ray, name)  # (the pid it answers: recorded below)
+        pids = self.pool.pids
+        for name, s in stats.items():
+            if name.startswith("policy") and s["id"] != pids.setdefault(name, s["id"]):
+                logger.warning("%s worker died and Ray restarted it (frame %d); actors ask it "
+                               "again and the run goes on", name, self.result.frames)
+                self.result.restarts.append((name, self.result.frames))
+                pids[name] = s["id"]
+                self.pool.explore_on(name)
+            for fault in s.get("env_faults", ()):  # (``EnvFault`` s, recorded as actor0/copy1)
+                copy = "/env" if fault.copy is None else f"/copy{fault.copy}"
+                logger.warning("%s: %s; rebuilt it, dropped its episode in progress and went "
+                               "on (frame %d)", name, fault.line(), self.result.frames)
+                self.result.restarts.append((f"{name}{copy}", self.result.frames))
+            self._kill_if_hung(name, s.get("env_call"))
+
+    def _kill_if_hung(self, name: str, call: Any) -> None:
+        """Kill worker ``name`` if its env call has run past ``runtime.env_timeout``."""
+        import ray
+        timeout = self.runtime.env_timeout
+        if call is None or timeout is None or call[0] <= timeout:
+            return
+        seconds, env, copy, method, episode, step = call
+        where = place(episode, step)
+        logger.warning("%s: %s%s has been in %s for %.0f s%s, longer than "
+                       "runtime.env_timeout=%g s: killing %s (Ray restarts it)", name, env,
+                       "" if copy is None else f" copy {copy}", method, seconds,
+                       f" ({where})" if where else "", timeout, name)
+        ray.kill(self.pool.workers[name], no_restart=False)
+
+    def check_loops(self) -> None:
+        """Restart the loop of every worker whose ``run`` ended; ``RuntimeError`` if one failed,
+        stopped on its own, could not be restarted or died too often."""
+        import ray
+        runs = self.pool.runs
+        finished, _ = ray.wait(list(runs.values()), num_returns=len(runs), timeout=0)
+        broken: list[tuple[str, Exception]] = []  # trainers of the group
+        for name, ref in list(runs.items()):
+            if ref in finished:
+                self._ended(ray, name, ref, broken)
+        if broken:
+            self._restart_trainers(ray, broken)
+
+    def _ended(self, ray: Any, name: str, ref: Any, broken: list[tuple[str, Exception]]) -> None:
+        """Restart worker ``name`` whose loop ended, or add it to the ``broken`` trainers."""
+        from looprl.distributed.trainer_worker import TrainerGroupError
+        grouped = self.runtime.trainers > 1 and name in self.pool.trainers
+        try:
+            ray.get(ref)
+        except ray.exceptions.RayActorError as error:
+            if grouped:
+                broken.append((name, error))
+            else:
+                self._restart(ray, name, error)
+            return
+        except ray.exceptions.RayTaskError as error:
+            cause = error.as_instanceof_cause()
+            if grouped and isinstance(cause, TrainerGroupError):
+                broken.append((name, cause))
+                return
+            self.pool.failed.add(name)  # (not asked for its state again: the error names it)
+            raised = error.cause if isinstance(error.cause, Exception) else cause  # (its own)
+            if isinstance(raised, FloatingPointError):  # (a diverged loss: as a local run's)
+                raise FloatingPointError(error_line(raised)) from None
+            raise RuntimeError(f"{name} worker failed: {type(raised).__name__}: "
+                               f"{error_line(raised)}") from None
+        raise RuntimeError(f"{name} worker stopped on its own")
+
+    def _check_restarts_left(self, names: list[str], what: str, last: str) -> None:
+        """Raise once ``names`` together have been restarted ``runtime.max_restarts`` times."""
+        restarts = sum(1 for worker, _ in self.result.restarts if worker in names)
+        if restarts >= self.runtime.max_restarts:
+            raise RuntimeError(f"{what} {restarts + 1} times (runtime.max_restarts="
+                               f"{self.runtime.max_restarts}); last: {last}")
+
+    def _restart(self, ray: Any, name: str, error: Exception) -> None:
+        """Start the loop of worker ``name`` again once Ray has restarted it."""
+        self._check_restarts_left([name], f"{name} worker died", error_line(error))
+        logger.warning("%s worker died at frame %d (%s); Ray restarts it and the run goes on",
+                       name, self.result.frames, error_line(error))
+        self.pool.placed(name, self._wait_restarted(ray, name))
+        self.result.restarts.append((name, self.result.frames))
+        self.pool.start_loop(name)
+
+    def _restart_trainers(self, ray: Any, broken: list[tuple[str, Exception]]) -> None:
+        """One trainer of several died or failed in a collective: restart them all."""
+        trainers = self.pool.trainers
+        dead = [name for name, error in broken if isinstance(error, ray.exceptions.RayActorError)]
+        name, error = next((b for b in broken if b[0] in dead), broken[0])
+        self._check_restarts_left(trainers, "the trainers failed", f"{name}: {error_line(error)}")
+        logger.warning("%s worker failed at frame %d (%s); restarting all %d trainers",
+                       name, self.result.frames, error_line(error), len(trainers))
+        for other in trainers:
+            if other not in dead:
+                ray.kill(self.pool.workers[other], no_restart=False)
+        for other in trainers:
+            self.pool.placed(other, self._wait_restarted(ray, other,
+                                                         former=self.pool.pids.get(other)))
+        self.result.restarts.append((name, self.result.frames))
+        self.pool.form_trainer_group()
+        for other in trainers:
+            self.pool.start_loop(other)
+
+    def _wait_restarted(self, ray: Any, name: str, former: int | None = None) -> Any:
+        """The ``ready()`` answer of ``name`` restarted (in a process other than ``former``)."""
+        timeout = answer_timeout(self.runtime)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                answer = ray.get(self.pool.workers[name].ready.remote(), timeout=timeout)
+                if former is None or answer["id"] != former:
+                    return answer
+            except ray.exceptions.RayError as error:
+                self.pool.log_failed_start(name, error)  # (a constructor that raised)
+                init_failed = getattr(error, "actor_init_failed", False)  # (not restarted)
+                restarting = isinstance(error, ray.exceptions.RayActorError) and (
+                    former is not None or isinstance(error, ray.exceptions.ActorUnavailableError)
+                ) and not init_failed
+                if not restarting and not init_failed and isinstance(
+                        error, ray.exceptions.ActorDiedError):  # (dead for good; Ray's own
+                    raise RuntimeError(  # text is paragraphs on the exit's possible causes)
+                        f"{name} worker died and Ray did not restart it: its runtime."
+                        f"max_restarts={self.runtime.max_restarts} restarts are spent") from None
+                if not restarting:
+                    raise RuntimeError(f"{name} worker could not be restarted: "
+                                       f"{error_line(error)}") from None
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{name} worker did not come back within {timeout:.0f}s "
+                                   "after it died: raise runtime.placement_timeout (the "
+                                   "wait is it, at least 120 s)")
+            time.sleep(0.2)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from contextlib import suppress
+from contextlib import closing, suppress
 from typing import Any
 
 import gymnasium as gym
@@ -49,11 +49,8 @@ def test_environment(env_name: str, env_args: dict | None = None, test_stepping:
     ``test_stepping`` it steps ``steps`` times with actions sampled from ``action_spaces``
     (legal ones under an ``"action_mask"``). ``EnvironmentCheckError``: the first problem."""
     check_count(steps=steps)
-    env = make(env_name, **(env_args or {}))
-    try:
+    with closing(make(env_name, **(env_args or {}))) as env:
         report = _Checker(env_name, env, seed).run(test_stepping, steps)
-    finally:
-        env.close()
     logger.info("environment %r passed test_environment: %s", env_name, report)
     return report
 
@@ -141,36 +138,30 @@ class _Checker:
             raise self.fail(f"{method}() result is a {type(result).__name__}, not a StepResult "
                             "or None", i)
         self._check_obs(method, i, result.obs)
-        self._check_array(method, i, "reward", result.reward, "iuf", "of real numbers",
-                          "np.array([reward], dtype=np.float32)")
-        for field in ("done", "truncated"):
-            self._check_flag(method, i, field, getattr(result, field))
+        for field in ("reward", "done", "truncated"):
+            self._check_scalar(method, i, field, getattr(result, field))
         if not np.all(np.isfinite(result.reward)):
             raise self.fail(f"{method}() reward is {result.reward[0]}, not finite", i)
         if result.info is not None and not isinstance(result.info, dict):  # (SRL: may be None)
             raise self.fail(f"{method}() info is a {type(result.info).__name__}, not a dict "
                             "or None", i)
 
-    def _check_array(self, method: str, i: int, field: str, value: Any, kinds: str, what: str,
-                     example: str) -> None:
-        """``field``: a numpy array of shape ``(1,)`` of a dtype of ``kinds`` (``what``, as
-        ``example``: SRL's ``np.array([reward])`` is float64)."""
-        if isinstance(value, np.ndarray) and value.shape == (1,) and value.dtype.kind in kinds:
-            return
-        got = f"shape {value.shape}, {value.dtype}" if isinstance(value, np.ndarray) else type(
-            value).__name__
-        raise self.fail(f"{method}() {field} must be a numpy array of shape (1,) {what} "
-                        f"({example}), got {got}", i)
-
-    def _check_flag(self, method: str, i: int, field: str, value: Any) -> None:
-        """``done``/``truncated``: shape ``(1,)``, bool or 0/1 numbers."""
-        if isinstance(value, np.ndarray) and value.shape == (1,) and value.dtype.kind in "biuf":
-            if value.dtype == np.bool_ or value[0] in (0, 1):
+    def _check_scalar(self, method: str, i: int, field: str, value: Any) -> None:
+        """``reward``: a numpy array of shape ``(1,)`` of real numbers (SRL's ``np.array([reward])``
+        is float64); ``done``/``truncated``: of bools or 0/1 numbers."""
+        flag = field != "reward"
+        if isinstance(value, np.ndarray) and value.shape == (1,) and value.dtype.kind in (
+                "biuf" if flag else "iuf"):
+            if not flag or value.dtype == np.bool_ or value[0] in (0, 1):
                 return
             raise self.fail(f"{method}() {field} is {value[0].item()!r} ({value.dtype}); a flag "
                             "must be True/False or 0/1: use np.array([flag], dtype=bool)", i)
-        self._check_array(method, i, field, value, "b", "of bools",
-                          f"np.array([{field}], dtype=bool)")
+        got = f"shape {value.shape}, {value.dtype}" if isinstance(value, np.ndarray) else type(
+            value).__name__
+        what, example = (("of bools", f"np.array([{field}], dtype=bool)") if flag else
+                         ("of real numbers", "np.array([reward], dtype=np.float32)"))
+        raise self.fail(f"{method}() {field} must be a numpy array of shape (1,) {what} "
+                        f"({example}), got {got}", i)
 
     def _check_obs(self, method: str, i: int, obs: Any) -> None:
         if not isinstance(obs, dict) or not obs:

@@ -1,24 +1,33 @@
-"""``TrainerWorker``; several form one torch.distributed group (``ddp``) and rank 0 alone
-publishes and checkpoints. Importing this module imports Ray."""
+"""``TrainerWorker``; several form one torch.distributed process group (``TrainerGroup``,
+``runtime.trainers > 1``) whose collectives time out: a trainer that dies or hangs ends the
+others' in an error. Rank 0 alone publishes and checkpoints. Importing this module imports Ray."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import logging
+import os
+import socket
 import sys
+import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable
+from datetime import timedelta
+from functools import partialmethod
 from typing import Any
 
 import numpy as np
 import ray
 import torch
+import torch.distributed as dist
 from ray import cloudpickle
+from torch import nn
 
 from looprl.agents.shell import seed_units
 from looprl.core.logger import DummyLogger, Logger
-from looprl.distributed import ddp
 from looprl.distributed.cluster import answer_timeout, no_answer
 from looprl.distributed.config import RuntimeConfig
 from looprl.distributed.pipeline import policy_parameters, trainer_core
@@ -27,9 +36,101 @@ from looprl.distributed.server import Publisher, publication
 from looprl.distributed.workers import Worker, cuda_device, hands_over_warnings, named, run_spec
 from looprl.meta.hyperparameters import agent_hyperparameters
 
-__all__ = ["TrainerWorker"]
+__all__ = ["TrainerGroup", "TrainerGroupError", "TrainerWorker", "collective_failure", "digest",
+           "rendezvous", "tcp_rendezvous"]
 
 logger = logging.getLogger(__name__)
+
+
+class TrainerGroupError(RuntimeError):
+    """A collective of the trainer group failed: another trainer died, hung or left."""
+
+
+def rendezvous(node_ip: str) -> str:
+    """An ``init_method`` for rank 0 on ``node_ip``: a file on loopback, else TCP."""
+    if node_ip.startswith("127."):
+        return "file://" + os.path.join(tempfile.gettempdir(), f"looprl-ddp-{uuid.uuid4().hex}")
+    return tcp_rendezvous(node_ip)
+
+
+def tcp_rendezvous(node_ip: str) -> str:
+    """A ``tcp://`` ``init_method`` on a free port of ``node_ip``."""
+    with socket.socket() as probe:
+        probe.bind((node_ip, 0))
+        return f"tcp://{node_ip}:{probe.getsockname()[1]}"
+
+
+def collective_failure(error: BaseException) -> bool:
+    """Whether ``error`` comes from the communication of a group."""
+    return isinstance(error, dist.DistError) or any(
+        word in str(error) for word in ("gloo", "NCCL", "Connection reset", "Connection closed"))
+
+
+def digest(module: nn.Module) -> str:
+    """A short hash of ``module``'s parameters (equal digests: equal parameters)."""
+    sha = hashlib.sha1()
+    for parameter in module.parameters():
+        sha.update(parameter.detach().cpu().contiguous().numpy().tobytes())
+    return sha.hexdigest()[:16]
+
+
+class TrainerGroup:
+    """This process's membership in the trainers' process group."""
+
+    def __init__(self, rank: int, size: int, gpus: bool, timeout: float):
+        self.rank, self.size, self.gpus, self.timeout = rank, size, gpus, timeout
+
+    def join(self, init_method: str) -> None:
+        """Form the group with the other trainers (blocks until all joined)."""
+        if init_method.startswith("file://"):
+            loopback = [name for _, name in socket.if_nameindex() if name.startswith("lo")]
+            if loopback:
+                os.environ.setdefault("GLOO_SOCKET_IFNAME", loopback[0])
+                if self.gpus:
+                    os.environ.setdefault("NCCL_SOCKET_IFNAME", loopback[0])
+        if self.gpus:
+            torch.cuda.set_device(0)  # Ray shows each trainer its own GPU(s) only
+        dist.init_process_group("cpu:gloo,cuda:nccl" if self.gpus else "gloo",
+                                init_method=init_method, rank=self.rank, world_size=self.size,
+                                timeout=timedelta(seconds=self.timeout))
+
+    def distribute(self, policy: Any) -> None:
+        """Let DDP average the gradients of ``policy.approximation`` or of a
+        ``SingleModelPytorchPolicy``'s network over the group (``ValueError``: neither)."""
+        approximation = getattr(policy, "approximation", None)
+        if hasattr(approximation, "distribute"):  # (unused parameters: where a loss may)
+            approximation.distribute(
+                find_unused_parameters=getattr(policy, "unused_parameters", True))
+        elif callable(getattr(policy, "distributed", None)):
+            policy.distributed()
+        else:
+            raise ValueError(f"runtime.trainers > 1 needs a policy whose approximation "
+                             f"(looprl.approximation.Approximation) runs its gradient forward "
+                             f"passes, or a SingleModelPytorchPolicy; {type(policy).__name__} "
+                             "is neither")
+
+    def agree(self, ready: bool) -> bool:
+        """Whether every trainer is ``ready``."""
+        flag = torch.tensor([int(ready)])
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+        return bool(flag.item())
+
+    def share(self, payload: bytes | None) -> bytes:
+        """Rank 0's ``payload`` on every trainer."""
+        box = [payload if self.rank == 0 else None]
+        dist.broadcast_object_list(box, src=0, device=torch.device("cpu"))
+        return box[0]
+
+    def check_in_sync(self, module: nn.Module) -> None:
+        """Raise ``ValueError`` unless every trainer's ``module`` has the same parameters."""
+        mine = torch.tensor([int(digest(module), 16) >> 1], dtype=torch.int64)
+        every = [torch.zeros_like(mine) for _ in range(self.size)]
+        dist.all_gather(every, mine)
+        if len({int(value) for value in every}) > 1:
+            raise ValueError("the trainers' parameters differ after a step: the policy's "
+                             "analyze must run its network through policy.approximation(...) "
+                             "(a SingleModelPytorchPolicy's: through self.net(...)) for DDP to "
+                             "average the gradients")
 
 
 @ray.remote(max_concurrency=64)  # actors waiting in ``put`` must not block ``stats``/``stop``
@@ -39,17 +140,15 @@ class TrainerWorker(Worker):
     after a restart; ``checkpoint``: the driver's path of it, which errors name."""
 
     @hands_over_warnings
-    def __init__(self, runtime: RuntimeConfig, server: str, seed: int, rank: int,
-                 checkpoint: str):
+    def __init__(self, runtime: RuntimeConfig, server: str, seed: int, rank: int, checkpoint: str):
         super().__init__(runtime.trainer_threads or runtime.torch_threads, server)
         spec = run_spec(server)
         sys.setswitchinterval(0.0005)  # ``put`` gets the GIL quickly beside the training loop
         torch.manual_seed(seed + rank)
         np.random.seed((seed + rank) % 2**32)  # (NumPy's range: rank 0 seeds as a local run)
-        self.rank = rank
-        self.group = None if runtime.trainers == 1 else ddp.TrainerGroup(
+        self.rank, self.runtime = rank, runtime
+        self.group = None if runtime.trainers == 1 else TrainerGroup(
             rank, runtime.trainers, runtime.gpus_per_trainer > 0, runtime.trainer_timeout)
-        self.runtime = runtime
         self.publisher = Publisher(named(server))
         if runtime.gpus_per_trainer:
             spec = spec.on_device(cuda_device("trainer", runtime.gpus_per_trainer))
@@ -66,15 +165,13 @@ class TrainerWorker(Worker):
             self.core.load_state_dict(state["core"])
             self.resumed_from = state["steps"]
         self.steps = self.resumed_from or 0
-        self._logged = record_losses(self.core, lambda: self.frames, runtime.trainers,
-                                     self.verbose)
+        self._logged = record_losses(self.core, lambda: self.frames, runtime.trainers, self.verbose)
         self._lock = threading.Condition()  # notified after every step (sync sampling)
         self._feeders = len(range(rank, runtime.actors, runtime.trainers))  # its actors
         self._waiting = 0  # sync: puts waiting for the step their samples join
         self._blocked = 0  # puts waiting for room (``Learner.backlogged``)
         self._more = 0  # sync: generations of "all feeders wait, the batch needs more"
-        self._published = -1
-        self._published_at = 0.0
+        self._published, self._published_at = -1, 0.0
         self._training = False  # a batch has been taken and is being trained on
         self._lags: list[float] = []
         self._rows = 0  # env steps trained on since stats()
@@ -95,7 +192,7 @@ class TrainerWorker(Worker):
 
     def rendezvous(self) -> str:
         """Rank 0: where a new trainer group meets (an ``init_method``)."""
-        return ddp.rendezvous(ray.util.get_node_ip_address())
+        return rendezvous(ray.util.get_node_ip_address())
 
     def join_group(self, init_method: str) -> None:
         """Join the trainer group at rank 0's ``rendezvous`` and take rank 0's trainer."""
@@ -110,10 +207,9 @@ class TrainerWorker(Worker):
     def digest(self) -> dict[str, Any]:
         """Train steps and a hash of the policy's parameters."""
         try:
-            module = self.core.policy.module
+            return {"steps": self.steps, "digest": digest(self.core.policy.module)}
         except NotImplementedError:  # (one trainer: a policy with get_checkpoint() only)
             return {"steps": self.steps, "digest": None}
-        return {"steps": self.steps, "digest": ddp.digest(module)}
 
     def put(self, segments: list[Any], frames: int = 0) -> int:
         """Receive an actor's segments and the env steps it took since its last put; return
@@ -187,9 +283,9 @@ class TrainerWorker(Worker):
             raise FloatingPointError(explain_divergence(error, self.env_label,
                                                         self.frames)) from error
         except RuntimeError as error:
-            if self.group is None or not ddp.collective_failure(error):
+            if self.group is None or not collective_failure(error):
                 raise
-            raise ddp.TrainerGroupError(f"trainer {self.rank}: a collective of the trainers "
+            raise TrainerGroupError(f"trainer {self.rank}: a collective of the trainers "
                                         f"failed ({str(error).splitlines()[0][:200]})") from None
 
     def _next_batch(self) -> Any:
@@ -237,8 +333,7 @@ class TrainerWorker(Worker):
         saved = io.BytesIO()
         torch.save({"core": self.core.state_dict(), "steps": self.steps}, saved,
                    pickle_module=cloudpickle)  # user classes defined in scripts pickle too
-        kept = self.publisher.server.keep.remote(self.steps, saved.getvalue())
-        ray.get(kept)  # (held when it returns)
+        ray.get(self.publisher.server.keep.remote(self.steps, saved.getvalue()))  # (then held)
 
     def policy_checkpoint(self) -> dict[str, Any]:
         """The policy's ``get_checkpoint()``, its tensors on the CPU."""
@@ -261,15 +356,11 @@ class LossRecorder(Logger):
         self.frames, self.agent, self.scale, self.verbose = frames, agent, scale, verbose
         self.rows: list[tuple[str | None, str, str, float, int]] = []
 
-    def add_loss(self, name: str, value: Any, step: str = "frame") -> None:
-        self._add("loss", name, value)
+    def _add(self, kind: str, name: str, value: Any, step: str = "frame") -> None:
+        self.rows.append((self.agent, kind, name, float(value), self.frames() * self.scale))
 
-    def add_schedule(self, name: str, value: Any, step: str = "frame") -> None:
-        self._add("schedule", name, value)
-
-    def _add(self, kind: str, name: str, value: Any) -> None:
-        frame = self.frames() * self.scale
-        self.rows.append((self.agent, kind, name, float(value), frame))
+    add_loss = partialmethod(_add, "loss")
+    add_schedule = partialmethod(_add, "schedule")
 
     def __reduce__(self) -> tuple[type, tuple[()]]:
         """A checkpointed or shared trainer's copy logs nothing."""

@@ -35,8 +35,7 @@ class RayTrials:
                  num_cpus: int | None = None, runtime_env: dict[str, Any] | None = None):
         for name, value in (("trials_in_parallel", parallel), ("num_cpus", num_cpus)):
             if value is not None and (not is_whole(value) or value < 1):
-                raise ValueError(f"runtime.{name} must be an integer >= 1 (or null), "
-                                 f"got {value!r}")
+                raise ValueError(f"runtime.{name} must be an integer >= 1 (or null), got {value!r}")
         self.address, self.num_cpus, self.runtime_env = address, num_cpus, runtime_env
         self._parallel = parallel
         self._started = False

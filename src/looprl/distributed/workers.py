@@ -27,8 +27,7 @@ from looprl.core.suggest import WorkerWarnings
 from looprl.distributed.cluster import answer_timeout, answers
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import act, meta_states
-from looprl.distributed.policy_copy import PolicyCopy
-from looprl.distributed.sender import SegmentSender
+from looprl.distributed.sender import PolicyCopy, SegmentSender
 from looprl.distributed.server import ParameterServer
 from looprl.environments.base import wrapped_seed
 from looprl.environments.wrappers import (
@@ -155,8 +154,7 @@ class ActorWorker(Worker):
         spec = run_spec(server)
         self.index, self.budget, self.evaluation = index, frames, evaluation
         self.normalizers = [named(name) for name in normalizers]
-        self.trainer = named(trainer)
-        self.policy_worker = named(policy_worker)
+        self.trainer, self.policy_worker = named(trainer), named(policy_worker)
         self.sync, self.timeout = runtime.sync, answer_timeout(runtime)
         self.local = None if policy_worker is not None else PolicyCopy(
             spec, named(server), runtime.pull_interval)
@@ -189,8 +187,7 @@ class ActorWorker(Worker):
         self.schedules = [] if self.local is None else acting_schedules(self.local.policy)
         self._lock = threading.Condition()
         self._stats = _fresh_stats()
-        self._finished = False  # its budget spent and the last rows sent
-        self._failed = False  # its loop raised
+        self._finished = self._failed = False  # its budget spent and last rows sent; it raised
         self._cuts = 0  # the runner's ``cuts`` at the last ``stats``
         self._meta_state: list[Any] | None = None  # (``components_state``: asked, then taken)
         self.sender = None if self.trainer is None else SegmentSender(
@@ -201,15 +198,13 @@ class ActorWorker(Worker):
         episodes; the env call in progress and whether it finished."""
         with self._lock:
             stats, self._stats = self._stats, _fresh_stats()
-        stats["env_seconds"], self.runner.env_seconds = self.runner.env_seconds, 0.0
-        stats["env_faults"] = self.runner.restarts.pop()
+        seconds, self.runner.env_seconds = self.runner.env_seconds, 0.0
         cuts, self._cuts = self.runner.cuts - self._cuts, self.runner.cuts  # (since the last)
-        stats["cuts"] = (cuts, self.runner.env_name, self.runner.max_episode_steps)
-        stats["env_call"] = env_call(self.runner)
-        stats["finished"] = self._finished
-        stats["hp"] = acting_values(self.local.policy) if self.local is not None else {}
-        stats["schedules"], stats["warnings"] = self.schedule_steps(), self.warned.take()
-        return stats
+        return {**stats, "env_seconds": seconds, "env_faults": self.runner.restarts.pop(),
+                "cuts": (cuts, self.runner.env_name, self.runner.max_episode_steps),
+                "env_call": env_call(self.runner), "finished": self._finished,
+                "hp": acting_values(self.local.policy) if self.local is not None else {},
+                "schedules": self.schedule_steps(), "warnings": self.warned.take()}
 
     def components_state(self, timeout: float) -> list[tuple[str, Any]] | None:
         """Each step hooks' component's ``(class name, state_dict())``, taken between two steps
@@ -358,8 +353,7 @@ class ActorWorker(Worker):
 
 
 def _fresh_stats() -> dict[str, Any]:
-    return {"frames": 0, "episodes": [], "inference_seconds": 0.0, "put_seconds": 0.0,
-            "meta": []}
+    return {"frames": 0, "episodes": [], "inference_seconds": 0.0, "put_seconds": 0.0, "meta": []}
 
 
 @ray.remote
@@ -393,8 +387,7 @@ class PolicyWorker(Worker):
         if len(self._waiting) >= self.batch_requests:
             await self._flush()
         elif self._timer is None:
-            self._timer = loop.call_later(MAX_WAIT,
-                                          lambda: asyncio.ensure_future(self._flush()))
+            self._timer = loop.call_later(MAX_WAIT, lambda: asyncio.ensure_future(self._flush()))
         return await future
 
     async def _flush(self) -> None:
