@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import functools
 import logging
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -115,7 +116,9 @@ def test_pipeline(spec: AlgorithmSpec | None = None, episodes: int = 5, max_fram
     SRL's keywords ``env_name``, ``policy_name`` and ``trainer_name`` name ``env``, ``policy``
     and ``trainer``; keywords given with ``spec`` replace its fields. The caller's global
     random generators go on as it left them."""
+    caller = random.getstate()  # (rich, which the experiments import, draws from it once)
     from looprl.experiments.episodes import run_scope, seed_everything
+    random.setstate(caller)
     check_count(n_envs=n_envs, episodes=episodes, max_frames=max_frames)
     seed = check_seed("test_pipeline", seed, optional=False)
     spec = _spec(spec, spec_kwargs)
