@@ -55,15 +55,15 @@ MERGED = {
     **{f"looprl.presets.atari.{name}": "looprl.presets.atari.presets" for name in (
         "a2c", "c51", "common", "ddqn", "dqn", "ppg", "ppo", "rainbow", "vac", "vpg", "vqn",
         "vsarsa")},
-    **{f"looprl.presets.{old}": f"looprl.presets.{new}" for old, new in (
-        ("classic_control.c51", "classic_control.dqn"),
-        ("classic_control.rainbow", "classic_control.dqn"),
-        ("classic_control.vsarsa", "classic_control.vqn"),
-        ("classic_control.vac", "classic_control.a2c"),
-        ("classic_control.vpg", "classic_control.a2c"),
-        ("classic_control.ppg", "classic_control.ppo"),
-        ("continuous.sac", "continuous.ddpg"), ("continuous.td3", "continuous.ddpg"))},
     **{f"looprl.{old}": f"looprl.{new}" for old, new in (
+        ("presets.classic_control.c51", "presets.classic_control.dqn"),
+        ("presets.classic_control.rainbow", "presets.classic_control.dqn"),
+        ("presets.classic_control.vsarsa", "presets.classic_control.vqn"),
+        ("presets.classic_control.vac", "presets.classic_control.a2c"),
+        ("presets.classic_control.vpg", "presets.classic_control.a2c"),
+        ("presets.classic_control.ppg", "presets.classic_control.ppo"),
+        ("presets.continuous.sac", "presets.continuous.ddpg"),
+        ("presets.continuous.td3", "presets.continuous.ddpg"),
         ("approximation.identity", "approximation.approximation"),
         ("approximation.v_network", "approximation.q_network"),
         ("approximation.feature_network", "approximation.q_network"),
