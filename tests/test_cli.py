@@ -138,6 +138,21 @@ def test_only_looprls_own_console_scripts_get_its_ctrl_c_handling(tmp_path: Path
     assert not looprl._is_program("looprl-classic.py")
 
 
+def test_an_interrupted_looprl_exits_though_a_thread_would_hold_it() -> None:
+    """Ctrl-C ends a ``looprl`` process with its one line and 130 within ``EXIT_GRACE`` seconds,
+    even when a library left a thread that never ends (was: a PBT run that printed its line
+    and had not exited 300 s later, its interpreter waiting on such a thread)."""
+    code = ("import threading, time, looprl.cli as cli\n"
+            "threading.Thread(target=time.sleep, args=(3600,)).start()  # (not a daemon)\n"
+            "cli.EXIT_GRACE = 1\n"
+            "def interrupted(argv):\n"
+            "    raise KeyboardInterrupt\n"
+            "raise SystemExit(cli.main(command=interrupted))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 130 and done.stderr == "looprl: interrupted\n", done.stderr
+
+
 def test_short_train_run_succeeds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["train", "ppo", "CartPole-v1", "--frames", "400", "--test-episodes", "1",
                  "--logdir", str(tmp_path), "--quiet"])

@@ -23,6 +23,7 @@ import os
 import shlex
 import signal
 import sys
+import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -330,6 +331,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: seconds an interrupted ``looprl`` process may take to exit (a library's non-daemon thread or
+#: exit handler that hangs, as Ray Tune's has once after a PBT run) before it exits with 130
+EXIT_GRACE = 30.0
+
+
 def main(argv: list[str] | None = None, command: Callable[[list[str]], int] | None = None,
          prog: str = "looprl") -> int:
     """Entry point of the ``looprl`` command (or of a script's ``command``, named ``prog``);
@@ -349,6 +355,10 @@ def main(argv: list[str] | None = None, command: Callable[[list[str]], int] | No
         where = (f" at frame {stop.frame:,}; its logs are in {stop.log_dir}"
                  if getattr(stop, "log_dir", None) else f"; {stop}" if str(stop) else "")
         print(f"{prog}: interrupted{where}", file=sys.stderr)
+        if argv is None:  # (a process of its own: it ends even if a library's thread hangs)
+            exit_timer = threading.Timer(EXIT_GRACE, os._exit, (130,))
+            exit_timer.daemon = True
+            exit_timer.start()
         return 130
 
 
