@@ -103,8 +103,11 @@ def check_window(env: Any) -> None:
                          "the saved preset with looprl watch (a GIF) after training"))
 
 
-def training_copy(vector_env: VectorEnvironment) -> VectorEnvironment:
-    """A copy of the training environments, else they (evaluating cuts their episodes short)."""
+def evaluation_copies(env: Any, vector_env: VectorEnvironment, copies: int) -> VectorEnvironment:
+    """``copies`` copies of ``env`` to evaluate in, else a copy of the training environments
+    ``vector_env``, else they."""
+    if isinstance(env, Environment):
+        return env.duplicate(copies)
     try:
         return vector_env.copy()
     except NotImplementedError:
@@ -351,10 +354,8 @@ class Experiment:
         return returns
 
     def _test_env(self, copies: int) -> VectorEnvironment:
-        """``copies`` copies of the environment, else a copy of the training ones, else they."""
-        if isinstance(self.env, Environment):
-            return self.env.duplicate(copies)
-        return training_copy(self.vector_env)
+        """``evaluation_copies`` of the environment."""
+        return evaluation_copies(self.env, self.vector_env, copies)
 
     def save(self) -> str | None:
         """Save the preset and its normalizers' statistics; the path (``None``: no log dir)."""
