@@ -9,7 +9,8 @@ import zipfile
 import pytest
 import torch
 
-from looprl.core.files import MERGED, load_file
+from looprl.core.files import load_file
+from looprl.core.imports import MERGED, import_object
 
 #: classes of modules merged since (module then, class)
 MERGED_CLASSES = [
@@ -46,3 +47,12 @@ def test_files_saved_before_their_modules_merged_load(module: str, name: str) ->
             moved.writestr(entry, new.read(entry).replace(cls.__module__.encode(),
                                                           f"looprl.{module}".encode()))
     assert load_file("old.pt", "looprl preset", "train it again", data=old.getvalue()) is cls
+
+
+@pytest.mark.parametrize(("module", "name"), MERGED_CLASSES)
+def test_import_paths_of_merged_modules_still_import(module: str, name: str) -> None:
+    """A config's import path into a merged module (``_target_=looprl.meta.space.SPaCE``)
+    names the class where it is now (was: 'cannot import looprl.meta.space')."""
+    cls = getattr(importlib.import_module(MERGED[f"looprl.{module}"]), name)
+    assert import_object(f"looprl.{module}.{name}", "meta component") is cls
+    assert import_object(f"looprl.{module}:{name}", "meta component") is cls

@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from looprl.core.imports import current_module
+
 __all__ = ["check_writable", "find_one", "load_file", "save_atomically", "write_atomically"]
 
 #: a script's own module, and its copy in a process started with ``spawn`` (macOS, Windows)
@@ -48,38 +50,11 @@ def _never_written(path: Path, what: str, remedy: str) -> str:
             f"beside it); {remedy}")
 
 
-#: the classes files saved by an older looprl name where they were -> the module they are in now
-MOVED = {("looprl.environments.gym_helpers", "Wrappers"): "looprl.environments.wrappers"}
-#: the modules an older looprl had, merged since -> the module that holds their classes now
-MERGED = {
-    **{f"looprl.presets.atari.{name}": "looprl.presets.atari.presets" for name in (
-        "a2c", "c51", "common", "ddqn", "dqn", "ppg", "ppo", "rainbow", "vac", "vpg", "vqn",
-        "vsarsa")},
-    **{f"looprl.{old}": f"looprl.{new}" for old, new in (
-        ("presets.classic_control.c51", "presets.classic_control.dqn"),
-        ("presets.classic_control.rainbow", "presets.classic_control.dqn"),
-        ("presets.classic_control.vsarsa", "presets.classic_control.vqn"),
-        ("presets.classic_control.vac", "presets.classic_control.a2c"),
-        ("presets.classic_control.vpg", "presets.classic_control.a2c"),
-        ("presets.classic_control.ppg", "presets.classic_control.ppo"),
-        ("presets.continuous.sac", "presets.continuous.ddpg"),
-        ("presets.continuous.td3", "presets.continuous.ddpg"),
-        ("approximation.identity", "approximation.approximation"),
-        ("approximation.v_network", "approximation.q_network"),
-        ("approximation.feature_network", "approximation.q_network"),
-        ("approximation.checkpointer", "approximation.target"),
-        ("nn.noisy", "nn.layers"), ("nn.actor_critic", "nn.cnn"),
-        ("policies.gaussian", "policies.deterministic"),
-        ("policies.softmax", "policies.deterministic"),
-        ("policies.exploration", "policies.greedy"), ("memory.advantages", "memory.samples"),
-        ("meta.space", "meta.plr"), ("meta.transition_log", "meta.hub"))}}
-
-
 class _Unpickler(pickle.Unpickler):
     """``pickle``'s, finding a class that moved (``MOVED``, ``MERGED``) where it is now."""
 
     def find_class(self, module: str, name: str) -> Any:
-        return super().find_class(MOVED.get((module, name), MERGED.get(module, module)), name)
+        return super().find_class(current_module(module, name), name)
 
 
 #: ``pickle`` with ``_Unpickler`` (``torch.load``'s ``pickle_module``)

@@ -7,7 +7,39 @@ import importlib
 import inspect
 from typing import Any
 
-__all__ = ["import_extra", "import_module", "import_object", "is_import_path", "object_path"]
+__all__ = ["MERGED", "MOVED", "current_module", "import_extra", "import_module", "import_object",
+           "is_import_path", "object_path"]
+
+#: classes an older looprl had elsewhere (in its files, in import paths) -> their module now
+MOVED = {("looprl.environments.gym_helpers", "Wrappers"): "looprl.environments.wrappers"}
+#: the modules an older looprl had, merged since -> the module that holds their classes now
+MERGED = {
+    **{f"looprl.presets.atari.{name}": "looprl.presets.atari.presets" for name in (
+        "a2c", "c51", "common", "ddqn", "dqn", "ppg", "ppo", "rainbow", "vac", "vpg", "vqn",
+        "vsarsa")},
+    **{f"looprl.{old}": f"looprl.{new}" for old, new in (
+        ("presets.classic_control.c51", "presets.classic_control.dqn"),
+        ("presets.classic_control.rainbow", "presets.classic_control.dqn"),
+        ("presets.classic_control.vsarsa", "presets.classic_control.vqn"),
+        ("presets.classic_control.vac", "presets.classic_control.a2c"),
+        ("presets.classic_control.vpg", "presets.classic_control.a2c"),
+        ("presets.classic_control.ppg", "presets.classic_control.ppo"),
+        ("presets.continuous.sac", "presets.continuous.ddpg"),
+        ("presets.continuous.td3", "presets.continuous.ddpg"),
+        ("approximation.identity", "approximation.approximation"),
+        ("approximation.v_network", "approximation.q_network"),
+        ("approximation.feature_network", "approximation.q_network"),
+        ("approximation.checkpointer", "approximation.target"),
+        ("nn.noisy", "nn.layers"), ("nn.actor_critic", "nn.cnn"),
+        ("policies.gaussian", "policies.deterministic"),
+        ("policies.softmax", "policies.deterministic"),
+        ("policies.exploration", "policies.greedy"), ("memory.advantages", "memory.samples"),
+        ("meta.space", "meta.plr"), ("meta.transition_log", "meta.hub"))}}
+
+
+def current_module(module: str, name: str) -> str:
+    """The module that holds ``name`` now, where an older looprl had it in ``module``."""
+    return MOVED.get((module, name), MERGED.get(module, module))
 
 
 def is_import_path(text: Any) -> bool:
@@ -34,6 +66,7 @@ def import_object(path: str, what: str) -> Any:
         module_name, _, attr = path.rpartition(".")
     if not module_name or not attr:
         raise ImportError(f"{what} {path!r}: expected an import path 'package.module:Name'")
+    module_name = current_module(module_name, attr.partition(".")[0])  # (an older looprl's)
     obj = import_module(module_name, f"{what} {path!r}")
     for part in attr.split("."):
         if not hasattr(obj, part):
