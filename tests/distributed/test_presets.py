@@ -134,7 +134,7 @@ class LocalOnly(Preset):
     ("test_episodes=-1", "test_episodes must be an integer >= 0"),
     ("frames=0", "frames must be an integer >= 1"),
     ("checkpoint_every=100", "checkpoint_every is for runtime=local"),
-    ("logging.wandb={project: p}", "logging.wandb is for runtime=local"),
+    ("logging.wandb=5", "wandb is wandb.init's arguments"),
 ])
 def test_bad_or_local_only_values_with_runtime_ray_are_one_line_before_training(
         tmp_path, override, expected):
@@ -142,6 +142,15 @@ def test_bad_or_local_only_values_with_runtime_ray_are_one_line_before_training(
     never silently ignored."""
     with pytest.raises((TypeError, ValueError), match=expected):
         distributed(tmp_path, override)
+
+
+def test_logging_wandb_reaches_a_ray_runs_logger(tmp_path):
+    """(Was: one line, 'logging.wandb is for runtime=local'.) The driver's logger, which writes
+    every scalar of the run, mirrors them to W&B as a local run's does."""
+    run = distributed(tmp_path, "logging.wandb={project: p, mode: disabled}", "frames=1000")
+    assert run.wandb == {"project": "p", "mode": "disabled"}
+    with pytest.raises(ValueError, match="^wandb logging needs a logdir"):
+        DistributedRun(run.spec, frames=100, logdir=None, wandb={"project": "p"})
 
 
 def test_checkpoint_replay_false_is_what_a_ray_trainer_checkpoint_does(tmp_path):

@@ -8,6 +8,7 @@ policy lag, restarts and the bottleneck, also in TensorBoard (``runtime/*``) and
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 from pathlib import Path
 
@@ -46,9 +47,12 @@ def test_looprl_run_on_ray_logs_as_a_local_run(local_ray, tmp_path: Path, capfd,
     # (lockstep: the trainer has trained, and logged its loss, by the last progress line even
     # on a loaded machine; asynchronous actors could reach the budget before its first step;
     # the preset's 256 hidden units: a spec past 100 KB)
+    wandb = importlib.util.find_spec("wandb") is not None  # (the wandb extra)
+    monkeypatch.setenv("WANDB_SILENT", "true")
     code = main(["algorithm=dqn", "meta=[rnd]", "runtime=ray", "runtime.actors=2",
                  "runtime.sync=true", "runtime.envs_per_actor=2", "algorithm.replay_start_size=200",
-                 "frames=1000", "test_episodes=2", f"hydra.run.dir={tmp_path}"])
+                 "frames=1000", "test_episodes=2", f"hydra.run.dir={tmp_path}",
+                 *(["logging.wandb={mode: offline, project: looprl-test}"] if wandb else [])])
     assert code == 0
     console = capfd.readouterr().err
     assert "constructor arguments in the object store" not in console
@@ -89,6 +93,15 @@ def test_looprl_run_on_ray_logs_as_a_local_run(local_ray, tmp_path: Path, capfd,
     trainer_rows = [row for row in polls if row["worker"] == "trainer"]
     assert trainer_rows and max(float(row["rows_per_s"]) for row in trainer_rows) > 0
     assert all(0 <= float(row["wait_share"]) <= 1 for row in polls)
+    if wandb:  # the scalars mirrored to W&B, as a local run's (the offline run's records)
+        # (the final evaluation, after the run's end, goes on in the same run: offline, a
+        # second directory of the same run id, which `wandb sync` joins)
+        records = list((run_dir / "wandb").glob("offline-run-*/run-*.wandb"))
+        logged = b"".join(path.read_bytes() for path in records)
+        assert len({path.stem for path in records}) == 1  # (run-ID.wandb)
+        for tag in ("train/returns/episode", "loss/q", "log/rnd/predictor_loss",
+                    "runtime/env_steps_per_s", "eval/returns/mean"):
+            assert tag.encode() in logged, tag
 
 
 def _check_console(console: str) -> None:

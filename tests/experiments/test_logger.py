@@ -409,9 +409,27 @@ def test_wandb_mirrors_every_scalar_in_offline_mode(tmp_path, monkeypatch) -> No
     assert list((Path(logger.log_dir) / "wandb").glob("offline-run-*/run-*.wandb"))
 
 
+def test_a_write_after_close_goes_on_in_the_same_wandb_run(tmp_path, monkeypatch) -> None:
+    """As TensorBoard's files do: a Ray run closes its logs when it ends, then its final
+    evaluation writes (was: the evaluation's scalars never reached W&B)."""
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    logger = ExperimentLogger("ppo", "CartPole-v1", str(tmp_path), wandb={"mode": "offline"})
+    run_id = logger._wandb.id
+    logger.add_episode_return(12.0)
+    logger.close()
+    logger.frame = 30
+    logger.add_test_returns([7.0, 9.0])
+    assert logger._wandb.id == run_id and dict(logger._wandb.summary)["eval/returns/mean"] == 8.0
+    logger.close()
+    records = list((Path(logger.log_dir) / "wandb").glob("offline-run-*/run-*.wandb"))
+    assert len(records) == 2 and {path.stem for path in records} == {f"run-{run_id}"}
+
+
 def test_summaries_reach_wandb_and_episode_summaries_are_episode_tags(tmp_path) -> None:
     class Run:  # (a W&B run that records what it is given)
         logged: list[dict] = []
+        id = "run0"
 
         def log(self, values: dict) -> None:
             self.logged.append(values)

@@ -221,9 +221,6 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
             raise ValueError(f"{key} is for runtime=local; with runtime=ray the trainer keeps "
                              "one checkpoint (without its replay), every "
                              "runtime.checkpoint_every trainer steps")
-    if cfg.logging.wandb is not None:
-        raise ValueError("logging.wandb is for runtime=local; a runtime=ray run logs to "
-                         "TensorBoard and CSV files in its run directory")
     if cfg.device is not None and str(cfg.device) != "cpu":
         raise ValueError(f"device={cfg.device} does not apply to runtime=ray: workers compute on "
                          "the GPUs they reserve; set runtime.gpus_per_trainer=1 (and "
@@ -243,7 +240,8 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     return DistributedRun(preset, RuntimeConfig.from_dict(options), frames=frames,
                           logdir=output_dir, seed=cfg.seed, name=preset.name,
                           quiet=cfg.logging.quiet, resume_from=output_dir if cfg.resume else None,
-                          meta=components, verbose=cfg.logging.verbose)
+                          meta=components, verbose=cfg.logging.verbose,
+                          wandb=_plain(cfg.logging.wandb))
 
 
 @dataclass

@@ -52,6 +52,7 @@ from looprl.experiments.budget import warn_budget_extended, warn_never_trained
 from looprl.experiments.diagnose import diverged
 from looprl.experiments.episodes import check_test, run_scope
 from looprl.experiments.experiment import evaluation_seed
+from looprl.experiments.logger import check_wandb
 from looprl.experiments.progress import TrainingProgress, evaluation_progress
 from looprl.experiments.run import TrainingInterrupted, check_frames
 from looprl.experiments.run_files import json_text
@@ -73,12 +74,14 @@ class DistributedRun:
         resume_from: a run directory (or a folder above it) of a run to continue;
             ``frames`` is the whole run's budget.
         verbose: log the losses and ``hp/*`` too (a local run's ``verbose``).
+        wandb: ``wandb.init`` arguments, to log the run's scalars to W&B too (as a local run).
     """
 
     def __init__(self, spec: AlgorithmSpec | Preset, runtime: RuntimeConfig | None = None,
                  frames: int = 100_000, logdir: str | None = "runs", seed: int = 0,
                  name: str | None = None, quiet: bool = False, resume_from: str | None = None,
-                 meta: Sequence[MetaComponent] = (), verbose: bool = True):
+                 meta: Sequence[MetaComponent] = (), verbose: bool = True,
+                 wandb: dict[str, Any] | None = None):
         check_frames(frames, "DistributedRun")
         check_built(spec, "DistributedRun", also=(AlgorithmSpec,))
         if runtime is not None and not isinstance(runtime, RuntimeConfig):
@@ -86,6 +89,7 @@ class DistributedRun:
                             f"{type(runtime).__name__}: RuntimeConfig(actors=4), or "
                             "RuntimeConfig.from_dict(options) for a dict")
         check_path(logdir, "DistributedRun's logdir", optional=True)
+        self.wandb = check_wandb(wandb, logdir)
         self.runtime = runtime or RuntimeConfig()
         self.hyperparameters = dict(spec.hyperparameters) if isinstance(spec, Preset) else {}
         if isinstance(spec, Preset):
@@ -217,7 +221,7 @@ class DistributedRun:
             self._log = open_run_log(self.name, self.spec, self.logdir, self.verbose, {
                 "hyperparameters": self.hyperparameters, "runner": "online",
                 "seed": self.seed, "meta": [repr(component) for component in self.spec.meta],
-                "runtime": "ray", "env_wrappers": _env_wrappers(self.spec)})
+                "runtime": "ray", "env_wrappers": _env_wrappers(self.spec)}, self.wandb)
             self.result.log_dir = self._log.log_dir
         return SampleCounts()
 

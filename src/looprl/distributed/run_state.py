@@ -264,10 +264,13 @@ class Throughput:
 
 
 def open_run_log(name: str, spec: AlgorithmSpec, logdir: str, verbose: bool = True,
-                 run_info: dict[str, Any] | None = None) -> Any:
-    """The ``ExperimentLogger`` of a new run directory ``{logdir}/{name}/{env}``."""
+                 run_info: dict[str, Any] | None = None, wandb: dict[str, Any] | None = None
+                 ) -> Any:
+    """The ``ExperimentLogger`` of a new run directory ``{logdir}/{name}/{env}`` (``wandb``:
+    ``wandb.init``'s arguments, to log to W&B too)."""
     from looprl.experiments.logger import ExperimentLogger
-    log = ExperimentLogger(name, spec.env_label, logdir, verbose=verbose, run_info=run_info)
+    log = ExperimentLogger(name, spec.env_label, logdir, verbose=verbose, run_info=run_info,
+                           wandb=wandb)
     save_spec(spec, log.log_dir)
     (Path(log.log_dir) / "throughput.csv").write_text(THROUGHPUT_HEADER + "\n")
     return log

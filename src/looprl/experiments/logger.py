@@ -10,7 +10,7 @@ import os
 import time
 import weakref
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -26,7 +26,8 @@ from looprl.core.logger import DummyLogger, Logger
 from looprl.core.suggest import check_count
 from looprl.experiments import run_files as files
 
-__all__ = ["ExperimentLogger", "MemoryLogger", "RecordingLogger", "checkpoint_dir", "mean_return"]
+__all__ = ["ExperimentLogger", "MemoryLogger", "RecordingLogger", "check_wandb", "checkpoint_dir",
+           "mean_return"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,17 @@ def checkpoint_dir(directory: str | Path) -> Iterator[None]:
         yield
     finally:
         _CHECKPOINT_DIR.reset(token)
+
+
+def check_wandb(wandb: Any, logdir: Any) -> Any:
+    """``wandb`` (``wandb.init``'s arguments, or ``None``), or one line: not a dict, or no
+    ``logdir`` to keep its runs in."""
+    if wandb is not None and not isinstance(wandb, Mapping):  # ("not a mapping")
+        raise TypeError(f"wandb is wandb.init's arguments (a dict; looprl run: "
+                        f"logging.wandb={{project: NAME}}) or None, got {wandb!r:.40}")
+    if wandb is not None and logdir is None:
+        raise ValueError("wandb logging needs a logdir (its runs are stored there)")
+    return wandb
 
 
 def _wandb_run(logger: ExperimentLogger, options: dict[str, Any], run_id: str | None = None) -> Any:
@@ -190,7 +202,8 @@ class ExperimentLogger(Logger):
         also relative to the checkpoint's (``checkpoint_dir``), if below it."""
         self._hand_scalars()
         state = {key: value for key, value in self.__dict__.items() if key != "_writer"}
-        state.update(_wandb=None, _wandb_id=None if self._wandb is None else self._wandb.id)
+        state.update(_wandb=None, _wandb_id=self.__dict__.get("_wandb_id") if self._wandb is None
+                     else self._wandb.id)
         folder = _CHECKPOINT_DIR.get()
         if folder is not None and os.path.relpath(self.log_dir, folder).split(os.sep)[0] != "..":
             state["_relative"] = {key: os.path.relpath(state[key], folder) for key in _DIRS}
@@ -223,6 +236,9 @@ class ExperimentLogger(Logger):
     def _scalar(self, tag: str, value: Any, step: str | int) -> None:
         """Write one scalar at ``self.frame``, ``self.episode`` or ``step``."""
         self._start_writing()
+        if self._wandb is None and self._wandb_options is not None:  # (written after close)
+            self._wandb = _wandb_run(self, self._wandb_options,
+                                     self.__dict__.pop("_wandb_id", None))
         count = _step(self, step)
         if step == "episode":
             self._episode_tags.add(tag)
@@ -328,7 +344,8 @@ class ExperimentLogger(Logger):
             return
         self.flush()
         self._writer.close()
-        if self._wandb is not None:
+        if self._wandb is not None:  # (a later write goes on in the same W&B run)
+            self._wandb_id = self._wandb.id
             self._wandb.finish()
             self._wandb = None
 

@@ -10,7 +10,7 @@ import copy
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from looprl.experiments.checkpoint import (
 )
 from looprl.experiments.episodes import run_scope
 from looprl.experiments.experiment import Experiment, seed_everything
-from looprl.experiments.logger import MemoryLogger, RecordingLogger, mean_return
+from looprl.experiments.logger import MemoryLogger, RecordingLogger, check_wandb, mean_return
 from looprl.experiments.run import fresh_components, make_experiment
 from looprl.experiments.run_files import append_lines, keep_until, save_preset
 from looprl.meta.hyperparameters import (
@@ -119,13 +119,8 @@ class Runner:
                                                     checkpoint_replay)
         self.run_info = {"runner": self.name, "meta": [repr(component) for component in self.meta],
                          **(run_info or {}), "seed": self.seed}  # (its own: a PBT member's)
-        if wandb is not None and not isinstance(wandb, Mapping):  # ("not a mapping")
-            raise TypeError(f"wandb is wandb.init's arguments (a dict; looprl run: "
-                            f"logging.wandb={{project: NAME}}) or None, got {wandb!r:.40}")
-        if wandb is not None and logdir is None:
-            raise ValueError("wandb logging needs a logdir (its runs are stored there)")
+        self.wandb = check_wandb(wandb, logdir)
         self.verbose = check_flag("verbose (looprl run's logging.verbose)", verbose)
-        self.wandb = wandb
         self.experiment: Any = None
         self.preset: Any = None
         self._next_run: tuple[str, dict[str, Any]] | None = None  # label_next_run
