@@ -176,6 +176,7 @@ class ExperimentLogger(Logger):
         self.last_losses: dict[str, Any] = {}  # name -> last value (for the dashboard)
         self._episode_tags: set[str] = set()  # tags written with step="episode"
         self._open_writer([])
+        self.__dict__.pop("_wandb_id", None)  # (a closed run's: a new run directory, a new run)
         self._wandb = None if self._wandb_options is None else _wandb_run(self, self._wandb_options)
 
     def start_run(self, run_name: str, run_info: dict[str, Any] | None = None) -> None:
