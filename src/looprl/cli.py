@@ -216,12 +216,9 @@ def watch_saved(args: argparse.Namespace) -> Path | None:
         run_dir = run_dir if found is None else found.parent
     if run_dir.is_dir() and not (run_dir / "preset.pt").exists() and (
             run_dir / "algorithm.pt").exists():
-        from looprl.distributed.watch import watch_run
-        if args.best:
-            raise ValueError("--best: a distributed run saves only its final policy (policy.pt); "
-                             "drop --best")
+        from looprl.distributed.watch import BEST, watch_run
         returns, path = watch_run(run_dir, args.episodes or 1, args.fps, args.gif,
-                                  args.max_steps)
+                                  args.max_steps, prefix=BEST if args.best else "")
     else:
         from looprl.environments.wrappers import load_normalization, preset_normalization
         from looprl.experiments import watch
@@ -320,7 +317,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "run's policy.pt and algorithm.pt), or the .pt file")
     watch.add_argument("--episodes", type=number(1), default=1)
     watch.add_argument("--best", action="store_true",
-                       help="play the best agent so far (best_preset.pt, runs with eval_every)")
+                       help="play the best agent so far (best_preset.pt, or a distributed "
+                       "run's best_policy.pt: runs with eval_every)")
     watch.add_argument("--env", default=None, help="environment id (default: the run's)")
     watch.add_argument("--fps", type=number(0, float, above=True), default=None,
                        help="frames per second (default: the environment's real time)")

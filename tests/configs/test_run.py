@@ -684,7 +684,8 @@ def test_a_device_with_runtime_ray_is_one_line(tmp_path: Path) -> None:
 
 def test_the_online_runners_options_hold_with_runtime_ray(tmp_path: Path) -> None:
     """``runner.num_steps`` (a runtime=local run's budget) and ``runner.eval_every`` were
-    silently ignored on Ray: ``runner.num_steps=64 frames=2000`` trained 2000 frames."""
+    silently ignored on Ray: ``runner.num_steps=64 frames=2000`` trained 2000 frames
+    (``runner.eval_every`` on Ray: ``tests/distributed/test_ray_logs.py``)."""
     pytest.importorskip("ray")
     from looprl.configs import build_distributed
 
@@ -692,8 +693,12 @@ def test_the_online_runners_options_hold_with_runtime_ray(tmp_path: Path) -> Non
                             str(tmp_path))
     assert run.frames == 64
     assert build_distributed(_compose(["runtime=ray", "frames=2000"]), str(tmp_path)).frames == 2000
-    with pytest.raises(ValueError, match="^runner.eval_every is for runtime=local"):
-        build_distributed(_compose(["runtime=ray", "runner.eval_every=32"]), str(tmp_path))
+    assert build_distributed(_compose(["runtime=ray", "runner.eval_every=32"]), str(tmp_path))
+    with pytest.raises(ValueError, match="runner.eval_every must be positive"):
+        build_distributed(_compose(["runtime=ray", "runner.eval_every=0"]), str(tmp_path))
+    with pytest.raises(ValueError, match="it needs test_episodes >= 1, got 0$"):
+        build_distributed(_compose(["runtime=ray", "runner.eval_every=32", "test_episodes=0"]),
+                          str(tmp_path))
     with pytest.raises(ValueError, match="runner.num_steps must be positive"):
         build_distributed(_compose(["runtime=ray", "runner.num_steps=0"]), str(tmp_path))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -1116,22 +1117,25 @@ def test_a_runs_end_saves_the_same_statistics_in_normalization_pt_and_its_checkp
     """The run's end asks the actors for their normalizers' statistics once, and saves those
     in ``normalization.pt`` and in its last controller checkpoint (was: asked twice, and the
     two files could hold statistics of other steps)."""
+    from looprl.distributed.placement import WorkerPool
     from looprl.distributed.run_state import CONTROLLER_CHECKPOINT, ControllerCheckpoint
     from looprl.environments.wrappers import saved_normalization
     from looprl.experiments.checkpoint import load_checkpoint
 
     asked = []
+    pool = SimpleNamespace(stop=lambda: None, ask=lambda name, method: {}, statistics=None)
 
-    def normalization() -> list:  # (a step more counted at each answer)
+    def normalization() -> list:  # (a step more counted at each answer, kept as the pool's)
         asked.append(len(asked) + 1.0)
-        return [None, {"wrappers": ["NormalizeObservation"], "normalizers": [
+        pool.statistics = [None, {"wrappers": ["NormalizeObservation"], "normalizers": [
             {"obs_rms": {"mean": np.zeros(1), "var": np.ones(1), "count": asked[-1]}}]}]
+        return pool.statistics
 
+    pool.normalization, pool.save_policy = normalization, partial(WorkerPool.save_policy, pool)
     run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1, checkpoint_every=2),
                          logdir=str(tmp_path), quiet=True)
     counts = run._open_logs()
-    run._pool = SimpleNamespace(stop=lambda: None, ask=lambda name, method: {},
-                                normalization=normalization)
+    run._pool = pool
     run._checkpoint = ControllerCheckpoint(2, run._log, run.result, counts,
                                            normalization=normalization)
     run._finish()

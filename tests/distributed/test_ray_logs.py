@@ -142,3 +142,38 @@ def test_a_ray_run_writes_the_loss_and_schedule_tags_of_a_local_run(local_ray, t
     assert tags["ray"] == tags["local"]
     frames = results(tmp_path / "ray")["train"]["frames"]
     assert all(0 < frame <= frames for frame, _ in scalars["loss/ppo"]), scalars["loss/ppo"]
+
+
+def test_runner_eval_every_evaluates_a_ray_run_on_the_way(local_ray, tmp_path: Path,
+                                                          capsys) -> None:
+    """(Was: one line, 'runner.eval_every is for runtime=local'.) At the first poll past every
+    1,000 frames the driver evaluates the policy the trainer published last, as a local
+    ``OnlineRunner`` records it: ``eval_results.csv``, ``evaluations`` and ``best`` in
+    ``results.json``'s ``train``, the evaluation's scalars at that frame, and the best policy
+    kept as ``best_policy.pt``, which ``looprl watch --best`` plays."""
+    import torch
+
+    from looprl.cli import main as cli
+    from looprl.configs.app import main
+
+    assert main(["algorithm=ppo", "algorithm.hidden=16", "runtime=ray", "runtime.actors=1",
+                 "frames=3000", "runner.eval_every=1000", "test_episodes=2",
+                 f"hydra.run.dir={tmp_path}"]) == 0
+    train = results(tmp_path)["train"]
+    evaluations = train["evaluations"]
+    steps = [step for step, _ in evaluations]
+    assert evaluations and steps == sorted(set(steps)) and steps[0] >= 1000, evaluations
+    assert steps[-1] <= train["frames"]
+    assert train["best"] == max(evaluations, key=lambda e: e[1])
+    rows = (tmp_path / "eval_results.csv").read_text().splitlines()
+    assert rows[0] == "step,mean_eval_reward,std_eval_reward,episodes,set"
+    assert [[int(r.split(",")[0]), float(r.split(",")[1])] for r in rows[1:]] == evaluations
+    [run_dir] = {path.parent for path in tmp_path.glob("**/run.json")}
+    means = dict(_scalars(str(run_dir))["eval/returns/mean"])  # (frame -> mean)
+    assert all(means[step] == mean for step, mean in evaluations), (means, evaluations)
+    best, final = (torch.load(run_dir / name) for name in ("best_policy.pt", "policy.pt"))
+    assert best["version"] <= final["version"]  # (a published policy, then the final one)
+    capsys.readouterr()
+    assert cli(["watch", str(run_dir), "--best", "--episodes", "1", "--gif",
+                str(tmp_path / "best.gif")]) == 0
+    assert "episode 1: return " in capsys.readouterr().out

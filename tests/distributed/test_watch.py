@@ -53,8 +53,18 @@ def test_watching_a_run_plays_its_policy_into_a_gif(tmp_path, capsys, monkeypatc
     out = capsys.readouterr().out
     first = evaluate(spec, saved.get_checkpoint(), 1, seed=0)[0]  # the CLI's seed: 0
     assert f"episode 1: return {first:.1f}" in out and "watch.gif" in out
-    assert cli(["watch", str(tmp_path), "--best"]) == 2
-    assert "saves only its final policy" in capsys.readouterr().err
+    assert cli(["watch", str(tmp_path), "--best"]) == 2  # (a run that never evaluated)
+    assert capsys.readouterr().err.strip().endswith(
+        "No best_policy.pt in " + str(tmp_path) + ": a distributed run writes algorithm.pt when "
+        "it starts and policy.pt when it ends, best_policy.pt when it evaluates on the way "
+        "(runner.eval_every=N)")
+    (tmp_path / "best").mkdir()
+    best = run_dir(tmp_path / "best", spec, seed=11)  # (another policy: the best so far)
+    (tmp_path / "best" / "policy.pt").rename(tmp_path / "best_policy.pt")
+    returns = evaluate(spec, best.get_checkpoint(), 1, seed=0)[0]
+    assert returns != first  # (the two policies tell apart)
+    assert cli(["watch", str(tmp_path), "--best", "--episodes", "1"]) == 0
+    assert f"episode 1: return {returns:.1f}" in capsys.readouterr().out
 
 
 def test_watching_the_directory_of_a_looprl_run_on_ray_finds_its_policy(tmp_path, capsys):

@@ -226,11 +226,12 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
                          "the GPUs they reserve; set runtime.gpus_per_trainer=1 (and "
                          "runtime.gpus_per_policy) instead")
     runner = _plain(cfg.runner)  # (runner=online: its budget, num_steps, is ${frames})
-    if runner.get("eval_every") is not None:
-        raise ValueError("runner.eval_every is for runtime=local; a runtime=ray run evaluates "
-                         "its final policy (and, while it trains, with runtime.eval_workers)")
     frames = runner.get("num_steps", cfg.frames)
     check_count(**{"runner.num_steps": frames})
+    check_count(optional=True, **{"runner.eval_every": runner.get("eval_every")})
+    if runner.get("eval_every") is not None and not cfg.test_episodes:  # (as a local run)
+        raise ValueError("runner=online scores each policy that eval_every compares (best_policy) "
+                         "by its evaluation returns: it needs test_episodes >= 1, got 0")
     options = distributed_options(_plain(cfg.runtime))
     builder, env, held_out = _builder(cfg)  # (the app evaluates on the held-out set)
     seed_everything(cfg.seed)  # the initial weights every worker starts from

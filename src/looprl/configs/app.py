@@ -73,19 +73,27 @@ def _write_results(cfg: Any, output_dir: str, train: dict[str, Any],
 
 def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
     """``runtime=ray``: the run on Ray workers, then a local run's final evaluation, here."""
+    from looprl.distributed.evaluate_every import EvaluateEvery
     from looprl.experiments.logger import mean_return
     from looprl.runners.evaluation import final_evaluation, summary
     run = configs.build_distributed(cfg, output_dir)
-    result = run.run()
-    evaluation = summary([])
-    if (Path(result.log_dir or "") / "policy.pt").is_file():  # (0 episodes: as a local run)
-        env, test_env = configs.make_envs(cfg.algorithm.preset, cfg)
-        evaluation = {**final_evaluation(run, cfg.test_episodes, env, test_env),
-                      "step": result.frames}  # (as a runner reports it)
-        run.close()
-        configs.close_envs(env, test_env)
-    elif cfg.test_episodes:  # never score an untrained policy as the run's result
-        log.warning("no test episodes: the run saved no final policy (%s)", result.log_dir)
+    every = cfg.runner.get("eval_every")  # (evaluations on the way: their envs made first)
+    envs = None if every is None else configs.make_envs(cfg.algorithm.preset, cfg)
+    evaluate = None if envs is None else EvaluateEvery(every, cfg.test_episodes, *envs,
+                                                       logdir=output_dir)
+    try:
+        result = run.run(evaluate)
+        evaluation = summary([])
+        if (Path(result.log_dir or "") / "policy.pt").is_file():  # (0 episodes: as locally)
+            envs = envs or configs.make_envs(cfg.algorithm.preset, cfg)
+            evaluation = {**final_evaluation(run, cfg.test_episodes, *envs),
+                          "step": result.frames}  # (as a runner reports it)
+            run.close()
+        elif cfg.test_episodes:  # never score an untrained policy as the run's result
+            log.warning("no test episodes: the run saved no final policy (%s)", result.log_dir)
+    finally:
+        if envs is not None:
+            configs.close_envs(*envs)
     train = {"step": result.frames, "episodes": len(result.returns),  # (a local run's keys)
              "returns": list(result.returns), "mean_return": mean_return(result.returns),
              "wall_time": result.seconds, "frames": result.frames,
@@ -93,6 +101,8 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
              "frames_per_second": result.frames_per_second,
              "restarts": [list(r) for r in result.restarts], "log_dir": result.log_dir,
              "meta": result.meta}
+    if evaluate is not None:  # (an OnlineRunner's keys)
+        train.update(evaluations=evaluate.evaluations, best=evaluate.best)
     if not cfg.logging.quiet:
         actors = run.runtime.actors
         configs.log_summary(f"{run.name} on {cfg.env} (Ray, {actors} actor"

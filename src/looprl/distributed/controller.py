@@ -45,7 +45,6 @@ from looprl.environments.contextual import contextual_envs
 from looprl.environments.wrappers import (
     Wrappers,
     normalizers_of,
-    save_normalization,
     saved_normalization,
 )
 from looprl.experiments.budget import warn_budget_extended, warn_never_trained
@@ -191,11 +190,7 @@ class DistributedRun:
         if self.result.log_dir is None or not policy.is_file():
             raise FileNotFoundError(f"DistributedRun.test evaluates the final policy, and the run "
                                     f"saved none ({policy}): run it first, with a logdir")
-        spec, made = self.spec, None if env is None else env.remote_env()
-        if isinstance(made, str):  # (an environment Ray's actors cannot make)
-            raise ValueError(made)
-        if made is not None and made != (spec.env, spec.env_args):  # (another env: its copies)
-            spec = replace(spec, env=made[0], env_args=made[1], copies=None)
+        spec = pipeline.evaluation_spec(self.spec, env)
         saved = load_file(policy, "trained policy", "train the run again", map_location="cpu")
         statistics = saved_normalization(policy.parent)  # (training's: ``normalization.pt``)
         with evaluation_progress(f"{self.name} on {self.spec.env_label}", episodes,
@@ -208,6 +203,13 @@ class DistributedRun:
                     for i, agent in enumerate(self.result.agent_returns)}
             self._monitor.agent_logs.add_test_returns(returns, each, self.result.frames)
         return returns
+
+    def save_policy(self) -> bool:
+        """Write the policy the trainer published last as ``policy.pt`` (what ``test`` plays),
+        from a ``run`` callback that evaluates on the way (``run`` writes the final one as it
+        ends); whether there was one."""
+        return self._pool is not None and self.result.log_dir is not None and \
+            self._pool.save_policy(self.result.log_dir)
 
     def close(self) -> None:
         """Close the run directory's loggers (``run`` does; call it again after ``test``)."""
@@ -302,13 +304,10 @@ class DistributedRun:
         stopped = self._pool.stop()
         try:
             if self.result.log_dir is not None:
-                torch.save(self._pool.ask("trainer", "policy_checkpoint"),
-                           Path(self.result.log_dir) / "policy.pt")
-                statistics = self._pool.normalization()  # (asked once: the checkpoint's too)
-                save_normalization(statistics, self.result.log_dir)
+                self._pool.save_policy(self.result.log_dir, final=True)
                 if self.runtime.checkpoint_every:
                     self._pool.ask("trainer", "checkpoint")
-                    self._checkpoint.save(final=True, statistics=statistics)
+                    self._checkpoint.save(final=True, statistics=self._pool.statistics)
         except (ray.exceptions.RayError, OSError) as error:
             logger.warning("could not save the final policy: %s", error_line(error))
         if stopped:

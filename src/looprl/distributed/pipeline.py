@@ -25,8 +25,8 @@ from looprl.meta.hyperparameters import set_hyperparameter
 from looprl.meta.schedules import CosineLRSchedule, HPSchedule
 
 __all__ = ["CHECKPOINT", "PipelineReport", "act", "check_schedules", "collect",
-           "evaluation_episodes", "load_parameters", "load_shared_state", "meta_states",
-           "policy_parameters", "test_pipeline", "trainer_core"]
+           "evaluation_episodes", "evaluation_spec", "load_parameters", "load_shared_state",
+           "meta_states", "policy_parameters", "test_pipeline", "trainer_core"]
 
 logger = logging.getLogger(__name__)
 
@@ -207,6 +207,16 @@ def _train(core: Any, report: PipelineReport) -> bool:
 
 
 test_pipeline.__test__ = False  # not a pytest test
+
+
+def evaluation_spec(spec: AlgorithmSpec, env: Any = None) -> AlgorithmSpec:
+    """``spec``, playing in ``env`` (a looprl environment; ``None``: its own) instead."""
+    made = None if env is None else env.remote_env()
+    if isinstance(made, str):  # (an environment Ray's actors cannot make)
+        raise ValueError(made)
+    if made is None or made == (spec.env, spec.env_args):
+        return spec
+    return replace(spec, env=made[0], env_args=made[1], copies=None)  # (another env: its copies)
 
 
 def evaluation_episodes(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None,

@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from looprl.core.files import save_atomically
 from looprl.core.suggest import log_worker_warnings
 from looprl.distributed.cluster import (
     answer_timeout,
@@ -21,9 +22,10 @@ from looprl.distributed.cluster import (
     warn_cluster_too_small,
 )
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
+from looprl.distributed.pipeline import load_parameters
 from looprl.distributed.run_state import TRAINER_CHECKPOINT, DistributedResult, SampleCounts
 from looprl.environments.faults import place
-from looprl.environments.wrappers import most_counted
+from looprl.environments.wrappers import most_counted, save_normalization
 
 __all__ = ["Supervisor", "WorkerPool"]
 
@@ -222,6 +224,24 @@ class WorkerPool:
             logger.warning("no actor handed over its normalizers' statistics in time: what "
                            "loads them (evaluation, a restarted actor) normalizes anew")
         return self.statistics
+
+    def save_policy(self, run_dir: str, final: bool = False) -> bool:
+        """Write the policy as ``policy.pt`` and the normalizers' ``statistics`` in ``run_dir``:
+        the trainer's (``final``: its loop stopped), else the latest it published (``False``:
+        none yet)."""
+        from looprl.distributed.server import unpack  # (imports Ray)
+        if final:
+            checkpoint = self.ask("trainer", "policy_checkpoint")
+        elif (published := self.ask("server", "get", -1)) is None:
+            return False
+        else:  # (a consistent copy: the trainer's own parameters change as it trains)
+            policy = self.spec.make_policy()
+            load_parameters(policy, unpack(published[2])[0])
+            policy.version = published[1]
+            checkpoint = policy.get_checkpoint()
+        save_atomically(checkpoint, Path(run_dir) / "policy.pt")
+        save_normalization(self.normalization(), run_dir)
+        return True
 
     def ask(self, name: str, method: str, *args: Any) -> Any:
         """Worker ``name``'s answer to ``method(*args)`` within ``answer_timeout(runtime)``."""

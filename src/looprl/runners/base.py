@@ -31,14 +31,14 @@ from looprl.experiments.episodes import run_scope
 from looprl.experiments.experiment import Experiment, seed_everything
 from looprl.experiments.logger import MemoryLogger, RecordingLogger, check_wandb, mean_return
 from looprl.experiments.run import fresh_components, make_experiment
-from looprl.experiments.run_files import append_lines, keep_until, save_preset
+from looprl.experiments.run_files import keep_until, save_preset
 from looprl.meta.hyperparameters import (
     agent_hyperparameters,
     set_hyperparameter,
     unknown_hyperparameter,
 )
 from looprl.presets.catalog import env_for
-from looprl.runners.evaluation import SETS, final_evaluation
+from looprl.runners.evaluation import SETS, final_evaluation, record_evaluation
 
 TRAIN_KEYS: tuple[str, ...] = ("step", "episodes", "returns", "mean_return", "wall_time")
 EVAL_KEYS: tuple[str, ...] = ("mean_eval_reward", "std_eval_reward", "returns", "episodes", "step")
@@ -362,17 +362,7 @@ class OnlineRunner(Runner):
 
     def _evaluate_and_keep_best(self) -> None:
         results = self._last_evaluation = self.evaluate()
-        best = max((mean for _, mean in self.evaluations), default=-math.inf)
-        if self.logdir is not None:  # a row per set
-            path = Path(self.logdir) / "eval_results.csv"
-            sets = {name: results[name] for name in SETS if name in results} or {SETS[0]: results}
-            rows = [f"{results['step']},{one['mean_eval_reward']!r},{one['std_eval_reward']!r},"
-                    f"{one['episodes']},{name}\n" for name, one in sets.items()]
-            if not self.evaluations:
-                path.write_text("step,mean_eval_reward,std_eval_reward,episodes,set\n")
-            append_lines(path, rows)
-        self.evaluations.append([results["step"], results["mean_eval_reward"]])
-        if results["mean_eval_reward"] > best:
+        if record_evaluation(self.logdir, self.evaluations, results):
             self.best_preset = copy.deepcopy(self.preset)
             if self.logdir is not None:
                 save_preset(self.preset, self.experiment.vector_env, self.logdir, "best_")

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from looprl.environments.contextual import ContextualEnvironment
 from looprl.experiments.logger import ExperimentLogger, mean_return
+from looprl.experiments.run_files import append_lines
 
-__all__ = ["SETS", "final_evaluation", "held_out_returns", "instance_plan", "summary"]
+__all__ = ["SETS", "final_evaluation", "held_out_returns", "instance_plan", "record_evaluation",
+           "summary"]
 
 #: The names of the two evaluated sets (in ``results.json``, TensorBoard and CSV files).
 SETS = ("train_set", "test_set")
@@ -73,3 +76,21 @@ def summary(returns: list[float], held_out: list[float] | None = None) -> dict[s
         return results
     test_set = summary(held_out)
     return {**test_set, "train_set": results, "test_set": test_set}
+
+
+def record_evaluation(logdir: str | None, evaluations: list[list[float]],
+                      results: dict[str, Any]) -> bool:
+    """Add an evaluation on the way (``results``, at ``results["step"]``) to ``evaluations``
+    (``[step, mean]`` rows) and to ``logdir``'s ``eval_results.csv`` (a row per set, the header
+    first); whether it is the best so far."""
+    best = max((mean for _, mean in evaluations), default=-math.inf)
+    if logdir is not None:
+        path = Path(logdir) / "eval_results.csv"
+        sets = {name: results[name] for name in SETS if name in results} or {SETS[0]: results}
+        rows = [f"{results['step']},{one['mean_eval_reward']!r},{one['std_eval_reward']!r},"
+                f"{one['episodes']},{name}\n" for name, one in sets.items()]
+        if not evaluations:
+            path.write_text("step,mean_eval_reward,std_eval_reward,episodes,set\n")
+        append_lines(path, rows)
+    evaluations.append([results["step"], results["mean_eval_reward"]])
+    return results["mean_eval_reward"] > best
