@@ -11,7 +11,7 @@ from looprl.core.files import write_atomically
 from looprl.core.suggest import check_count
 from looprl.distributed.watch import BEST, POLICY_FILE
 from looprl.environments.wrappers import NORMALIZATION_FILE
-from looprl.runners.evaluation import final_evaluation, record_evaluation
+from looprl.runners.evaluation import best_evaluation, final_evaluation, record_evaluation
 
 __all__ = ["EvaluateEvery"]
 
@@ -49,4 +49,4 @@ class EvaluateEvery:
     @property
     def best(self) -> list[float] | None:
         """``[step, mean return]`` of the best evaluation so far (``None``: none yet)."""
-        return max(self.evaluations, key=lambda e: e[1], default=None)
+        return best_evaluation(self.evaluations)

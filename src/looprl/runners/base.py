@@ -38,7 +38,12 @@ from looprl.meta.hyperparameters import (
     unknown_hyperparameter,
 )
 from looprl.presets.catalog import env_for
-from looprl.runners.evaluation import SETS, final_evaluation, record_evaluation
+from looprl.runners.evaluation import (
+    SETS,
+    best_evaluation,
+    final_evaluation,
+    record_evaluation,
+)
 
 TRAIN_KEYS: tuple[str, ...] = ("step", "episodes", "returns", "mean_return", "wall_time")
 EVAL_KEYS: tuple[str, ...] = ("mean_eval_reward", "std_eval_reward", "returns", "episodes", "step")
@@ -355,7 +360,7 @@ class OnlineRunner(Runner):
                              wall_time=time.perf_counter() - start)
         if self.eval_every is not None:
             train_results["evaluations"] = self.evaluations
-            train_results["best"] = max(self.evaluations, key=lambda e: e[1], default=None)
+            train_results["best"] = best_evaluation(self.evaluations)
         last = self._last_evaluation  # (at the final step already: the same, played once)
         return train_results, last if last and last["step"] == self.experiment.frame \
             else self._evaluation(self.eval_episodes)

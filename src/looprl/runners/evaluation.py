@@ -14,8 +14,8 @@ from looprl.environments.contextual import ContextualEnvironment
 from looprl.experiments.logger import ExperimentLogger, mean_return
 from looprl.experiments.run_files import append_lines
 
-__all__ = ["SETS", "final_evaluation", "held_out_returns", "instance_plan", "record_evaluation",
-           "summary"]
+__all__ = ["SETS", "best_evaluation", "final_evaluation", "held_out_returns", "instance_plan",
+           "record_evaluation", "summary"]
 
 #: The names of the two evaluated sets (in ``results.json``, TensorBoard and CSV files).
 SETS = ("train_set", "test_set")
@@ -94,3 +94,8 @@ def record_evaluation(logdir: str | None, evaluations: list[list[float]],
         append_lines(path, rows)
     evaluations.append([results["step"], results["mean_eval_reward"]])
     return results["mean_eval_reward"] > best
+
+
+def best_evaluation(evaluations: list[list[float]]) -> list[float] | None:
+    """The ``[step, mean]`` row with the highest mean (``None``: none yet)."""
+    return max(evaluations, key=lambda e: e[1], default=None)
