@@ -422,6 +422,53 @@ def test_a_controller_checkpoint_waits_for_the_trainer_checkpoint_of_its_interva
     assert saved.read_bytes() == b"step 4" and trainer.asked == [2, 2, 4, 4]
 
 
+def test_checkpoint_every_saves_past_each_multiple_of_frames_and_keeps_the_latest(
+        tmp_path) -> None:
+    """(Was: ``checkpoint_every`` and ``keep_checkpoints`` were one line on Ray.) With
+    ``frames`` the controller saves at the first poll past each multiple of that many env steps,
+    once trainer 0 has checkpointed after the request (asked again at each poll until then: a
+    restarted trainer forgot it), not at its own interval; ``keep`` keeps the latest pairs
+    numbered by frame, as a local run's ``checkpoint_<frame>.pt``."""
+    from looprl.distributed.run_state import (
+        CONTROLLER_CHECKPOINT,
+        TRAINER_CHECKPOINT,
+        ControllerCheckpoint,
+    )
+    from looprl.experiments.checkpoint import numbered_checkpoints
+
+    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1, checkpoint_every=None),
+                         logdir=str(tmp_path), quiet=True, checkpoint_every=100,
+                         keep_checkpoints=2)
+    counts = run._open_logs()
+    trainer, requests = HeldCheckpoint((1, b"step 1")), []
+    saver = ControllerCheckpoint(None, run._log, run.result, counts, trainer=trainer,
+                                 frames=run.checkpoint_every, keep=run.keep_checkpoints,
+                                 request=lambda: requests.append(run.result.train_steps))
+    run_dir = Path(run._log.log_dir)
+    for frames, steps, held in ((60, 2, None), (120, 3, None), (130, 4, None),
+                                (140, 5, (4, b"step 4")), (190, 7, None), (250, 9, (9, b"9")),
+                                (260, 10, (10, b"10")), (350, 11, (10, b"10")),
+                                (420, 13, (12, b"step 12"))):
+        run.result.frames, run.result.train_steps = frames, steps
+        trainer.held = held or trainer.held
+        saver.save()
+        if frames == 140:
+            assert (run_dir / TRAINER_CHECKPOINT).read_bytes() == b"step 4"
+    run.close()
+    assert requests == [3, 4, 9, 11]  # (at each poll until one is taken after step 3's)
+    assert trainer.asked == [4, 4, 4, 10, 10, 12, 12]
+    assert (run_dir / TRAINER_CHECKPOINT).read_bytes() == b"step 12"
+    assert list(numbered_checkpoints(run_dir, "controller_checkpoint")) == [260, 420]
+    assert list(numbered_checkpoints(run_dir, "trainer_checkpoint")) == [260, 420]
+    assert (run_dir / "trainer_checkpoint_260.pt").read_bytes() == b"10"
+    assert (run_dir / CONTROLLER_CHECKPOINT).is_file()
+    with pytest.raises(ValueError, match="keep_checkpoints=2 keeps the checkpoints "
+                       "checkpoint_every saves: set checkpoint_every too"):
+        DistributedRun(ppo_spec(), logdir=str(tmp_path), keep_checkpoints=2)
+    with pytest.raises(ValueError, match="checkpoint_every needs a logdir"):
+        DistributedRun(ppo_spec(), logdir=None, checkpoint_every=100)
+
+
 def test_a_resumed_run_saves_the_interval_after_its_trainer_checkpoints(tmp_path) -> None:
     """(Was: a resumed run counted its trainer checkpoint as taken at the controller's steps,
     which ran ahead of it: saved at step 6 beside step 4's, its step-6 checkpoint was skipped.)"""

@@ -133,7 +133,7 @@ class LocalOnly(Preset):
 @pytest.mark.parametrize(("override", "expected"), [
     ("test_episodes=-1", "test_episodes must be an integer >= 0"),
     ("frames=0", "frames must be an integer >= 1"),
-    ("checkpoint_every=100", "checkpoint_every is for runtime=local"),
+    ("keep_checkpoints=2", "keep_checkpoints=2 keeps the checkpoints checkpoint_every saves"),
     ("logging.wandb=5", "wandb is wandb.init's arguments"),
 ])
 def test_bad_or_local_only_values_with_runtime_ray_are_one_line_before_training(

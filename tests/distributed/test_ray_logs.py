@@ -177,3 +177,28 @@ def test_runner_eval_every_evaluates_a_ray_run_on_the_way(local_ray, tmp_path: P
     assert cli(["watch", str(run_dir), "--best", "--episodes", "1", "--gif",
                 str(tmp_path / "best.gif")]) == 0
     assert "episode 1: return " in capsys.readouterr().out
+
+
+def test_checkpoint_every_and_keep_checkpoints_on_ray_as_locally(local_ray, tmp_path: Path
+                                                                 ) -> None:
+    """(Was: one line, 'checkpoint_every is for runtime=local'.) A Ray run writes its checkpoint
+    at the first poll past every ``checkpoint_every`` frames, asking the trainer for its
+    checkpoint then (``runtime.checkpoint_every=null``: it takes none on its own), keeps the
+    ``keep_checkpoints`` latest numbered by frame, and ``--resume`` goes on from it."""
+    from looprl.cli import main as cli
+    from looprl.configs.app import main
+    from looprl.experiments.checkpoint import numbered_checkpoints
+
+    assert main(["algorithm=ppo", "algorithm.hidden=16", "runtime=ray", "runtime.actors=1",
+                 "runtime.checkpoint_every=null", "frames=20000", "checkpoint_every=3000",
+                 "keep_checkpoints=2", "test_episodes=1", f"hydra.run.dir={tmp_path}"]) == 0
+    [run_dir] = {path.parent for path in tmp_path.glob("**/run.json")}
+    controller = numbered_checkpoints(run_dir, "controller_checkpoint")
+    trainer = numbered_checkpoints(run_dir, "trainer_checkpoint")
+    frames = results(tmp_path)["train"]["frames"]
+    assert list(controller) == list(trainer) and len(controller) == 2, controller
+    assert 3000 <= list(controller)[0] < frames == list(controller)[-1]  # (past one, final)
+    assert cli(["run", "--resume", str(tmp_path), "frames=26000"]) == 0
+    assert results(tmp_path)["train"]["frames"] >= 26000
+    assert len(numbered_checkpoints(run_dir, "controller_checkpoint")) == 2
+    assert list(numbered_checkpoints(run_dir, "controller_checkpoint"))[-1] >= 26000

@@ -249,7 +249,7 @@ def test_a_trainer_that_does_not_agree_to_push_is_not_published_after_that_step(
                            runtime=RuntimeConfig(publish_every=1, sync=True,
                                                  checkpoint_every=None),
                            _lock=threading.Condition(), _rows=0, _stats=[], _meta={},
-                           _blocked=0, _training=True, _wake=lambda: None)
+                           _blocked=0, _training=True, _wake=lambda: None, _checkpoint_due=False)
     for _ in range(3):
         worker._train((None, None))
     assert published == [2, 3]

@@ -216,11 +216,6 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     from looprl.distributed import DistributedRun, RuntimeConfig
     from looprl.experiments.experiment import seed_everything
     _check_run_values(cfg)
-    for key in ("keep_checkpoints", "checkpoint_every"):
-        if cfg.get(key) is not None:
-            raise ValueError(f"{key} is for runtime=local; with runtime=ray the trainer keeps "
-                             "one checkpoint (without its replay), every "
-                             "runtime.checkpoint_every trainer steps")
     if cfg.device is not None and str(cfg.device) != "cpu":
         raise ValueError(f"device={cfg.device} does not apply to runtime=ray: workers compute on "
                          "the GPUs they reserve; set runtime.gpus_per_trainer=1 (and "
@@ -242,7 +237,8 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
                           logdir=output_dir, seed=cfg.seed, name=preset.name,
                           quiet=cfg.logging.quiet, resume_from=output_dir if cfg.resume else None,
                           meta=components, verbose=cfg.logging.verbose,
-                          wandb=_plain(cfg.logging.wandb))
+                          wandb=_plain(cfg.logging.wandb), checkpoint_every=cfg.checkpoint_every,
+                          keep_checkpoints=cfg.get("keep_checkpoints"))
 
 
 @dataclass

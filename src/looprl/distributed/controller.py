@@ -48,6 +48,7 @@ from looprl.environments.wrappers import (
     saved_normalization,
 )
 from looprl.experiments.budget import warn_budget_extended, warn_never_trained
+from looprl.experiments.checkpoint import check_checkpointing
 from looprl.experiments.diagnose import diverged
 from looprl.experiments.episodes import check_test, run_scope
 from looprl.experiments.experiment import evaluation_seed
@@ -74,22 +75,26 @@ class DistributedRun:
             ``frames`` is the whole run's budget.
         verbose: log the losses and ``hp/*`` too (a local run's ``verbose``).
         wandb: ``wandb.init`` arguments, to log the run's scalars to W&B too (as a local run).
+        checkpoint_every: write the run's checkpoint (``controller_checkpoint.pt`` and
+            ``trainer_checkpoint.pt``) at the first poll past every this many env steps
+            (``None``: whenever the trainer checkpoints, every ``runtime.checkpoint_every``
+            trainer steps); ``keep_checkpoints``: also keep the latest this many, numbered.
     """
 
     def __init__(self, spec: AlgorithmSpec | Preset, runtime: RuntimeConfig | None = None,
                  frames: int = 100_000, logdir: str | None = "runs", seed: int = 0,
                  name: str | None = None, quiet: bool = False, resume_from: str | None = None,
                  meta: Sequence[MetaComponent] = (), verbose: bool = True,
-                 wandb: dict[str, Any] | None = None):
+                 wandb: dict[str, Any] | None = None, checkpoint_every: int | None = None,
+                 keep_checkpoints: int | None = None):
         check_frames(frames, "DistributedRun")
         check_built(spec, "DistributedRun", also=(AlgorithmSpec,))
-        if runtime is not None and not isinstance(runtime, RuntimeConfig):
-            raise TypeError(f"DistributedRun's runtime must be a RuntimeConfig, got a "
-                            f"{type(runtime).__name__}: RuntimeConfig(actors=4), or "
-                            "RuntimeConfig.from_dict(options) for a dict")
+        self.runtime = _check_runtime(runtime)
         check_path(logdir, "DistributedRun's logdir", optional=True)
         self.wandb = check_wandb(wandb, logdir)
-        self.runtime = runtime or RuntimeConfig()
+        self.checkpoint_every = checkpoint_every
+        self.keep_checkpoints = check_checkpointing(checkpoint_every, keep_checkpoints, True,
+                                                    logdir=logdir)
         self.hyperparameters = dict(spec.hyperparameters) if isinstance(spec, Preset) else {}
         if isinstance(spec, Preset):
             name = name or spec.name
@@ -155,11 +160,7 @@ class DistributedRun:
             self._supervisor = Supervisor(self._pool)
             self._monitor = RunMonitor(self.result, counts, self._log, self._pool.trainers,
                                        self.frames, agents, self._agent_logs)
-            self._checkpoint = ControllerCheckpoint(
-                self.runtime.checkpoint_every, self._log, self.result, counts, self._agent_logs,
-                self._pool.actors_meta_state, self._planned, self._pool.schedules,
-                functools.partial(self._pool.ask, "server", "trainer_checkpoint"),
-                self._checkpoint_steps, self._pool.normalization)
+            self._checkpoint = _controller_checkpoint(self, counts)
             self._started_frames = self.frames
             self._pool.start(self.result.log_dir, self.seed, self.frames - self.result.frames,
                              self._actors_meta, self._schedules, self._checkpoint_steps)
@@ -305,13 +306,33 @@ class DistributedRun:
         try:
             if self.result.log_dir is not None:
                 self._pool.save_policy(self.result.log_dir, final=True)
-                if self.runtime.checkpoint_every:
+                if self.runtime.checkpoint_every or self.checkpoint_every:
                     self._pool.ask("trainer", "checkpoint")
                     self._checkpoint.save(final=True, statistics=self._pool.statistics)
         except (ray.exceptions.RayError, OSError) as error:
             logger.warning("could not save the final policy: %s", error_line(error))
         if stopped:
             self._monitor.record_warnings(self._pool.stats())
+
+
+def _check_runtime(runtime: Any) -> RuntimeConfig:
+    """``DistributedRun``'s ``runtime`` (``None``: the default), checked."""
+    if runtime is not None and not isinstance(runtime, RuntimeConfig):
+        raise TypeError(f"DistributedRun's runtime must be a RuntimeConfig, got a "
+                        f"{type(runtime).__name__}: RuntimeConfig(actors=4), or "
+                        "RuntimeConfig.from_dict(options) for a dict")
+    return runtime or RuntimeConfig()
+
+
+def _controller_checkpoint(run: DistributedRun, counts: SampleCounts) -> ControllerCheckpoint:
+    """The ``ControllerCheckpoint`` of ``run``, its workers created."""
+    pool = run._pool
+    return ControllerCheckpoint(
+        run.runtime.checkpoint_every, run.logger, run.result, counts, run._agent_logs,
+        pool.actors_meta_state, run._planned, pool.schedules,
+        functools.partial(pool.ask, "server", "trainer_checkpoint"), run._checkpoint_steps,
+        pool.normalization, run.checkpoint_every, run.keep_checkpoints,
+        lambda: pool.workers["trainer"].request_checkpoint.remote())
 
 
 def _of_preset(preset: Preset, frames: int, runtime: RuntimeConfig

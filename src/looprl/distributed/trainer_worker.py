@@ -173,6 +173,7 @@ class TrainerWorker(Worker):
         self._more = 0  # sync: generations of "all feeders wait, the batch needs more"
         self._published, self._published_at = -1, 0.0
         self._training = False  # a batch has been taken and is being trained on
+        self._checkpoint_due = False  # the driver asked for one (``request_checkpoint``)
         self._lags: list[float] = []
         self._rows = 0  # env steps trained on since stats()
         self._waited = 0.0  # seconds the loop waited for samples since stats()
@@ -325,8 +326,13 @@ class TrainerWorker(Worker):
             self._training = False
             self._wake()  # (sync: waiting puts see the new version)
         every = self.runtime.checkpoint_every
-        if every and self.steps % every == 0 and self.rank == 0:
+        if self.rank == 0 and (self._checkpoint_due or every and self.steps % every == 0):
+            self._checkpoint_due = False
             self.checkpoint()
+
+    def request_checkpoint(self) -> None:
+        """Checkpoint after the next train step (the driver's ``checkpoint_every`` frames)."""
+        self._checkpoint_due = True
 
     def checkpoint(self) -> None:
         """Hand the trainer (policy, optimizer, counters) to the ``ParameterServer``."""

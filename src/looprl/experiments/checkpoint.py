@@ -36,10 +36,13 @@ _NUMBERED = re.compile(r"checkpoint_(\d+)\.pt")
 
 
 def check_checkpointing(every: int | None, keep: int | None, replay: bool,
-                        parts: Sequence[Any] = ()) -> int | None:
-    """``keep``, checked with ``every`` and ``replay``; an error for ``parts`` not pickling."""
+                        parts: Sequence[Any] = (), logdir: Any = "") -> int | None:
+    """``keep``, checked with ``every``, ``replay`` and the ``logdir`` checkpoints go in (a
+    runner's, a ``DistributedRun``'s); an error for ``parts`` not pickling."""
     check_count(optional=True, checkpoint_every=every, keep_checkpoints=keep)
     check_flag("checkpoint_replay", replay)
+    if every is not None and logdir is None:
+        raise ValueError("checkpoint_every needs a logdir to write checkpoints into")
     if keep is not None and every is None:
         raise ValueError(f"keep_checkpoints={keep} keeps the checkpoints checkpoint_every "
                          "saves: set checkpoint_every too")
@@ -108,10 +111,11 @@ def _not_written(path: Path, error: BaseException, failed: bool) -> str:
             "resume from the last checkpoint")
 
 
-def numbered_checkpoints(run_dir: str | Path) -> dict[int, Path]:
-    """The ``checkpoint_<frame>.pt`` files of ``run_dir`` by frame, oldest first."""
+def numbered_checkpoints(run_dir: str | Path, stem: str = "checkpoint") -> dict[int, Path]:
+    """The ``<stem>_<frame>.pt`` files of ``run_dir`` by frame, oldest first."""
+    numbered = re.compile(re.escape(stem) + r"_(\d+)\.pt")
     found = {int(m.group(1)): p for p in Path(run_dir).iterdir()
-             if (m := _NUMBERED.fullmatch(p.name))}
+             if (m := numbered.fullmatch(p.name))}
     return dict(sorted(found.items()))
 
 
@@ -124,8 +128,9 @@ def resumable(run_dir: str | Path) -> list[Path]:
 
 
 def keep_checkpoints(path: Path, frame: int, keep: int) -> Path:
-    """Also keep ``path`` as ``checkpoint_<frame>.pt``, and only the ``keep`` latest such."""
-    numbered = path.with_name(f"checkpoint_{frame}.pt")
+    """Also keep ``path`` (``<stem>.pt``) as ``<stem>_<frame>.pt``, and only the ``keep``
+    latest such."""
+    numbered = path.with_name(f"{path.stem}_{frame}.pt")
     temporary = numbered.with_name(numbered.name + ".tmp")
     temporary.unlink(missing_ok=True)
     try:
@@ -133,7 +138,7 @@ def keep_checkpoints(path: Path, frame: int, keep: int) -> Path:
     except OSError:  # (no hard links here)
         shutil.copyfile(path, temporary)
     os.replace(temporary, numbered)
-    for stale in list(numbered_checkpoints(path.parent).values())[:-int(keep)]:
+    for stale in list(numbered_checkpoints(path.parent, path.stem).values())[:-int(keep)]:
         stale.unlink(missing_ok=True)
     return numbered
 

@@ -117,11 +117,9 @@ class Runner:
             raise ValueError(f"runner={self.name} scores each {self.scores} by its evaluation "
                              "returns: it needs eval_episodes >= 1 (looprl run: test_episodes "
                              ">= 1), got 0")
-        if checkpoint_every is not None and logdir is None:
-            raise ValueError("checkpoint_every needs a logdir to write checkpoints into")
         self.checkpoint_every, self.checkpoint_replay = checkpoint_every, checkpoint_replay
         self.keep_checkpoints = check_checkpointing(checkpoint_every, keep_checkpoints,
-                                                    checkpoint_replay)
+                                                    checkpoint_replay, logdir=logdir)
         self.run_info = {"runner": self.name, "meta": [repr(component) for component in self.meta],
                          **(run_info or {}), "seed": self.seed}  # (its own: a PBT member's)
         self.wandb = check_wandb(wandb, logdir)
