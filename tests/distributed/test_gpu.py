@@ -81,7 +81,7 @@ def test_ppo_with_a_gpu_trainer_and_a_gpu_policy_worker_learns(local_ray, tmp_pa
                             gpus_per_trainer=0.5, gpus_per_policy=0.5, cpus_per_actor=1,
                             cpus_per_trainer=1, cpus_per_policy=1)
     result = DistributedRun(ppo_spec(), runtime, frames=36_000, logdir=str(tmp_path),
-                            quiet=True).run()
+                            quiet=True, checkpoint_every=12_000).run()
     assert result.frames >= 36_000 and result.train_steps > 10
     best = max(sum(result.returns[i - 20:i]) / 20 for i in range(20, len(result.returns) + 1))
     assert best > 150, best  # random play: ~22

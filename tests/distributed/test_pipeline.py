@@ -394,55 +394,29 @@ class HeldCheckpoint:
         return self.held if self.held is not None and self.held[0] >= steps else None
 
 
-def test_a_controller_checkpoint_waits_for_the_trainer_checkpoint_of_its_interval(
-        tmp_path) -> None:
-    """(Was: counted from the trainer's reported steps, which reach ``k * every`` before trainer
-    0 has handed its checkpoint over: the controller checkpoint at step 4 was saved beside
-    none, or the previous interval's, and no later save until step 6.) Its bytes are fetched
-    only once it reached the interval (was: at every poll until then)."""
-    from looprl.distributed.run_state import TRAINER_CHECKPOINT, ControllerCheckpoint
-
-    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path), quiet=True)
-    counts = run._open_logs()
-    trainer = HeldCheckpoint()
-    saver = ControllerCheckpoint(2, run._log, run.result, counts, trainer=trainer)
-    saved = tmp_path.joinpath(run._log.log_dir, TRAINER_CHECKPOINT)
-    run.result.train_steps = 2  # (trainer 0 still serializing its step-2 checkpoint)
-    saver.save()
-    assert not saved.exists()
-    trainer.held = (2, b"step 2")
-    saver.save()
-    assert saved.read_bytes() == b"step 2"
-    run.result.train_steps = 5  # (step 4's not handed over yet)
-    saver.save()
-    assert saved.read_bytes() == b"step 2"
-    trainer.held = (4, b"step 4")
-    saver.save()
-    run.close()
-    assert saved.read_bytes() == b"step 4" and trainer.asked == [2, 2, 4, 4]
-
-
 def test_checkpoint_every_saves_past_each_multiple_of_frames_and_keeps_the_latest(
         tmp_path) -> None:
-    """(Was: ``checkpoint_every`` and ``keep_checkpoints`` were one line on Ray.) With
-    ``frames`` the controller saves at the first poll past each multiple of that many env steps,
+    """(Was: ``checkpoint_every`` and ``keep_checkpoints`` were one line on Ray, which wrote its
+    checkpoint at every trainer checkpoint instead, ``runtime.checkpoint_every`` trainer steps.)
+    The controller saves at the first poll past each multiple of ``checkpoint_every`` env steps,
     once trainer 0 has checkpointed after the request (asked again at each poll until then: a
-    restarted trainer forgot it), not at its own interval; ``keep`` keeps the latest pairs
-    numbered by frame, as a local run's ``checkpoint_<frame>.pt``."""
+    restarted trainer forgot it); ``keep_checkpoints`` keeps the latest pairs numbered by frame,
+    as a local run's ``checkpoint_<frame>.pt``; a resumed run counts on from its frames; without
+    ``checkpoint_every`` there are none, as locally."""
     from looprl.distributed.run_state import (
         CONTROLLER_CHECKPOINT,
         TRAINER_CHECKPOINT,
         ControllerCheckpoint,
     )
-    from looprl.experiments.checkpoint import numbered_checkpoints
+    from looprl.experiments.checkpoint import load_checkpoint, numbered_checkpoints
 
     run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1, checkpoint_every=None),
                          logdir=str(tmp_path), quiet=True, checkpoint_every=100,
                          keep_checkpoints=2)
     counts = run._open_logs()
     trainer, requests = HeldCheckpoint((1, b"step 1")), []
-    saver = ControllerCheckpoint(None, run._log, run.result, counts, trainer=trainer,
-                                 frames=run.checkpoint_every, keep=run.keep_checkpoints,
+    saver = ControllerCheckpoint(run.checkpoint_every, run._log, run.result, counts,
+                                 trainer=trainer, keep=run.keep_checkpoints,
                                  request=lambda: requests.append(run.result.train_steps))
     run_dir = Path(run._log.log_dir)
     for frames, steps, held in ((60, 2, None), (120, 3, None), (130, 4, None),
@@ -462,35 +436,21 @@ def test_checkpoint_every_saves_past_each_multiple_of_frames_and_keeps_the_lates
     assert list(numbered_checkpoints(run_dir, "trainer_checkpoint")) == [260, 420]
     assert (run_dir / "trainer_checkpoint_260.pt").read_bytes() == b"10"
     assert (run_dir / CONTROLLER_CHECKPOINT).is_file()
+    resumed = ControllerCheckpoint(100, run._log, run.result, counts, trainer=trainer)
+    run.result.frames, run.result.train_steps, trainer.held = 490, 14, (14, b"step 14")
+    resumed.save()  # (420 was saved: the next multiple is 500)
+    assert (run_dir / TRAINER_CHECKPOINT).read_bytes() == b"step 12"
+    run.result.frames, run.result.train_steps, trainer.held = 510, 15, (16, b"step 16")
+    resumed.save()
+    assert (run_dir / TRAINER_CHECKPOINT).read_bytes() == b"step 16"
+    run.result.frames = 10_000
+    ControllerCheckpoint(None, run._log, run.result, counts, trainer=trainer).save(final=True)
+    assert load_checkpoint(run_dir / CONTROLLER_CHECKPOINT).result.frames == 510  # (none)
     with pytest.raises(ValueError, match="keep_checkpoints=2 keeps the checkpoints "
                        "checkpoint_every saves: set checkpoint_every too"):
         DistributedRun(ppo_spec(), logdir=str(tmp_path), keep_checkpoints=2)
     with pytest.raises(ValueError, match="checkpoint_every needs a logdir"):
         DistributedRun(ppo_spec(), logdir=None, checkpoint_every=100)
-
-
-def test_a_resumed_run_saves_the_interval_after_its_trainer_checkpoints(tmp_path) -> None:
-    """(Was: a resumed run counted its trainer checkpoint as taken at the controller's steps,
-    which ran ahead of it: saved at step 6 beside step 4's, its step-6 checkpoint was skipped.)"""
-    from looprl.distributed.run_state import TRAINER_CHECKPOINT, ControllerCheckpoint
-
-    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=1_000,
-                         logdir=str(tmp_path), quiet=True)
-    counts = run._open_logs()
-    run.result.frames, run.result.train_steps = 500, 6
-    ControllerCheckpoint(2, run._log, run.result, counts,
-                         trainer=HeldCheckpoint((4, b"step 4"))).save()
-    run.close()
-    resumed = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=1_000,
-                             logdir=str(tmp_path), quiet=True, resume_from=str(tmp_path))
-    counts = resumed._resume(_resumed_state(resumed))
-    assert resumed._checkpoint_steps == 4  # (the server's label of the resumed checkpoint)
-    trainer = HeldCheckpoint((6, b"step 6"))
-    ControllerCheckpoint(2, resumed.logger, resumed.result, counts, trainer=trainer,
-                         taken=resumed._checkpoint_steps).save()
-    resumed.close()
-    assert tmp_path.joinpath(resumed.result.log_dir, TRAINER_CHECKPOINT).read_bytes() == (
-        b"step 6")
 
 
 def test_a_ray_resume_past_the_planned_budget_says_its_schedules_stay_at_their_end(
@@ -1179,8 +1139,8 @@ def test_a_runs_end_saves_the_same_statistics_in_normalization_pt_and_its_checkp
         return pool.statistics
 
     pool.normalization, pool.save_policy = normalization, partial(WorkerPool.save_policy, pool)
-    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1, checkpoint_every=2),
-                         logdir=str(tmp_path), quiet=True)
+    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path), quiet=True,
+                         checkpoint_every=2)
     counts = run._open_logs()
     run._pool = pool
     run._checkpoint = ControllerCheckpoint(2, run._log, run.result, counts,

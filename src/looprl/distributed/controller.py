@@ -76,9 +76,9 @@ class DistributedRun:
         verbose: log the losses and ``hp/*`` too (a local run's ``verbose``).
         wandb: ``wandb.init`` arguments, to log the run's scalars to W&B too (as a local run).
         checkpoint_every: write the run's checkpoint (``controller_checkpoint.pt`` and
-            ``trainer_checkpoint.pt``) at the first poll past every this many env steps
-            (``None``: whenever the trainer checkpoints, every ``runtime.checkpoint_every``
-            trainer steps); ``keep_checkpoints``: also keep the latest this many, numbered.
+            ``trainer_checkpoint.pt``), whence ``resume_from`` continues, at the first poll
+            past every this many env steps (``None``: none, as a local run);
+            ``keep_checkpoints``: also keep the latest this many, numbered by frame.
     """
 
     def __init__(self, spec: AlgorithmSpec | Preset, runtime: RuntimeConfig | None = None,
@@ -306,7 +306,7 @@ class DistributedRun:
         try:
             if self.result.log_dir is not None:
                 self._pool.save_policy(self.result.log_dir, final=True)
-                if self.runtime.checkpoint_every or self.checkpoint_every:
+                if self.checkpoint_every:
                     self._pool.ask("trainer", "checkpoint")
                     self._checkpoint.save(final=True, statistics=self._pool.statistics)
         except (ray.exceptions.RayError, OSError) as error:
@@ -328,11 +328,10 @@ def _controller_checkpoint(run: DistributedRun, counts: SampleCounts) -> Control
     """The ``ControllerCheckpoint`` of ``run``, its workers created."""
     pool = run._pool
     return ControllerCheckpoint(
-        run.runtime.checkpoint_every, run.logger, run.result, counts, run._agent_logs,
+        run.checkpoint_every, run.logger, run.result, counts, run._agent_logs,
         pool.actors_meta_state, run._planned, pool.schedules,
-        functools.partial(pool.ask, "server", "trainer_checkpoint"), run._checkpoint_steps,
-        pool.normalization, run.checkpoint_every, run.keep_checkpoints,
-        lambda: pool.workers["trainer"].request_checkpoint.remote())
+        functools.partial(pool.ask, "server", "trainer_checkpoint"), pool.normalization,
+        run.keep_checkpoints, lambda: pool.workers["trainer"].request_checkpoint.remote())
 
 
 def _of_preset(preset: Preset, frames: int, runtime: RuntimeConfig

@@ -85,8 +85,7 @@ def find_controller_checkpoint(run_dir: str | Path) -> Path:
     """The one ``controller_checkpoint.pt`` in or under ``run_dir``."""
     return find_one(run_dir, CONTROLLER_CHECKPOINT,
                     f"No distributed run to resume in {Path(run_dir)}: no {CONTROLLER_CHECKPOINT} "
-                    "(runs write one every runtime.checkpoint_every trainer steps, or "
-                    "checkpoint_every frames)",
+                    "(runs write one every checkpoint_every frames)",
                     f"distributed runs in {Path(run_dir)}; resume one at a time")
 
 
@@ -121,48 +120,42 @@ class SampleCounts:
 class ControllerCheckpoint:
     """Saves a ``ControllerState`` in the run directory of ``log`` (``None``: never), and first
     the trainer's latest checkpoint beside it, which ``trainer(steps)`` returns as ``(steps,
-    bytes)`` if taken at ``steps`` or later; ``taken``: the step a resumed run goes on from.
-
-    It saves whenever the trainer has checkpointed (every ``every`` steps) since the last save,
-    or, with ``frames`` (a run's ``checkpoint_every``), at the first poll past each multiple of
-    ``frames`` env steps, once the trainer has checkpointed after ``request()`` asked it to;
-    ``keep``: also keep the ``keep`` latest as ``*_<frame>.pt`` (``keep_checkpoints``)."""
+    bytes)`` if taken at ``steps`` or later: at the first poll past each multiple of ``every``
+    env steps (a run's ``checkpoint_every``; ``None``: never), once the trainer has
+    checkpointed after the poll (``request()`` asks it to); ``keep``: also keep the ``keep``
+    latest as ``*_<frame>.pt`` (``keep_checkpoints``)."""
 
     def __init__(self, every: int | None, log: Any, result: DistributedResult,
                  counts: SampleCounts, agent_logs: dict[str, Any] | None = None,
                  actors_meta: Callable[[], dict[int, Any]] | None = None,
                  budget: int = 0, schedules: dict[str, list[int]] | None = None,
                  trainer: Callable[[int], tuple[int, bytes] | None] = lambda steps: None,
-                 taken: int = 0, normalization: Callable[[], list[Any] | None] = lambda: None,
-                 frames: int | None = None, keep: int | None = None,
-                 request: Callable[[], None] = lambda: None) -> None:
+                 normalization: Callable[[], list[Any] | None] = lambda: None,
+                 keep: int | None = None, request: Callable[[], None] = lambda: None) -> None:
         self.every, self.log, self.result, self.counts = every, log, result, counts
         self.trainer, self.normalization = trainer, normalization
         self.agent_logs = {} if agent_logs is None else agent_logs
         self.actors_meta, self.budget = actors_meta, budget
         self.schedules = {} if schedules is None else schedules
-        self.frames, self.keep, self.request = frames, keep, request
-        self._saved = (result.frames // frames if frames else
-                       taken // every if every else 0)  # (multiples saved)
-        self._after: int | None = None  # (``frames``: the trainer step a save waits for)
+        self.keep, self.request = keep, request
+        self._saved = result.frames // every if every else 0  # (multiples saved: resumed too)
+        self._after: int | None = None  # (the trainer step a due save's checkpoint follows)
 
     def save(self, final: bool = False, statistics: list[Any] | None = None) -> None:
         """Save if due (above), or if ``final``."""
-        if not (self.frames or self.every) or self.log is None:
+        if not self.every or self.log is None:
             return
-        after = 0 if final else self._due()
-        if after is None:
+        if not final and self.result.frames // self.every <= self._saved:
             return
-        trainer = self.trainer(after)
-        if not final and trainer is None:  # (its checkpoint not handed over yet)
-            if self.frames:  # (asked at each poll until then: a restarted trainer forgot)
-                self.request()
+        if self._after is None:
+            self._after = self.result.train_steps + 1
+        trainer = self.trainer(0 if final else self._after)
+        if not final and trainer is None:  # (its checkpoint not handed over yet: asked at
+            self.request()  # each poll until then, as a restarted trainer forgot it)
             return
         from looprl.experiments.checkpoint import keep_checkpoints, save_checkpoint
-        steps = trainer[0] if trainer is not None else 0
-        self._saved = self.result.frames // self.frames if self.frames else steps // self.every
-        self._after = None
-        run_dir = Path(self.log.log_dir)
+        self._saved, self._after = self.result.frames // self.every, None
+        steps, run_dir = trainer[0] if trainer is not None else 0, Path(self.log.log_dir)
         if trainer is not None:
             write_atomically(run_dir / TRAINER_CHECKPOINT,
                              lambda temporary: temporary.write_bytes(trainer[1]))
@@ -174,18 +167,6 @@ class ControllerCheckpoint:
         for name in (TRAINER_CHECKPOINT, CONTROLLER_CHECKPOINT) if self.keep else ():
             if (run_dir / name).is_file():
                 keep_checkpoints(run_dir / name, self.result.frames, self.keep)
-
-    def _due(self) -> int | None:
-        """The trainer step a due save's trainer checkpoint was taken at or after (``None``:
-        no save due)."""
-        if not self.frames:
-            due = self.result.train_steps // self.every > self._saved
-            return (self._saved + 1) * self.every if due else None
-        if self.result.frames // self.frames <= self._saved:
-            return None
-        if self._after is None:
-            self._after = self.result.train_steps + 1
-        return self._after
 
 
 THROUGHPUT_HEADER = ("time,worker,frames_per_s,env_share,inference_share,batch_rows,lag,"
