@@ -671,15 +671,37 @@ def test_resuming_a_search_on_ray_says_it_cannot(tmp_path: Path, capsys, runner:
                      "cannot (an Optuna search resumes from its storage: run it again)"]
 
 
-def test_a_device_with_runtime_ray_is_one_line(tmp_path: Path) -> None:
-    """Workers compute on the GPUs they reserve: ``device=cuda`` would be silently ignored."""
+def test_device_with_runtime_ray_puts_the_trainer_on_a_gpu(tmp_path: Path, monkeypatch,
+                                                           capsys) -> None:
+    """(Was: one line, 'device=cuda does not apply to runtime=ray'.) ``device=cuda`` reserves
+    the trainer a GPU; ``device=null`` does where this machine has one and Ray starts here, as a
+    local run computes on CUDA if available; a device Ray cannot give is one line. Here, with no
+    GPU, ``device=cuda`` is the local instance's one line before anything runs."""
     pytest.importorskip("ray")
+    import torch
+
     from looprl.configs import build_distributed
 
-    with pytest.raises(ValueError, match=r"^device=cuda does not apply to runtime=ray: .*"
-                                         r"runtime.gpus_per_trainer=1"):
-        build_distributed(_compose(["runtime=ray", "device=cuda"]), str(tmp_path))
-    assert build_distributed(_compose(["runtime=ray", "device=cpu"]), str(tmp_path))
+    def trainer_gpus(*overrides: str) -> float:
+        return build_distributed(_compose(["runtime=ray", *overrides]), str(tmp_path)
+                                 ).runtime.gpus_per_trainer
+
+    assert trainer_gpus("device=cuda") == trainer_gpus("device=cuda:0") == 1
+    assert trainer_gpus("device=cuda", "runtime.gpus_per_trainer=0.5") == 0.5
+    assert trainer_gpus("device=cpu") == trainer_gpus() == 0  # (no CUDA here)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert trainer_gpus() == 1 and trainer_gpus("runtime.address=10.0.0.1:6379") == 0
+    assert trainer_gpus("device=cpu") == 0
+    with pytest.raises(ValueError, match=r"^device=cuda:1: on Ray each worker computes on the "
+                                         r"GPU Ray gives it; device=cuda puts the trainer on one"):
+        trainer_gpus("device=cuda:1")
+    monkeypatch.undo()
+    assert cli(["run", "runtime=ray", "device=cuda", "frames=100", "logging.quiet=true",
+                f"hydra.run.dir={tmp_path / 'run'}"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "looprl: error: the run reserves 1 GPUs and the local Ray instance has 0: lower "
+        "runtime.gpus_per_trainer and runtime.gpus_per_policy, or join a cluster that has them "
+        "(runtime.address=...)"]
 
 
 def test_the_online_runners_options_hold_with_runtime_ray(tmp_path: Path) -> None:

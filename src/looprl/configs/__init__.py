@@ -216,10 +216,6 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     from looprl.distributed import DistributedRun, RuntimeConfig
     from looprl.experiments.experiment import seed_everything
     _check_run_values(cfg)
-    if cfg.device is not None and str(cfg.device) != "cpu":
-        raise ValueError(f"device={cfg.device} does not apply to runtime=ray: workers compute on "
-                         "the GPUs they reserve; set runtime.gpus_per_trainer=1 (and "
-                         "runtime.gpus_per_policy) instead")
     runner = _plain(cfg.runner)  # (runner=online: its budget, num_steps, is ${frames})
     frames = runner.get("num_steps", cfg.frames)
     check_count(**{"runner.num_steps": frames})
@@ -227,7 +223,7 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     if runner.get("eval_every") is not None and not cfg.test_episodes:  # (as a local run)
         raise ValueError("runner=online scores each policy that eval_every compares (best_policy) "
                          "by its evaluation returns: it needs test_episodes >= 1, got 0")
-    options = distributed_options(_plain(cfg.runtime))
+    options = distributed_options(_plain(cfg.runtime), cfg.device)
     builder, env, held_out = _builder(cfg)  # (the app evaluates on the held-out set)
     seed_everything(cfg.seed)  # the initial weights every worker starts from
     preset = builder.env(env).device("cpu").build()
