@@ -453,6 +453,32 @@ def test_checkpoint_every_saves_past_each_multiple_of_frames_and_keeps_the_lates
         DistributedRun(ppo_spec(), logdir=None, checkpoint_every=100)
 
 
+def test_a_resumed_ray_run_keeps_its_checkpoint_every_as_a_runners(tmp_path) -> None:
+    """As ``OnlineRunner.resume``: a resume without ``checkpoint_every`` goes on with the run's;
+    another is one line before Ray starts (was: a Python resume dropped it silently)."""
+    from looprl.distributed.run_state import ControllerCheckpoint
+
+    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=1_000,
+                         logdir=str(tmp_path), quiet=True, checkpoint_every=100)
+    counts = run._open_logs()
+    run.result.frames = 500
+    ControllerCheckpoint(run.checkpoint_every, run._log, run.result, counts).save(final=True)
+    run.close()
+
+    def resumed(every: int | None) -> DistributedRun:
+        return DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=1_000,
+                              logdir=str(tmp_path), quiet=True, resume_from=str(tmp_path),
+                              checkpoint_every=every)
+
+    for every in (None, 100):
+        again = resumed(every)
+        _resumed_state(again)
+        assert again.checkpoint_every == 100
+    with pytest.raises(ValueError, match=r"was run with another config \(checkpoint_every: "
+                                         r"100 -> 50\); resume it with its own"):
+        _resumed_state(resumed(50))
+
+
 def test_a_ray_resume_past_the_planned_budget_says_its_schedules_stay_at_their_end(
         tmp_path, caplog) -> None:
     """As a local run's: ``looprl run --resume DIR frames=N`` of a Ray PPO run past its budget

@@ -61,16 +61,18 @@ def _attributes(doc: str) -> dict[str, str]:
 
 def distributed_options(runtime: dict[str, Any], device: Any = "cpu") -> dict[str, Any]:
     """The ``RuntimeConfig`` options of a ``runner=online runtime=ray`` config's ``runtime``
-    and ``device``: ``cuda`` (``null``: if this machine has one and Ray starts here, as a local
-    run's) reserves the trainer a GPU (``runtime.gpus_per_trainer``, 1 unless set)."""
+    and ``device``: ``cuda`` (``null``: if this machine has one for each trainer and Ray starts
+    here, as a local run's) reserves each trainer a GPU (``runtime.gpus_per_trainer``, 1 unless
+    set)."""
     import torch
     options = {k: v for k, v in runtime.items() if k != "name"}
     if options.pop("trials_in_parallel", None) is not None:
         raise ValueError("runtime.trials_in_parallel is for runner=es, optuna or pbt on Ray; "
                          "runner=online with runtime=ray is one distributed run: set its "
                          "workers with runtime.actors (and runtime.trainers)")
-    if device is None:
-        device = "cuda" if options.get("address") is None and torch.cuda.is_available() else "cpu"
+    if device is None:  # (a GPU per trainer, as a worker computes on one)
+        device = "cuda" if options.get("address") is None and torch.cuda.is_available() and \
+            torch.cuda.device_count() >= (options.get("trainers") or 1) else "cpu"
     if str(device) not in ("cpu", "cuda", "cuda:0"):
         raise ValueError(f"device={device}: on Ray each worker computes on the GPU Ray gives it; "
                          "device=cuda puts the trainer on one (runtime.gpus_per_trainer=1), "

@@ -48,7 +48,12 @@ from looprl.environments.wrappers import (
     saved_normalization,
 )
 from looprl.experiments.budget import warn_budget_extended, warn_never_trained
-from looprl.experiments.checkpoint import check_checkpointing
+from looprl.experiments.checkpoint import (
+    check_checkpointing,
+    check_same_config,
+    check_unfinished,
+    load_checkpoint,
+)
 from looprl.experiments.diagnose import diverged
 from looprl.experiments.episodes import check_test, run_scope
 from looprl.experiments.experiment import evaluation_seed
@@ -77,7 +82,7 @@ class DistributedRun:
         wandb: ``wandb.init`` arguments, to log the run's scalars to W&B too (as a local run).
         checkpoint_every: write the run's checkpoint (``controller_checkpoint.pt`` and
             ``trainer_checkpoint.pt``), whence ``resume_from`` continues, at the first poll
-            past every this many env steps (``None``: none, as a local run);
+            past every this many env steps (``None``: none, as a local run; resumed: the run's);
             ``keep_checkpoints``: also keep the latest this many, numbered by frame.
     """
 
@@ -367,7 +372,6 @@ def _check_spec(spec: AlgorithmSpec, max_lag: int | None = None) -> list[str]:
 
 def _resumed_state(run: DistributedRun) -> ControllerState:
     """``run.resume_from``'s controller checkpoint, checked against ``run``."""
-    from looprl.experiments.checkpoint import check_unfinished, load_checkpoint
     state = load_checkpoint(find_controller_checkpoint(run.resume_from))
     check_unfinished(run.resume_from, run.frames, state.result.frames)
     ran = (state.logger.agent_name, state.logger.env_name)
@@ -377,6 +381,10 @@ def _resumed_state(run: DistributedRun) -> ControllerState:
                          "preset (or spec) and name it was run with, or start a new run")
     _check_same_config(run.resume_from, Path(state.logger.log_dir), run.hyperparameters,
                        _env_wrappers(run.spec))
+    saved = getattr(state, "checkpoint_every", None)  # (older: unknown)
+    if None not in (saved, run.checkpoint_every) and saved != run.checkpoint_every:
+        check_same_config(run.resume_from, [f"checkpoint_every: {saved} -> {run.checkpoint_every}"])
+    run.checkpoint_every = run.checkpoint_every or saved  # (not given: the run's own)
     return state
 
 
@@ -418,7 +426,6 @@ def _env_wrappers(spec: AlgorithmSpec) -> list[str]:
 def _check_same_config(resumed: Any, run_dir: Path, hyperparameters: dict[str, Any],
                        wrappers: list[str]) -> None:
     """``check_same_config`` of the hyperparameters and env wrappers in ``run_dir/run.json``."""
-    from looprl.experiments.checkpoint import check_same_config
     try:
         saved = json.loads((run_dir / "run.json").read_text())
         saved = {**saved["hyperparameters"], "env_wrappers": saved.get("env_wrappers", wrappers)}

@@ -79,6 +79,7 @@ class ControllerState:
     #: the training actors' normalizers' statistics (``WorkerPool.normalization``; ``None``:
     #: none handed over, or older), which a resumed run's actors go on from
     normalization: list[Any] | None = None
+    checkpoint_every: int | None = None  # the run's (``None``: older), which a resume keeps
 
 
 def find_controller_checkpoint(run_dir: str | Path) -> Path:
@@ -162,7 +163,7 @@ class ControllerCheckpoint:
         save_checkpoint(ControllerState(
             self.log, self.result, self.counts.saved(), self.agent_logs,
             self.actors_meta() if self.actors_meta else {}, self.budget, dict(self.schedules),
-            steps, self.normalization() if statistics is None else statistics),
+            steps, self.normalization() if statistics is None else statistics, self.every),
             run_dir / CONTROLLER_CHECKPOINT)
         for name in (TRAINER_CHECKPOINT, CONTROLLER_CHECKPOINT) if self.keep else ():
             if (run_dir / name).is_file():
