@@ -85,7 +85,7 @@ def distributed(setup: ReplaySetup, seconds: float, logdir: str) -> Row:
             window["steps"] /= window["seconds"]  # (trainer steps per second)
             run.frames = 0  # ends the run after this poll
 
-    runtime = RuntimeConfig(actors=1, envs_per_actor=1, groups=1, checkpoint_every=None)
+    runtime = RuntimeConfig(actors=1, envs_per_actor=1, groups=1)  # (as looprl run's)
     run = DistributedRun(setup.preset(), runtime, frames=10**7, logdir=logdir, seed=0,
                          name=f"ray-{setup.key}", quiet=True)
     result = run.run(measure)
