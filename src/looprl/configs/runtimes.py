@@ -62,8 +62,8 @@ def _attributes(doc: str) -> dict[str, str]:
 def distributed_options(runtime: dict[str, Any], device: Any = "cpu") -> dict[str, Any]:
     """The ``RuntimeConfig`` options of a ``runner=online runtime=ray`` config's ``runtime``
     and ``device``: ``cuda`` (``null``: if this machine has one for each trainer and Ray starts
-    here, as a local run's) reserves each trainer a GPU (``runtime.gpus_per_trainer``, 1 unless
-    set)."""
+    here, as a local run's) reserves each trainer a GPU (``runtime.gpus_per_trainer``: 1, or
+    the fraction set)."""
     import torch
     options = {k: v for k, v in runtime.items() if k != "name"}
     if options.pop("trials_in_parallel", None) is not None:
