@@ -99,6 +99,25 @@ def test_the_warnings_a_worker_logs_after_the_last_poll_reach_the_driver(caplog)
         ("user.component", "warned as it stopped")]
 
 
+def test_a_step_hook_on_ray_reads_the_trainers_hyperparameters_as_they_change(local_ray):
+    """As a local run's: a step hook reads ``hp/lr`` as the trainer's update hooks schedule it
+    (from each publication), not the actor copy's first value (was: the copy's)."""
+    from tests.distributed.user_components import ReadsLR
+
+    from looprl.meta import HPSchedule
+
+    env = GymEnvironment("CartPole-v1")
+    preset = a2c.hyperparameters(n_envs=2, n_steps=5, hidden=16).env(env).device("cpu").build()
+    schedule = HPSchedule("hp/lr", "linear", 0.01, 0.0, duration=100, per="update")
+    result = DistributedRun(preset, RuntimeConfig(actors=1, envs_per_actor=2, groups=1,
+                                                  sync=True),
+                            frames=1500, logdir=None, quiet=True,
+                            meta=[ReadsLR(), schedule]).run()
+    assert result.train_steps > 100
+    assert result.meta["actor0"]["log/seen_lr"] == 0.0  # (the schedule's end)
+    env.close()
+
+
 def test_a_step_hook_setting_the_trainers_key_stops_the_run_in_one_line(local_ray, tmp_path,
                                                                         capsys):
     """A step hook that writes ``hp/lr``, the trainer's, is refused in the actor as it runs

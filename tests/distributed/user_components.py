@@ -35,3 +35,14 @@ class SetsLR(MetaComponent):
 
     def set_lr(self, metrics: dict[str, Any]) -> None:
         metrics["hp/lr"] = 0.1
+
+
+class ReadsLR(MetaComponent):
+    """Logs ``hp/lr``, the trainer's, in a step hook (which a Ray actor runs)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.post_step_methods.append(self.read_lr)
+
+    def read_lr(self, metrics: dict[str, Any]) -> None:
+        metrics["log/seen_lr"] = metrics["hp/lr"]

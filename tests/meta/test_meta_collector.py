@@ -139,3 +139,44 @@ def test_ray_workers_set_their_own_hyperparameters_and_refuse_the_others():
     core = trainer_core(replace(spec, meta=[schedule]))
     core.hooks.run("pre_update")
     assert core.hooks.hyperparameters["hp/lr"].get() == 0.5
+
+
+def test_a_ray_actors_step_hooks_read_the_trainers_hyperparameters_as_it_published_them():
+    """(Was: a step hook on Ray read only the actor's own keys, the trainer's missing or at the
+    actor copy's first values, while a local run's read the trainer's as they change.) The
+    actor's hub reads each key the trainer published (``MetaHub.trainer_values``, from each
+    publication), its exploration's (``hp/epsilon``) its own; writing the trainer's stays one
+    line."""
+    import numpy as np
+    import pytest
+    from tests.distributed.user_components import ReadsLR, SetsLR
+
+    from looprl.core import RolloutResult
+
+    policy = dqn.hyperparameters(hidden=8).env(GymEnvironment("CartPole-v1")).device(
+        "cpu").build().agent().unwrapped.policy
+
+    def runner(component):
+        made = EnvRunner("CartPole-v1", None, segment_length=None, meta=[component],
+                         policy=policy, seed=0)
+        made.request(0)
+        return made, made.hooks.hubs[0]
+
+    def step(made) -> None:
+        made.step(0, RolloutResult(action=np.zeros(1, dtype=np.int64)))
+        made.request(0)
+
+    made, hub = runner(ReadsLR())
+    hub.trainer_values({"hp/lr": 1e-3, "hp/target_period": 7, "hp/epsilon": 0.0})
+    step(made)
+    assert hub.metrics["log/seen_lr"] == 1e-3
+    assert hub.metrics["hp/target_period"] == 7  # (the trainer's, not the copy's)
+    assert hub.metrics["hp/epsilon"] == policy.hyperparameters()["hp/epsilon"].get() > 0
+    hub.trainer_values({"hp/lr": 5e-4, "hp/target_period": 7, "hp/epsilon": 0.0})
+    step(made)
+    assert hub.metrics["log/seen_lr"] == 5e-4
+    made, hub = runner(SetsLR())
+    hub.trainer_values({"hp/lr": 1e-3})
+    with pytest.raises(ValueError, match=r"^SetsLR at post_step: hp/lr cannot be set to 0.1: "
+                                         r"on Ray, hp/lr is the trainer's"):
+        step(made)

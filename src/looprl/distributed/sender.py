@@ -99,12 +99,13 @@ def transitions(segment: Any) -> int:
 
 
 class PolicyCopy:
-    """A policy that pulls parameters (and its meta ``components``' shared states) from the
-    ``ParameterServer`` every ``interval`` seconds."""
+    """A policy that pulls parameters (its meta ``components``' shared states, its ``hubs``'
+    trainer ``hp/*`` values) from the ``ParameterServer`` every ``interval`` seconds."""
 
     def __init__(self, spec: AlgorithmSpec, server: Any, interval: float):
         self.policy = spec.make_policy(acting=True)
         self.components: list[Any] = []
+        self.hubs: list[Any] = []  # (the meta hubs whose steps read the trainer's ``hp/*``)
         self.server, self.interval = server, interval
         self.serial = 0  # the last publication loaded
         self._next = 0.0
@@ -146,8 +147,10 @@ class PolicyCopy:
     def _load(self, found: tuple[int, int, bytes] | None) -> None:
         self._pending = None
         if found is not None:
-            parameters, shared = unpack(found[2])
+            parameters, shared, values = unpack(found[2])
             load_parameters(self.policy, parameters)
             self.serial, self.policy.version = found[0], found[1]
             if self.components:
                 load_shared_state(self.components, shared)
+            for hub, learner in zip(self.hubs, values, strict=False):
+                hub.trainer_values(learner)

@@ -18,21 +18,23 @@ __all__ = ["ParameterServer", "Publisher", "publication", "unpack"]
 logger = logging.getLogger(__name__)
 
 
-def publication(parameters: dict[str, Any], shared: list[Any] = ()) -> bytes:
+def publication(parameters: dict[str, Any], shared: list[Any] = (),
+                values: list[dict[str, Any]] = ()) -> bytes:
     """The policy's ``parameters`` (CPU tensors, as NumPy arrays where NumPy has their dtype:
-    ten times cheaper to pickle) and the meta components' ``shared`` states, cloudpickled."""
+    ten times cheaper to pickle), the meta components' ``shared`` states and the ``hp/*``
+    ``values`` of each learner (one per agent of independent learners), cloudpickled."""
     arrays = {key: _array(value) for key, value in parameters.items()}
     converted = [key for key, value in parameters.items() if arrays[key] is not value]
-    return cloudpickle.dumps((arrays, converted, list(shared)))
+    return cloudpickle.dumps((arrays, converted, list(shared), list(values)))
 
 
-def unpack(payload: bytes) -> tuple[dict[str, Any], list[Any]]:
-    """``(parameters, shared)`` of a ``publication`` (plain pickle reads cloudpickle)."""
+def unpack(payload: bytes) -> tuple[dict[str, Any], list[Any], list[dict[str, Any]]]:
+    """``(parameters, shared, values)`` of a ``publication`` (plain pickle reads cloudpickle)."""
     import torch
-    arrays, converted, shared = pickle.loads(payload)
+    arrays, converted, shared, values = pickle.loads(payload)
     for key in converted:
         arrays[key] = torch.from_numpy(arrays[key])
-    return arrays, shared
+    return arrays, shared, values
 
 
 def _array(value: Any) -> Any:

@@ -357,7 +357,8 @@ class TrainerWorker(Worker):
         policy = self.core.policy
         if self.rank == 0:
             self.publisher.send(policy.version, publication(
-                on_cpu(policy_parameters(policy)), on_cpu(self.core.shared_state())))
+                on_cpu(policy_parameters(policy)), on_cpu(self.core.shared_state()),
+                [hyperparameter_values(core) for core in getattr(self.core, "cores", [self.core])]))
         self._published = policy.version  # trainers step together: rank 0 published it too
 
 

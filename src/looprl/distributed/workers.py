@@ -184,6 +184,7 @@ class ActorWorker(Worker):
             restarts=EnvRestarts(runtime.max_restarts, "runtime.max_restarts"))
         if self.local is not None and self.runner.hooks is not None:
             self.local.components = self.runner.hooks.components
+            self.local.hubs = self.runner.hooks.hubs
         self.schedules = [] if self.local is None else acting_schedules(self.local.policy)
         self._lock = threading.Condition()
         self._stats = _fresh_stats()

@@ -6,7 +6,7 @@ components add are logged as the means ``log/transition/<key>`` (``TransitionMea
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -106,6 +106,7 @@ class MetaHub:
             approximation.track_grad_norm = True
         self._exploration = policy.exploration if policy is not None else None
         self._published: dict[str, Any] = {}
+        self._trainer: dict[str, Any] = {}  # (a Ray actor's: ``trainer_values``)
         self._log_keys: set[str] = set()  # the log/* keys seen so far
         self._publish()
         self._size = len(self.metrics)  # keys when last looked at (new ones: see _new_keys)
@@ -121,8 +122,16 @@ class MetaHub:
         if self._hyperparameters is None:  # (and loaded from a checkpoint: declared again)
             found = agent_hyperparameters(self._inner)
             self._hyperparameters = found if self._worker is None else worker_keys(
-                found, self._inner.policy, self._worker == "actor")
+                found, self._inner.policy, self._worker == "actor", self._trainer)
         return self._hyperparameters
+
+    def trainer_values(self, values: dict[str, Any]) -> None:
+        """(A Ray actor's hub) The trainer's ``hp/*`` values as it published them last, which
+        the step and episode hooks read as a local run's read the trainer's own."""
+        new = not values.keys() <= self._trainer.keys()
+        self._trainer.update(values)
+        if new:
+            self._hyperparameters = None  # (declared again, with them)
 
     def __getstate__(self) -> dict[str, Any]:
         """Leaves out the getters and setters (closures): found again on load."""
@@ -310,10 +319,11 @@ class StreamHooks:
         return observation_rows(obs if self.view is None else self.view(agent, obs))
 
 
-def worker_keys(found: dict[str, Hyperparameter], policy: Any, actor: bool
-                ) -> dict[str, Hyperparameter]:
+def worker_keys(found: dict[str, Hyperparameter], policy: Any, actor: bool,
+                trainer: dict[str, Any] | None = None) -> dict[str, Hyperparameter]:
     """``found`` as a Ray worker sets them: an ``actor`` only the exploration's keys (how it
-    acts), a trainer only the others; the rest are read-only (a one-line ``ValueError``)."""
+    acts), a trainer only the others; the rest are read-only (a one-line ``ValueError``), an
+    actor's read from ``trainer`` (the trainer's values: its keys, as it published them)."""
     acting = list(acting_values(policy))
     why = (f"the trainer's, and step and episode hooks run in the actors, which set only the "
            f"exploration's keys ({', '.join(acting) or 'none'}): write it in an update hook "
@@ -326,8 +336,16 @@ def worker_keys(found: dict[str, Hyperparameter], policy: Any, actor: bool
             raise ValueError(f"on Ray, {key} is {why}")
         return setter
 
-    return {key: h if (key in acting) == actor else Hyperparameter(h.get, refuse(key), h.kind)
-            for key, h in found.items()}
+    def theirs(key: str) -> Callable[[], Any]:
+        return lambda: published[key]
+
+    published = trainer or {}
+    kept = {key: h if (key in acting) == actor else Hyperparameter(
+        theirs(key) if key in published else h.get, refuse(key), h.kind)
+        for key, h in found.items()}
+    kept.update({key: Hyperparameter(theirs(key), refuse(key)) for key in published
+                 if key not in kept})  # (the trainer's own keys)
+    return kept
 
 
 def seed_hubs(hubs: Sequence[MetaHub], seed: int) -> None:
