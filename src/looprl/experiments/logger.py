@@ -139,13 +139,7 @@ class ExperimentLogger(Logger):
                  run_name: str | None = None, run_info: dict[str, Any] | None = None) -> None:
         check_count(loss_every=loss_every)
         check_path(logdir, "the experiment's logdir")
-        for key, name in {"agent_name": agent_name, "env_name": env_name}.items():
-            if not isinstance(name, str):
-                raise TypeError(f"ExperimentLogger(agent_name, env_name, logdir='runs', ...) "
-                                f"takes the names as text, got {key}={name!r:.60}: ALL's "
-                                "ExperimentLogger(experiment, agent_name, env_name, ...) is "
-                                "ExperimentLogger(agent_name, env_name, logdir=..., verbose=...) "
-                                "(the experiment sets the logger's frame and episode)")
+        _check_names(agent_name=agent_name, env_name=env_name)
         self.agent_name, self.env_name, self.verbose = agent_name, env_name, verbose
         self.loss_every, self.frame, self.episode = int(loss_every), 0, 0
         self._logdir, self._wandb_options = os.path.abspath(os.path.expanduser(logdir)), wandb
@@ -385,6 +379,18 @@ class ExperimentLogger(Logger):
             self.add_summary(f"test_returns/{name}" if name else "test_returns", array)
         files.write_test_returns(Path(self.log_dir), sets)
         self.flush()
+
+
+def _check_names(**names: Any) -> None:
+    """A one-line ``TypeError`` unless ``ExperimentLogger``'s ``names`` are text (ALL's order
+    of arguments, the experiment first, is not looprl's)."""
+    for key, name in names.items():
+        if not isinstance(name, str):
+            raise TypeError(f"ExperimentLogger(agent_name, env_name, logdir='runs', ...) "
+                            f"takes the names as text, got {key}={name!r:.60}: ALL's "
+                            "ExperimentLogger(experiment, agent_name, env_name, ...) is "
+                            "ExperimentLogger(agent_name, env_name, logdir=..., verbose=...) "
+                            "(the experiment sets the logger's frame and episode)")
 
 
 class RecordingLogger(ExperimentLogger):
