@@ -277,8 +277,8 @@ class RuntimeConfig:
         pull_interval: seconds between parameter pulls of a policy copy.
         checkpoint_every: trainer steps between trainer 0's checkpoints (at most one every 5
             seconds), which the parameter server holds for a restarted trainer to go on from
-            (``None``: never); the run's checkpoint files are ``DistributedRun``'s
-            ``checkpoint_every``.
+            (``None``: never); the run's checkpoint files are ``checkpoint_every``'s (a
+            ``DistributedRun`` argument, a ``looprl run`` key).
         cpus_per_actor, cpus_per_policy, cpus_per_trainer: Ray CPUs each worker reserves.
         gpus_per_policy, gpus_per_trainer: Ray GPUs each worker reserves (and uses), at most 1.
         num_cpus: CPUs of a local instance (``None``: what the workers reserve, at least the
