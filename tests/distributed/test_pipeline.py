@@ -1156,7 +1156,7 @@ def test_a_runs_end_saves_the_same_statistics_in_normalization_pt_and_its_checkp
     from looprl.experiments.checkpoint import load_checkpoint
 
     asked = []
-    pool = SimpleNamespace(stop=lambda: None, ask=lambda name, method: {}, statistics=None)
+    pool = SimpleNamespace(stop=lambda: None, ask=lambda name, method, *args: {}, statistics=None)
 
     def normalization() -> list:  # (a step more counted at each answer, kept as the pool's)
         asked.append(len(asked) + 1.0)

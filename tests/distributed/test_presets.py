@@ -153,9 +153,11 @@ def test_logging_wandb_reaches_a_ray_runs_logger(tmp_path):
         DistributedRun(run.spec, frames=100, logdir=None, wandb={"project": "p"})
 
 
-def test_checkpoint_replay_false_is_what_a_ray_trainer_checkpoint_does(tmp_path):
-    """A Ray trainer's checkpoint holds no replay, so ``checkpoint_replay=false`` is no error."""
-    assert distributed(tmp_path, "checkpoint_replay=false", "frames=1000").frames == 1000
+def test_checkpoint_replay_reaches_a_ray_run(tmp_path):
+    """(What it does: tests/distributed/test_ray_logs.py.)"""
+    assert distributed(tmp_path, "frames=1000").checkpoint_replay is True
+    assert distributed(tmp_path, "checkpoint_replay=false", "frames=1000").checkpoint_replay \
+        is False
 
 
 def test_logging_verbose_false_reaches_a_ray_runs_logger(tmp_path):

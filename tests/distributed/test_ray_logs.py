@@ -202,3 +202,38 @@ def test_checkpoint_every_and_keep_checkpoints_on_ray_as_locally(local_ray, tmp_
     assert results(tmp_path)["train"]["frames"] >= 26000
     assert len(numbered_checkpoints(run_dir, "controller_checkpoint")) == 2
     assert list(numbered_checkpoints(run_dir, "controller_checkpoint"))[-1] >= 26000
+
+
+@pytest.mark.parametrize("replay", [True, False])
+def test_a_ray_checkpoint_holds_the_replay_as_a_local_one(local_ray, tmp_path: Path,
+                                                          replay: bool) -> None:
+    """(Was: a Ray trainer's checkpoint held no replay, and a resumed run refilled it from
+    empty.) ``checkpoint_replay`` (true by default) keeps the replay buffer's transitions in
+    the trainer's checkpoint, which a trainer loaded from it goes on with; false saves none
+    (the learner then refills it before its next step, as locally)."""
+    import torch
+    from tests.configs.test_run import _compose
+
+    from looprl.configs import build_distributed
+    from looprl.configs.app import main
+    from looprl.distributed.pipeline import trainer_core
+    from looprl.experiments.checkpoint import load_saved
+
+    overrides = ["algorithm=dqn", "algorithm.hidden=16", "algorithm.replay_start_size=200",
+                 "runtime=ray", "runtime.actors=1", "runtime.sync=true", "frames=1500",
+                 "checkpoint_every=1000", f"checkpoint_replay={str(replay).lower()}",
+                 "test_episodes=1"]
+    assert main([*overrides, f"hydra.run.dir={tmp_path}"]) == 0
+    [path] = tmp_path.glob("**/trainer_checkpoint.pt")
+    state = load_saved(path)["core"]
+    assert ("buffer" in state) == replay
+    spec = build_distributed(_compose(overrides), str(tmp_path / "again")).spec
+    core = trainer_core(spec, seed=0)
+    core.load_state_dict(state)
+    if replay:
+        assert len(core.buffer) == len(state["buffer"]) >= 500  # (1,500 frames' rows)
+        assert (core.refill_from, core.owed) == (0, state["owed"])  # (no refill: it trains on)
+        index = torch.arange(len(core.buffer))
+        assert torch.equal(core.buffer.gather(index).reward, state["buffer"].gather(index).reward)
+    else:
+        assert len(core.buffer) == 0 and core.refill_from == state["observed"]  # (refills)

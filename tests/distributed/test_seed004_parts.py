@@ -259,7 +259,7 @@ def _bare_trainer_worker(core: Any, **runtime: Any) -> Any:
                            _publish=lambda: None, _lock=threading.Condition(), _rows=0,
                            runtime=RuntimeConfig(publish_every=1, sync=True, **runtime),
                            _stats=[], _meta={}, _blocked=0, _training=True, _wake=lambda: None,
-                           _checkpoint_due=False, _checkpointed_at=-CHECKPOINT_SECONDS)
+                           _checkpoint_due=None, _checkpointed_at=-CHECKPOINT_SECONDS)
     return worker
 
 
@@ -278,8 +278,9 @@ def test_a_fast_trainer_checkpoints_at_most_every_few_seconds_but_when_asked() -
 
     worker = _bare_trainer_worker(Learner(Stepping(), None), checkpoint_every=2)
     taken = []
-    worker.checkpoint = lambda: (taken.append(worker.steps),
-                                 setattr(worker, "_checkpointed_at", time.monotonic()))
+    worker.checkpoint = lambda replay=False: (
+        taken.append((worker.steps, replay)) if replay else taken.append(worker.steps),
+        setattr(worker, "_checkpointed_at", time.monotonic()))
     for _ in range(10):
         worker._train((None, None))
     assert taken == [2]  # (steps 4, 6, ... within the seconds since)
@@ -290,6 +291,9 @@ def test_a_fast_trainer_checkpoints_at_most_every_few_seconds_but_when_asked() -
     for _ in range(2):
         worker._train((None, None))
     assert taken == [2, 11, 12]
+    worker.request_checkpoint(replay=True)  # (checkpoint_replay: the driver's with the replay)
+    worker._train((None, None))
+    assert taken == [2, 11, 12, (14, True)]
 
 
 @pytest.mark.parametrize(("returned", "message"), [

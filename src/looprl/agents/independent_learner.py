@@ -123,9 +123,11 @@ class IndependentLearner(StepLoop):
         agent, inner = batch
         self.cores[agent].finish(inner, result)
 
-    def state_dict(self) -> dict[str, Any]:
-        """The trainers (with the policies they share) and every agent's counters."""
-        return {"trainer": self.trainer, "agents": [core.state_dict() for core in self.cores]}
+    def state_dict(self, replay: bool = False) -> dict[str, Any]:
+        """The trainers (with the policies they share) and every agent's counters (``replay``:
+        and replay)."""
+        return {"trainer": self.trainer,
+                "agents": [core.state_dict(replay) for core in self.cores]}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore ``state_dict``'s output."""

@@ -241,10 +241,12 @@ class Learner(StepLoop, AgentBase):
         """The ``log/*`` values the update hooks wrote since the last call."""
         return {} if self.hooks is None else self.hooks.log_scalars()
 
-    def state_dict(self) -> dict[str, Any]:
-        """The trainer (with its policy), the counters and the update hooks' ``state_dict`` s."""
+    def state_dict(self, replay: bool = False) -> dict[str, Any]:
+        """The trainer (with its policy), the counters and the update hooks' ``state_dict`` s;
+        ``replay``: a replay learner's buffer too (its contents: ``replay_contents_saved``)."""
         return {"trainer": self.trainer, **{key: getattr(self, key) for key in _COUNTERS},
-                "meta": [] if self.hooks is None else [c.state_dict() for c in self.hooks.stack]}
+                "meta": [] if self.hooks is None else [c.state_dict() for c in self.hooks.stack],
+                **({"buffer": self.buffer} if replay and self.schedule is not None else {})}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore ``state_dict``'s output (``ValueError`` if trained on another kind of device)."""
@@ -259,6 +261,10 @@ class Learner(StepLoop, AgentBase):
             self.hooks.metrics["update"] = self.updates
             for component, saved in zip(self.hooks.stack, state.get("meta", ()), strict=False):
                 component.load_state_dict(saved)
+        if "buffer" in state:  # (``state_dict(replay=True)``'s)
+            self.buffer = state["buffer"]
+            if self.hooks is not None:
+                self.hooks.metrics["buffer"] = self.buffer
         self._refill_if_empty()
 
 

@@ -234,7 +234,8 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
                           quiet=cfg.logging.quiet, resume_from=output_dir if cfg.resume else None,
                           meta=components, verbose=cfg.logging.verbose,
                           wandb=_plain(cfg.logging.wandb), checkpoint_every=cfg.checkpoint_every,
-                          keep_checkpoints=cfg.get("keep_checkpoints"))
+                          keep_checkpoints=cfg.get("keep_checkpoints"),
+                          checkpoint_replay=cfg.checkpoint_replay)
 
 
 @dataclass

@@ -402,6 +402,15 @@ class RuntimeConfig:
                                  "GPUs)")
 
     @classmethod
+    def given(cls, runtime: Any) -> RuntimeConfig:
+        """``DistributedRun``'s ``runtime`` (``None``: the defaults), checked."""
+        if runtime is not None and not isinstance(runtime, RuntimeConfig):
+            raise TypeError(f"DistributedRun's runtime must be a RuntimeConfig, got a "
+                            f"{type(runtime).__name__}: RuntimeConfig(actors=4), or "
+                            "RuntimeConfig.from_dict(options) for a dict")
+        return runtime or cls()
+
+    @classmethod
     def from_dict(cls, values: dict[str, Any]) -> RuntimeConfig:
         """Build from a dict, with a one-line error for an unknown key."""
         known = {f.name for f in fields(cls)}

@@ -83,7 +83,8 @@ class DistributedRun:
         checkpoint_every: write the run's checkpoint (``controller_checkpoint.pt`` and
             ``trainer_checkpoint.pt``), whence ``resume_from`` continues, at the first poll
             past every this many env steps (``None``: none, as a local run; resumed: the run's);
-            ``keep_checkpoints``: also keep the latest this many, numbered by frame.
+            ``keep_checkpoints``: also keep the latest this many, numbered by frame;
+            ``checkpoint_replay``: with the replay buffer's transitions (as a local run's).
     """
 
     def __init__(self, spec: AlgorithmSpec | Preset, runtime: RuntimeConfig | None = None,
@@ -91,15 +92,15 @@ class DistributedRun:
                  name: str | None = None, quiet: bool = False, resume_from: str | None = None,
                  meta: Sequence[MetaComponent] = (), verbose: bool = True,
                  wandb: dict[str, Any] | None = None, checkpoint_every: int | None = None,
-                 keep_checkpoints: int | None = None):
+                 keep_checkpoints: int | None = None, checkpoint_replay: bool = True):
         check_frames(frames, "DistributedRun")
         check_built(spec, "DistributedRun", also=(AlgorithmSpec,))
-        self.runtime = _check_runtime(runtime)
+        self.runtime = RuntimeConfig.given(runtime)
         check_path(logdir, "DistributedRun's logdir", optional=True)
         self.wandb = check_wandb(wandb, logdir)
-        self.checkpoint_every = checkpoint_every
-        self.keep_checkpoints = check_checkpointing(checkpoint_every, keep_checkpoints, True,
-                                                    logdir=logdir)
+        self.checkpoint_every, self.checkpoint_replay = checkpoint_every, checkpoint_replay
+        self.keep_checkpoints = check_checkpointing(checkpoint_every, keep_checkpoints,
+                                                    checkpoint_replay, logdir=logdir)
         self.hyperparameters = dict(spec.hyperparameters) if isinstance(spec, Preset) else {}
         if isinstance(spec, Preset):
             name = name or spec.name
@@ -312,21 +313,12 @@ class DistributedRun:
             if self.result.log_dir is not None:
                 self._pool.save_policy(self.result.log_dir, final=True)
                 if self.checkpoint_every:
-                    self._pool.ask("trainer", "checkpoint")
+                    self._pool.ask("trainer", "checkpoint", self.checkpoint_replay)
                     self._checkpoint.save(final=True, statistics=self._pool.statistics)
         except (ray.exceptions.RayError, OSError) as error:
             logger.warning("could not save the final policy: %s", error_line(error))
         if stopped:
             self._monitor.record_warnings(self._pool.stats())
-
-
-def _check_runtime(runtime: Any) -> RuntimeConfig:
-    """``DistributedRun``'s ``runtime`` (``None``: the default), checked."""
-    if runtime is not None and not isinstance(runtime, RuntimeConfig):
-        raise TypeError(f"DistributedRun's runtime must be a RuntimeConfig, got a "
-                        f"{type(runtime).__name__}: RuntimeConfig(actors=4), or "
-                        "RuntimeConfig.from_dict(options) for a dict")
-    return runtime or RuntimeConfig()
 
 
 def _controller_checkpoint(run: DistributedRun, counts: SampleCounts) -> ControllerCheckpoint:
@@ -336,7 +328,8 @@ def _controller_checkpoint(run: DistributedRun, counts: SampleCounts) -> Control
         run.checkpoint_every, run.logger, run.result, counts, run._agent_logs,
         pool.actors_meta_state, run._planned, pool.schedules,
         functools.partial(pool.ask, "server", "trainer_checkpoint"), pool.normalization,
-        run.keep_checkpoints, lambda: pool.workers["trainer"].request_checkpoint.remote())
+        run.keep_checkpoints,
+        lambda: pool.workers["trainer"].request_checkpoint.remote(run.checkpoint_replay))
 
 
 def _of_preset(preset: Preset, frames: int, runtime: RuntimeConfig

@@ -34,6 +34,7 @@ from looprl.distributed.pipeline import policy_parameters, trainer_core
 from looprl.distributed.sender import transitions
 from looprl.distributed.server import Publisher, publication
 from looprl.distributed.workers import Worker, cuda_device, hands_over_warnings, named, run_spec
+from looprl.memory.replay import replay_contents_saved
 from looprl.meta.hyperparameters import agent_hyperparameters
 
 __all__ = ["TrainerGroup", "TrainerGroupError", "TrainerWorker", "collective_failure", "digest",
@@ -177,7 +178,7 @@ class TrainerWorker(Worker):
         self._more = 0  # sync: generations of "all feeders wait, the batch needs more"
         self._published, self._published_at = -1, 0.0
         self._training = False  # a batch has been taken and is being trained on
-        self._checkpoint_due = False  # the driver asked for one (``request_checkpoint``)
+        self._checkpoint_due: bool | None = None  # the driver asked for one: with replay?
         self._checkpointed_at = -CHECKPOINT_SECONDS  # (``time.monotonic()`` of the last)
         self._lags: list[float] = []
         self._rows = 0  # env steps trained on since stats()
@@ -331,21 +332,27 @@ class TrainerWorker(Worker):
             self._training = False
             self._wake()  # (sync: waiting puts see the new version)
         every = self.runtime.checkpoint_every
-        if self.rank == 0 and (self._checkpoint_due or every and self.steps % every == 0 and (
+        due = self._checkpoint_due
+        if self.rank == 0 and (due is not None or every and self.steps % every == 0 and (
                 time.monotonic() - self._checkpointed_at >= CHECKPOINT_SECONDS)):
-            self._checkpoint_due = False
-            self.checkpoint()
+            self._checkpoint_due = None
+            self.checkpoint(bool(due))
 
-    def request_checkpoint(self) -> None:
-        """Checkpoint after the next train step (the driver's ``checkpoint_every`` frames)."""
-        self._checkpoint_due = True
+    def request_checkpoint(self, replay: bool = False) -> None:
+        """Checkpoint after the next train step (the driver's ``checkpoint_every`` frames),
+        ``replay``: with the replay buffer's transitions (``checkpoint_replay``)."""
+        self._checkpoint_due = replay
 
-    def checkpoint(self) -> None:
-        """Hand the trainer (policy, optimizer, counters) to the ``ParameterServer``."""
+    def checkpoint(self, replay: bool = False) -> None:
+        """Hand the trainer (policy, optimizer, counters; ``replay``: its replay buffer) to the
+        ``ParameterServer``."""
+        from looprl.experiments.checkpoint import warn_large_replay  # (not in actors)
         self._checkpointed_at = time.monotonic()
         saved = io.BytesIO()
-        torch.save({"core": self.core.state_dict(), "steps": self.steps}, saved,
-                   pickle_module=cloudpickle)  # user classes defined in scripts pickle too
+        with replay_contents_saved(replay) as kept:  # user classes in scripts pickle too
+            torch.save({"core": self.core.state_dict(replay), "steps": self.steps}, saved,
+                       pickle_module=cloudpickle)
+        warn_large_replay(kept)
         ray.get(self.publisher.server.keep.remote(self.steps, saved.getvalue()))  # (then held)
 
     def policy_checkpoint(self) -> dict[str, Any]:

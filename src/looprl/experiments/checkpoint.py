@@ -89,12 +89,18 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
         raise TypeError(f"This experiment cannot be checkpointed: {error} (environments and "
                         "meta components must pickle; register hooks as bound methods; a preset's "
                         "model constructors must be module-level functions)") from None
-    if sum(kept) > LARGE_REPLAY:  # (no path in the key: a PBT member's changes)
-        warn_once(log, "A checkpoint holds %.1f GiB of replay buffer, written at each "
-                  "checkpoint; checkpoint_replay=False saves the replay empty", sum(kept) / 2**30)
+    warn_large_replay(kept)
     if keep is not None:
         keep_checkpoints(path, int(experiment.logger.frame), keep)
     return path
+
+
+def warn_large_replay(kept: list[int]) -> None:
+    """Warn once if a checkpoint's replay buffers (``kept``: ``replay_contents_saved``'s bytes)
+    pass ``LARGE_REPLAY``."""
+    if sum(kept) > LARGE_REPLAY:  # (no path in the key: a PBT member's changes)
+        warn_once(log, "A checkpoint holds %.1f GiB of replay buffer, written at each "
+                  "checkpoint; checkpoint_replay=False saves the replay empty", sum(kept) / 2**30)
 
 
 def _not_written(path: Path, error: BaseException, failed: bool) -> str:
