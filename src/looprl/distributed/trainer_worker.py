@@ -349,9 +349,9 @@ class TrainerWorker(Worker):
         from looprl.experiments.checkpoint import warn_large_replay  # (not in actors)
         self._checkpointed_at = time.monotonic()
         saved = io.BytesIO()
-        with replay_contents_saved(replay) as kept:  # user classes in scripts pickle too
+        with self._lock, replay_contents_saved(replay) as kept:  # (puts wait: one snapshot)
             torch.save({"core": self.core.state_dict(replay), "steps": self.steps}, saved,
-                       pickle_module=cloudpickle)
+                       pickle_module=cloudpickle)  # user classes in scripts pickle too
         warn_large_replay(kept)
         ray.get(self.publisher.server.keep.remote(self.steps, saved.getvalue()))  # (then held)
 
