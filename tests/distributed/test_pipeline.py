@@ -797,17 +797,21 @@ def test_a_schedule_a_ray_worker_would_refuse_is_one_line_before_ray_starts(monk
         raise AssertionError("Ray started")
 
     monkeypatch.setattr(controller, "start_ray", no_ray)
-    for schedule, error, match in (
-            (HPSchedule("hp/lr", "linear", 3e-4, 1e-4, duration=10, per="step"), ValueError,
-             r"^HPSchedule at pre_step: hp/lr cannot be set to 0.0003: on Ray, hp/lr is the "
-             r"trainer's.*per='update'"),
-            (HPSchedule("hp/lrr", "linear", 3e-4, 1e-4, duration=10), KeyError,
+    per_step = HPSchedule("hp/lr", "linear", 3e-4, 1e-4, duration=10, per="step")
+    for schedule, trainers, error, match in (
+            (per_step, 2, ValueError, r"^HPSchedule at pre_step: on Ray with runtime.trainers=2,"
+             r" a step or episode hook cannot set the trainers' hp/lr \(they must step alike\)"
+             r".*per='update'"),
+            (HPSchedule("hp/lrr", "linear", 3e-4, 1e-4, duration=10), 1, KeyError,
              "HPSchedule at pre_update: 'hp/lrr' is not a hyperparameter of this agent. "
              "Did you mean 'hp/lr'"),
-            (CosineLRSchedule(1e-3), AssertionError, "Ray started")):
+            (per_step, 1, AssertionError, "Ray started"),  # (sent to the trainer)
+            (HPSchedule("hp/batch_size", "linear", 16, 64, duration=10, per="step"), 1,
+             AssertionError, "Ray started"),  # (the trainer's own key: in its publication)
+            (CosineLRSchedule(1e-3), 1, AssertionError, "Ray started")):
         with pytest.raises(error, match=match):
-            DistributedRun(ppo_spec(meta=[schedule]), RuntimeConfig(actors=1), frames=100,
-                           logdir=None).run()
+            DistributedRun(ppo_spec(meta=[schedule]), RuntimeConfig(actors=2, trainers=trainers),
+                           frames=100, logdir=None).run()
 
 
 def test_resuming_a_directory_without_a_distributed_run_is_one_line_before_ray_starts(

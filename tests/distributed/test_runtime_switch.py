@@ -10,7 +10,10 @@ local learning tests prove (SAC swings Pendulum up, DQN solves CartPole, indepen
 a random tic-tac-toe player) holds for these presets on Ray, and a sync run repeats itself.
 Meta components too: RND's bonuses (its networks trained by the trainer and published with the
 parameters, which the actor loads before the env step after the rows that completed a segment,
-as a local run trains before it), a contextual environment's copies and PLR's level draws."""
+as a local run trains before it), a contextual environment's copies and PLR's level draws, and
+``hp/*`` writes across the split (DQN's ``SchedulesAcross``: a step hook's ``hp/lr``, sent
+with the actor's segments and set before the trainer draws from them; an update hook's
+``hp/epsilon``, published with the parameters and set before the actor acts on them)."""
 
 from __future__ import annotations
 
@@ -63,7 +66,8 @@ def _ray_parameters(run: Path) -> dict[str, torch.Tensor]:
 @pytest.mark.parametrize(("algorithm", "env", "copies", "frames", "seed", "test_episodes"), [
     (["algorithm=dqn", "algorithm.replay_start_size=200", "algorithm.hidden=16",
       "algorithm.update_frequency=64", "algorithm.gradient_steps=8",
-      "algorithm.target_update_frequency=8", "algorithm.test_exploration=0.5", "meta=[rnd]"],
+      "algorithm.target_update_frequency=8", "algorithm.test_exploration=0.5",
+      "meta=[rnd,tests.distributed.user_components:SchedulesAcross]"],
      "CartPole-v1", 1, 400, 2**32 - 1,
      3),  # (evaluation draws; the last seed, wrapped alike: see the docstring)
     (["algorithm=continuous/sac", "algorithm.replay_start_size=300", "algorithm.hidden=16",

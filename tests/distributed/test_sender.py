@@ -54,12 +54,14 @@ class _Trainer:
     def __init__(self, slow: bool = False) -> None:
         self.puts: list[list] = []
         self.frames: list[int] = []  # (each put's: the actor's env steps since the last)
+        self.writes: list[list | None] = []  # (each put's: the hooks' writes of trainer keys)
         self.put = self
         self.slow = slow
 
-    def remote(self, segments: list, frames: int = 0) -> _Ref:
+    def remote(self, segments: list, frames: int = 0, writes: list | None = None) -> _Ref:
         self.puts.append(list(segments))
         self.frames.append(frames)
+        self.writes.append(writes)
         return _Ref(7, done=not self.slow)
 
 
@@ -128,14 +130,37 @@ def test_an_asynchronous_actor_holds_segments_while_its_put_is_in_flight(fake_ra
     assert [len(put) for put in trainer.puts] == [1, HOLD_ROWS]
 
 
+def test_a_put_carries_what_the_hooks_wrote_to_the_trainers_keys_since_the_last(fake_ray):
+    """Each hub's ``take_writes`` (one per agent of independent learners) goes with the next
+    put; a put after none carries ``None`` (nothing for the trainer to look at)."""
+
+    class Hub:
+        def __init__(self) -> None:
+            self.written: dict = {}
+
+        def take_writes(self) -> dict:
+            taken, self.written = self.written, {}
+            return taken
+
+    trainer, hubs = _Trainer(), [Hub(), Hub()]
+    sender = SegmentSender(trainer, sync=True, index=0, waited=lambda seconds: None, hubs=hubs)
+    sender.send([_segment(0)])
+    hubs[1].written = {"hp/lr": 0.5}
+    sender.send([_segment(1)])
+    sender.send([_segment(2)])
+    assert trainer.writes == [None, [{}, {"hp/lr": 0.5}], None]
+
+
 def test_a_publication_carries_tensors_as_arrays_and_gives_back_equal_tensors():
     parameters = {"weight": torch.randn(3, 4), "steps": torch.tensor(5),
                   "half": torch.randn(2, dtype=torch.bfloat16), "note": "kept"}
-    payload = publication(parameters, [{"rnd": 1}], [{"hp/lr": 0.1}])
+    payload = publication(parameters, [{"rnd": 1}], [{"hp/lr": 0.1}],
+                          [{"hp/epsilon": (3, 0.2)}])
     carried = pickle.loads(payload)[0]  # (what travels: arrays where NumPy has the dtype)
     assert isinstance(carried["weight"], np.ndarray) and isinstance(carried["steps"], np.ndarray)
-    restored, shared, values = unpack(payload)
+    restored, shared, values, written = unpack(payload)
     assert shared == [{"rnd": 1}] and values == [{"hp/lr": 0.1}]
+    assert written == [{"hp/epsilon": (3, 0.2)}]
     assert restored["note"] == "kept"
     for key in ("weight", "steps", "half"):
         assert isinstance(restored[key], torch.Tensor)

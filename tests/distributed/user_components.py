@@ -46,3 +46,19 @@ class ReadsLR(MetaComponent):
 
     def read_lr(self, metrics: dict[str, Any]) -> None:
         metrics["log/seen_lr"] = metrics["hp/lr"]
+
+
+class SchedulesAcross(MetaComponent):
+    """Sets ``hp/lr`` (the trainer's) in a step hook and ``hp/epsilon`` (the actors') in an
+    update hook: on Ray each write crosses from the worker that runs the hook to the other."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.post_step_methods.append(self.set_lr)
+        self.post_update_methods.append(self.set_epsilon)
+
+    def set_lr(self, metrics: dict[str, Any]) -> None:
+        metrics["hp/lr"] = 1e-2 * 0.99 ** metrics["step"]
+
+    def set_epsilon(self, metrics: dict[str, Any]) -> None:
+        metrics["hp/epsilon"] = 0.5 ** metrics["update"]

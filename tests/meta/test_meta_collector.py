@@ -98,57 +98,70 @@ def test_the_collectors_rnd_computes_its_bonus_with_the_trainers_networks():
     env.close()
 
 
-def test_ray_workers_set_their_own_hyperparameters_and_refuse_the_others():
+def test_ray_workers_set_their_own_hyperparameters_and_send_the_others_across():
     """On Ray the step hooks run in the actors, whose policy copies do not train: a schedule
-    of ``hp/lr`` per step is one line there (was: it set the copy's unused optimizer, and the
-    trainer trained on at its own rate), while ``hp/epsilon`` changes how the actor acts; the
-    trainer's update hooks, the other way round."""
+    of ``hp/lr`` per step is taken there for the trainer (``take_writes``: the last value of
+    each key, which travels with the actor's segments; was: one line), and ``hp/epsilon``
+    changes how the actor acts; the trainer's update hooks, the other way round: its writes of
+    ``hp/epsilon`` are published (``published_writes``) and each new one is set in the actor."""
     import numpy as np
     import pytest
 
     from looprl.core import RolloutResult
     from looprl.meta import HPSchedule
+    from looprl.meta.hub import Parts
+    from looprl.meta.hyperparameters import agent_hyperparameters
 
     policy = dqn.hyperparameters(hidden=8).env(GymEnvironment("CartPole-v1")).device(
         "cpu").build().agent().unwrapped.policy
 
-    def steps(key: str, start: float) -> None:
+    def steps(key: str, start: float):
         schedule = HPSchedule(key, "linear", start, 0.0, duration=10, per="step")
         runner = EnvRunner("CartPole-v1", None, segment_length=None, meta=[schedule],
                            policy=policy, seed=0)
         for _ in range(3):
             request = runner.request(0)
             runner.step(0, RolloutResult(action=np.zeros(len(request.obs), dtype=np.int64)))
+        return runner.hooks.hubs[0]
 
-    steps("hp/epsilon", 0.5)
+    hub = steps("hp/epsilon", 0.5)
     assert policy.hyperparameters()["hp/epsilon"].get() == pytest.approx(0.5 * 0.8)
-    with pytest.raises(ValueError, match=r"^HPSchedule at pre_step: hp/lr cannot be set to "
-                                         r"0.01: on Ray, hp/lr is the trainer's.*\(hp/epsilon\)"
-                                         r".*per='update'"):
-        steps("hp/lr", 0.01)
-    # and the trainer's update hooks cannot change the actors' exploration (was: silently)
+    assert hub.take_writes() == {}  # (its own: nothing to send)
+    copy_lr = agent_hyperparameters(Parts(policy))["hp/lr"]  # (the copy's optimizer's)
+    lr = copy_lr.get()
+    hub = steps("hp/lr", 0.01)
+    assert copy_lr.get() == lr  # (untouched)
+    assert hub.hyperparameters["hp/lr"].get() == pytest.approx(0.01 * 0.8)  # (as written)
+    assert hub.take_writes() == {"hp/lr": pytest.approx(0.01 * 0.8)}  # the last write
+    assert hub.take_writes() == {}
+    # the trainer's update hooks set hp/epsilon on its copy and publish the write
     spec, _ = AlgorithmSpec.of_preset(dqn.hyperparameters(hidden=8).env(
         GymEnvironment("CartPole-v1")).device("cpu").build(), 1000)
     schedule = HPSchedule("hp/epsilon", "linear", 0.5, 0.0, duration=10, per="update")
     core = trainer_core(replace(spec, meta=[schedule]))
-    with pytest.raises(ValueError, match=r"^HPSchedule at pre_update: hp/epsilon cannot be "
-                                         r"set to 0.5: on Ray, hp/epsilon is the actors' "
-                                         r"exploration.*per='step'"):
-        core.hooks.run("pre_update")
+    core.hooks.run("pre_update")
+    written = core.hooks.published_writes()
+    assert [value for _, value in written.values()] == [0.5]
+    hub.trainer_values({}, written)  # (an actor's, from the publication)
+    assert policy.hyperparameters()["hp/epsilon"].get() == 0.5
+    policy.hyperparameters()["hp/epsilon"].set(0.3)  # (its own step hook's, say)
+    hub.trainer_values({}, written)  # the same write again: not set again
+    assert policy.hyperparameters()["hp/epsilon"].get() == 0.3
+    # and the actors' writes of the trainer's keys are set in the trainer's hub
     schedule = HPSchedule("hp/lr", "linear", 0.5, 0.0, duration=10, per="update")
     core = trainer_core(replace(spec, meta=[schedule]))
-    core.hooks.run("pre_update")
-    assert core.hooks.hyperparameters["hp/lr"].get() == 0.5
+    core.hooks.apply_writes({"hp/lr": 0.25})
+    assert core.hooks.hyperparameters["hp/lr"].get() == 0.25
+    with pytest.raises(ValueError, match=r"^hp/lr must be"):
+        core.hooks.apply_writes({"hp/lr": -1.0})
 
 
 def test_a_ray_actors_step_hooks_read_the_trainers_hyperparameters_as_it_published_them():
     """(Was: a step hook on Ray read only the actor's own keys, the trainer's missing or at the
     actor copy's first values, while a local run's read the trainer's as they change.) The
     actor's hub reads each key the trainer published (``MetaHub.trainer_values``, from each
-    publication), its exploration's (``hp/epsilon``) its own; writing the trainer's stays one
-    line."""
+    publication), its exploration's (``hp/epsilon``) its own; writing the trainer's is sent."""
     import numpy as np
-    import pytest
     from tests.distributed.user_components import ReadsLR, SetsLR
 
     from looprl.core import RolloutResult
@@ -177,6 +190,11 @@ def test_a_ray_actors_step_hooks_read_the_trainers_hyperparameters_as_it_publish
     assert hub.metrics["log/seen_lr"] == 5e-4
     made, hub = runner(SetsLR())
     hub.trainer_values({"hp/lr": 1e-3})
-    with pytest.raises(ValueError, match=r"^SetsLR at post_step: hp/lr cannot be set to 0.1: "
-                                         r"on Ray, hp/lr is the trainer's"):
-        step(made)
+    step(made)  # its write reads back until the trainer publishes, and is sent
+    assert hub.metrics["hp/lr"] == 0.1 and hub.take_writes() == {"hp/lr": 0.1}
+    hub.trainer_values({"hp/lr": 0.1})
+    step(made)  # (the value it holds: no write, as locally)
+    assert hub.take_writes() == {}
+    hub.trainer_values({"hp/lr": 1e-3})  # (an update hook's, say)
+    step(made)
+    assert hub.take_writes() == {"hp/lr": 0.1}

@@ -149,7 +149,7 @@ class DistributedRun:
                 "DistributedRun to train again" + ("" if self.result.log_dir is None else
                 f", or go on with DistributedRun(..., resume_from={self.result.log_dir!r})"
                 + (" and a larger frames" if self.result.frames >= self.frames else "")))
-        agents = _check_spec(self.spec, self.runtime.max_lag)
+        agents = _check_spec(self.spec, self.runtime)
         # (before Ray: no run there, another's or a finished one is one line)
         resumed = _resumed_state(self) if self.resume_from is not None else None
         try:
@@ -345,7 +345,7 @@ def _of_preset(preset: Preset, frames: int, runtime: RuntimeConfig
     return spec, replace(runtime, **implied)
 
 
-def _check_spec(spec: AlgorithmSpec, max_lag: int | None = None) -> list[str]:
+def _check_spec(spec: AlgorithmSpec, runtime: RuntimeConfig) -> list[str]:
     """Build the env, policy, trainer and buffer here first, find the curricula's contextual
     envs, try the schedules' first writes; return ``spec.agent_names``."""
     device = spec.policy_args.get("device")
@@ -358,8 +358,8 @@ def _check_spec(spec: AlgorithmSpec, max_lag: int | None = None) -> list[str]:
     if any(component.needs_contexts for component in spec.meta):  # (PLR, SPaCE)
         with closing(spec.collector_env(1)[0]()) as envs:  # (what an actor's components find)
             contextual_envs(envs if isinstance(envs, VectorEnvironment) else [envs])
-    core = pipeline.trainer_core(spec, max_lag=max_lag)
-    pipeline.check_schedules(spec, core)
+    core = pipeline.trainer_core(spec, max_lag=runtime.max_lag)
+    pipeline.check_schedules(spec, core, runtime.trainers)
     return spec.agent_names(core.policy)
 
 
@@ -429,8 +429,6 @@ def _check_same_config(resumed: Any, run_dir: Path, hyperparameters: dict[str, A
         f"{key}: {saved.get(key)!r} -> {new.get(key)!r}"
         for key in sorted(set(saved) | set(new)) if saved.get(key) != new.get(key)
         and not _ADDRESS.search(f"{saved.get(key)}{new.get(key)}")])
-
-
 
 
 def check_meta(components: list[Any], runtime: RuntimeConfig) -> None:

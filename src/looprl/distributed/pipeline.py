@@ -1,5 +1,6 @@
-"""``trainer_core`` (the ``Learner`` of a spec) and ``test_pipeline``, which runs an
-environment, a policy and that learner in one process, as on Ray. No Ray here."""
+"""``trainer_core`` (the ``Learner`` of a spec; ``record_losses``: what a trainer worker
+logs of it) and ``test_pipeline``, which runs an environment, a policy and that learner in
+one process, as on Ray. No Ray here."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import copy
 import functools
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from functools import partialmethod
 from typing import Any
 
 from looprl.agents.actor import Actor
@@ -16,17 +18,19 @@ from looprl.agents.independent import IndependentTrainer
 from looprl.agents.independent_learner import IndependentLearner
 from looprl.agents.learner import make_learner
 from looprl.collector import EnvRunner, Episode
+from looprl.core.logger import DummyLogger, Logger
 from looprl.core.suggest import check_count, check_seed
 from looprl.distributed.config import AlgorithmSpec
 from looprl.environments.wrappers import load_normalization
 from looprl.meta.component import HOOKS
 from looprl.meta.hub import MetaHub, StreamHooks, seed_hubs, written_by
-from looprl.meta.hyperparameters import set_hyperparameter
+from looprl.meta.hyperparameters import agent_hyperparameters, set_hyperparameter
 from looprl.meta.schedules import CosineLRSchedule, HPSchedule
 
-__all__ = ["CHECKPOINT", "PipelineReport", "act", "check_schedules", "collect",
-           "evaluation_episodes", "evaluation_spec", "load_parameters", "load_shared_state",
-           "meta_states", "policy_parameters", "test_pipeline", "trainer_core"]
+__all__ = ["CHECKPOINT", "LossRecorder", "PipelineReport", "act", "check_schedules", "collect",
+           "evaluation_episodes", "evaluation_spec", "hyperparameter_values", "load_parameters",
+           "load_shared_state", "meta_states", "policy_parameters", "record_losses",
+           "several_trainers", "test_pipeline", "trainer_core"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,10 +69,66 @@ def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = 
     return core
 
 
-def check_schedules(spec: AlgorithmSpec, core: Any) -> None:
+class LossRecorder(Logger):
+    """Keeps what a trainer's approximations log as ``(agent, kind, name, value, frame)``."""
+
+    def __init__(self, frames: Callable[[], int], agent: str | None = None, scale: int = 1,
+                 verbose: bool = True):
+        self.frames, self.agent, self.scale, self.verbose = frames, agent, scale, verbose
+        self.rows: list[tuple[str | None, str, str, float, int]] = []
+
+    def _add(self, kind: str, name: str, value: Any, step: str = "frame") -> None:
+        self.rows.append((self.agent, kind, name, float(value), self.frames() * self.scale))
+
+    add_loss = partialmethod(_add, "loss")
+    add_schedule = partialmethod(_add, "schedule")
+
+    def __reduce__(self) -> tuple[type, tuple[()]]:
+        """A checkpointed or shared trainer's copy logs nothing."""
+        return DummyLogger, ()
+
+    def take(self) -> list[tuple[str | None, str, str, float, int]]:
+        """The rows since the last call."""
+        taken = self.rows[:len(self.rows)]  # (the training thread appends meanwhile)
+        del self.rows[:len(taken)]
+        return taken
+
+
+def record_losses(core: Any, frames: Callable[[], int], trainers: int = 1,
+                  verbose: bool = True) -> list[LossRecorder]:
+    """Give ``core``'s learners and their approximations ``LossRecorder`` s."""
+    cores = getattr(core, "cores", None)
+    names = core.policy.names if cores is not None else [None]
+    recorders = []
+    for learner, agent in zip(cores or [core], names, strict=True):
+        recorder = learner.logger = LossRecorder(frames, agent, trainers, verbose)
+        for part in (learner.policy, learner.trainer):
+            for approximation in getattr(part, "approximations", dict)().values():
+                approximation.logger = recorder
+        recorders.append(recorder)
+    return recorders
+
+
+def hyperparameter_values(core: Any) -> dict[str, Any]:
+    """The current ``hp/*`` values of a trainer's ``core``, the keys a local agent has."""
+    try:
+        declared = agent_hyperparameters(core)
+    except AttributeError:  # a user's policy or trainer of its own making declares none
+        return {}
+    return {key: h.get() for key, h in declared.items()}
+
+
+def several_trainers(keys: Iterable[str], trainers: int) -> str:
+    """Why a step or episode hook cannot set the trainer's ``keys`` with several trainers."""
+    return (f"on Ray with runtime.trainers={trainers}, a step or episode hook cannot set the "
+            f"trainers' {', '.join(keys)} (they must step alike): set it in an update hook "
+            "(e.g. HPSchedule(..., per='update'))")
+
+
+def check_schedules(spec: AlgorithmSpec, core: Any, trainers: int = 1) -> None:
     """Try the first write of ``spec``'s schedules in copies of the workers' hubs (over
-    ``core``, a ``trainer_core`` to throw away): a bad key or value is one line before the
-    workers start."""
+    ``core``, a ``trainer_core`` to throw away): a bad key or value, or with several
+    ``trainers`` a step schedule of a trainer's key, is one line before the workers start."""
     schedules = [c for c in spec.make_meta() if isinstance(c, HPSchedule | CosineLRSchedule)]
     if not schedules:
         return
@@ -76,6 +136,7 @@ def check_schedules(spec: AlgorithmSpec, core: Any) -> None:
     actors = StreamHooks.over(schedules, core.policy, None, names).hubs
     for learner, actor in zip(core.cores if names else [core], actors, strict=True):
         trainer = MetaHub(copy.deepcopy(schedules), learner, None, "trainer")
+        actor.trainer_values(hyperparameter_values(learner))  # (its first publication's)
         for hub, hooks in ((actor, ACTOR_HOOKS), (trainer, UPDATE_HOOKS)):
             for hook in hooks:
                 hub.run(hook)
@@ -85,6 +146,8 @@ def check_schedules(spec: AlgorithmSpec, core: Any) -> None:
                     if hook is not None:
                         set_hyperparameter(hub.hyperparameters, schedule.key,
                                            hub.metrics[schedule.key])
+                    if trainers > 1 and hub is actor and actor.take_writes():
+                        raise ValueError(several_trainers([schedule.key], trainers))
                 except (KeyError, ValueError) as error:
                     raise written_by(error, [schedule], hook) from None
 

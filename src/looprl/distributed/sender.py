@@ -34,8 +34,10 @@ class SegmentSender:
     the answer; else those held while a put is in flight, together. ``waited`` is called with
     the seconds spent waiting for the trainer."""
 
-    def __init__(self, trainer: Any, sync: bool, index: int, waited: Callable[[float], None]):
+    def __init__(self, trainer: Any, sync: bool, index: int, waited: Callable[[float], None],
+                 hubs: list[Any] = ()):
         self.trainer, self.sync, self.index, self.waited = trainer, sync, index, waited
+        self.hubs = list(hubs)  # (the meta hubs whose writes of trainer keys it sends along)
         self._put: Any = None
         self._held: list[Any] = []
         self._rows = 0
@@ -87,7 +89,9 @@ class SegmentSender:
         return True
 
     def _put_held(self) -> None:
-        self._put = self.trainer.put.remote(self._held, self._frames - self._sent)
+        writes = [hub.take_writes() for hub in self.hubs]
+        self._put = self.trainer.put.remote(self._held, self._frames - self._sent,
+                                            writes if any(writes) else None)
         self._held, self._rows, self._last = [], 0, time.monotonic()
         self._sent = self._frames
 
@@ -147,10 +151,10 @@ class PolicyCopy:
     def _load(self, found: tuple[int, int, bytes] | None) -> None:
         self._pending = None
         if found is not None:
-            parameters, shared, values = unpack(found[2])
+            parameters, shared, values, written = unpack(found[2])
             load_parameters(self.policy, parameters)
             self.serial, self.policy.version = found[0], found[1]
             if self.components:
                 load_shared_state(self.components, shared)
-            for hub, learner in zip(self.hubs, values, strict=False):
-                hub.trainer_values(learner)
+            for hub, learner, writes in zip(self.hubs, values, written, strict=False):
+                hub.trainer_values(learner, writes)

@@ -19,22 +19,25 @@ logger = logging.getLogger(__name__)
 
 
 def publication(parameters: dict[str, Any], shared: list[Any] = (),
-                values: list[dict[str, Any]] = ()) -> bytes:
+                values: list[dict[str, Any]] = (), written: list[dict[str, Any]] = ()) -> bytes:
     """The policy's ``parameters`` (CPU tensors, as NumPy arrays where NumPy has their dtype:
-    ten times cheaper to pickle), the meta components' ``shared`` states and the ``hp/*``
-    ``values`` of each learner (one per agent of independent learners), cloudpickled."""
+    ten times cheaper to pickle), the meta components' ``shared`` states, the ``hp/*``
+    ``values`` of each learner (one per agent of independent learners) and the exploration
+    keys its update hooks ``written`` (``MetaHub.published_writes``), cloudpickled."""
     arrays = {key: _array(value) for key, value in parameters.items()}
     converted = [key for key, value in parameters.items() if arrays[key] is not value]
-    return cloudpickle.dumps((arrays, converted, list(shared), list(values)))
+    return cloudpickle.dumps((arrays, converted, list(shared), list(values), list(written)))
 
 
-def unpack(payload: bytes) -> tuple[dict[str, Any], list[Any], list[dict[str, Any]]]:
-    """``(parameters, shared, values)`` of a ``publication`` (plain pickle reads cloudpickle)."""
+def unpack(payload: bytes) -> tuple[dict[str, Any], list[Any], list[dict[str, Any]],
+                                    list[dict[str, Any]]]:
+    """``(parameters, shared, values, written)`` of a ``publication`` (plain pickle reads
+    cloudpickle)."""
     import torch
-    arrays, converted, shared, values = pickle.loads(payload)
+    arrays, converted, shared, values, written = pickle.loads(payload)
     for key in converted:
         arrays[key] = torch.from_numpy(arrays[key])
-    return arrays, shared, values
+    return arrays, shared, values, written
 
 
 def _array(value: Any) -> Any:

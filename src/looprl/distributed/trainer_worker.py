@@ -14,9 +14,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from datetime import timedelta
-from functools import partialmethod
 from typing import Any
 
 import numpy as np
@@ -27,15 +25,19 @@ from ray import cloudpickle
 from torch import nn
 
 from looprl.agents.shell import seed_units
-from looprl.core.logger import DummyLogger, Logger
 from looprl.distributed.cluster import answer_timeout, no_answer
 from looprl.distributed.config import RuntimeConfig
-from looprl.distributed.pipeline import policy_parameters, trainer_core
+from looprl.distributed.pipeline import (
+    hyperparameter_values,
+    policy_parameters,
+    record_losses,
+    several_trainers,
+    trainer_core,
+)
 from looprl.distributed.sender import transitions
 from looprl.distributed.server import Publisher, publication
 from looprl.distributed.workers import Worker, cuda_device, hands_over_warnings, named, run_spec
 from looprl.memory.replay import replay_contents_saved
-from looprl.meta.hyperparameters import agent_hyperparameters
 
 __all__ = ["TrainerGroup", "TrainerGroupError", "TrainerWorker", "collective_failure", "digest",
            "rendezvous", "tcp_rendezvous"]
@@ -184,6 +186,8 @@ class TrainerWorker(Worker):
         self._rows = 0  # env steps trained on since stats()
         self._waited = 0.0  # seconds the loop waited for samples since stats()
         self._meta: dict[str, float] = {}  # the update hooks' log/* values since stats()
+        self._hubs = [learner.hooks for learner in getattr(self.core, "cores", [self.core])]
+        self._writes: list[dict[str, Any]] = [{} for _ in self._hubs]  # (``put``'s, to set)
         self._publish()
         self.publisher.flush(answer_timeout(runtime))  # (before the actors pull)
 
@@ -218,10 +222,16 @@ class TrainerWorker(Worker):
         except NotImplementedError:  # (one trainer: a policy with get_checkpoint() only)
             return {"steps": self.steps, "digest": None}
 
-    def put(self, segments: list[Any], frames: int = 0) -> int:
-        """Receive an actor's segments and the env steps it took since its last put; return
-        the policy version to sample with next (waits while backlogged, or sync)."""
+    def put(self, segments: list[Any], frames: int = 0, writes: list[dict] | None = None) -> int:
+        """Receive an actor's segments, the env steps it took since its last put and what its
+        hooks wrote to the trainer's ``hp/*`` keys meanwhile (one dict per learner: set before
+        the next batch is drawn); return the policy version to sample with next (waits while
+        backlogged, or sync)."""
+        if writes and self.group is not None:
+            raise ValueError(several_trainers(writes[0], self.runtime.trainers))
         with self._lock:
+            for mine, theirs in zip(self._writes, writes or (), strict=False):
+                mine.update(theirs)
             self.frames += frames
             self._blocked += 1
             while self.core.backlogged(self.runtime.queue_batches) and not self._stop.is_set():
@@ -302,6 +312,10 @@ class TrainerWorker(Worker):
             with self._lock:
                 now = time.perf_counter()
                 self._waited, last = self._waited + now - last, now
+                for hub, writes in zip(self._hubs, self._writes, strict=True):
+                    if writes:  # (the actors' hooks', before the rows after them are drawn)
+                        hub.apply_writes(writes)
+                        writes.clear()
                 batch = self.core.next_batch()
                 self._training = batch is not None
                 if batch is not None:
@@ -365,57 +379,9 @@ class TrainerWorker(Worker):
         if self.rank == 0:
             self.publisher.send(policy.version, publication(
                 on_cpu(policy_parameters(policy)), on_cpu(self.core.shared_state()),
-                [hyperparameter_values(core) for core in getattr(self.core, "cores", [self.core])]))
+                [hyperparameter_values(core) for core in getattr(self.core, "cores", [self.core])],
+                [hub.published_writes() if hub is not None else {} for hub in self._hubs]))
         self._published = policy.version  # trainers step together: rank 0 published it too
-
-
-class LossRecorder(Logger):
-    """Keeps what a trainer's approximations log as ``(agent, kind, name, value, frame)``."""
-
-    def __init__(self, frames: Callable[[], int], agent: str | None = None, scale: int = 1,
-                 verbose: bool = True):
-        self.frames, self.agent, self.scale, self.verbose = frames, agent, scale, verbose
-        self.rows: list[tuple[str | None, str, str, float, int]] = []
-
-    def _add(self, kind: str, name: str, value: Any, step: str = "frame") -> None:
-        self.rows.append((self.agent, kind, name, float(value), self.frames() * self.scale))
-
-    add_loss = partialmethod(_add, "loss")
-    add_schedule = partialmethod(_add, "schedule")
-
-    def __reduce__(self) -> tuple[type, tuple[()]]:
-        """A checkpointed or shared trainer's copy logs nothing."""
-        return DummyLogger, ()
-
-    def take(self) -> list[tuple[str | None, str, str, float, int]]:
-        """The rows since the last call."""
-        taken = self.rows[:len(self.rows)]  # (the training thread appends meanwhile)
-        del self.rows[:len(taken)]
-        return taken
-
-
-def record_losses(core: Any, frames: Callable[[], int], trainers: int = 1,
-                  verbose: bool = True) -> list[LossRecorder]:
-    """Give ``core``'s learners and their approximations ``LossRecorder`` s."""
-    cores = getattr(core, "cores", None)
-    names = core.policy.names if cores is not None else [None]
-    recorders = []
-    for learner, agent in zip(cores or [core], names, strict=True):
-        recorder = learner.logger = LossRecorder(frames, agent, trainers, verbose)
-        for part in (learner.policy, learner.trainer):
-            for approximation in getattr(part, "approximations", dict)().values():
-                approximation.logger = recorder
-        recorders.append(recorder)
-    return recorders
-
-
-def hyperparameter_values(core: Any) -> dict[str, Any]:
-    """The current ``hp/*`` values of a trainer's ``core``, the keys a local agent has."""
-    try:
-        declared = agent_hyperparameters(core)
-    except AttributeError:  # a user's policy or trainer of its own making declares none
-        return {}
-    return {key: h.get() for key, h in declared.items()}
 
 
 def kept_lag(runtime: RuntimeConfig) -> int | None:

@@ -192,7 +192,8 @@ class ActorWorker(Worker):
         self._cuts = 0  # the runner's ``cuts`` at the last ``stats``
         self._meta_state: list[Any] | None = None  # (``components_state``: asked, then taken)
         self.sender = None if self.trainer is None else SegmentSender(
-            self.trainer, self.sync, index, functools.partial(self._count, key="put_seconds"))
+            self.trainer, self.sync, index, functools.partial(self._count, key="put_seconds"),
+            self.runner.hooks.hubs if self.runner.hooks is not None else ())
 
     def stats(self) -> dict[str, Any]:
         """Since the last call: frames, episodes, timings, meta values, env faults and cut

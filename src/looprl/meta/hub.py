@@ -6,7 +6,7 @@ components add are logged as the means ``log/transition/<key>`` (``TransitionMea
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -20,10 +20,10 @@ from looprl.core.namedarray import NamedArray, recursive_apply
 from looprl.environments.base import wrapped_seed
 from looprl.meta.component import MetaComponent, MetaStack
 from looprl.meta.hyperparameters import (
-    acting_values,
     agent_hyperparameters,
     set_hyperparameter,
     unknown_hyperparameter,
+    worker_keys,
 )
 
 
@@ -107,6 +107,9 @@ class MetaHub:
         self._exploration = policy.exploration if policy is not None else None
         self._published: dict[str, Any] = {}
         self._trainer: dict[str, Any] = {}  # (a Ray actor's: ``trainer_values``)
+        self._writes: dict[str, tuple[int, Any]] = {}  # a Ray worker's of the other's keys
+        self._serial = 0  # (writes so far: tells a write from the next of the same value)
+        self._seen: dict[str, tuple[int, Any]] = {}  # a Ray actor's: the trainer's, applied
         self._log_keys: set[str] = set()  # the log/* keys seen so far
         self._publish()
         self._size = len(self.metrics)  # keys when last looked at (new ones: see _new_keys)
@@ -122,16 +125,44 @@ class MetaHub:
         if self._hyperparameters is None:  # (and loaded from a checkpoint: declared again)
             found = agent_hyperparameters(self._inner)
             self._hyperparameters = found if self._worker is None else worker_keys(
-                found, self._inner.policy, self._worker == "actor", self._trainer)
+                found, self._inner.policy, self._worker == "actor", self._trainer, self._write)
         return self._hyperparameters
 
-    def trainer_values(self, values: dict[str, Any]) -> None:
+    def trainer_values(self, values: dict[str, Any],
+                       written: dict[str, tuple[int, Any]] | None = None) -> None:
         """(A Ray actor's hub) The trainer's ``hp/*`` values as it published them last, which
-        the step and episode hooks read as a local run's read the trainer's own."""
+        the step and episode hooks read as a local run's read the trainer's own, and its update
+        hooks' ``written`` exploration keys (``published_writes``): each new one is set here."""
         new = not values.keys() <= self._trainer.keys()
         self._trainer.update(values)
         if new:
             self._hyperparameters = None  # (declared again, with them)
+        for key, write in (written or {}).items():
+            if self._seen.get(key) != write:
+                self._seen[key] = write
+                set_hyperparameter(self.hyperparameters, key, write[1])
+
+    def _write(self, key: str, value: Any) -> None:
+        self._serial += 1
+        self._writes[key] = (self._serial, value)
+
+    def take_writes(self) -> dict[str, Any]:
+        """(A Ray actor's hub) The last value its hooks wrote to each of the trainer's keys
+        since the last call: they travel with the actor's segments (``apply_writes``)."""
+        if not self._writes:
+            return {}
+        writes, self._writes = self._writes, {}
+        return {key: value for key, (_, value) in writes.items()}
+
+    def published_writes(self) -> dict[str, tuple[int, Any]]:
+        """(A Ray trainer's hub) ``(serial, value)`` of the last write of each exploration key
+        its update hooks made: published with the parameters (``trainer_values``)."""
+        return dict(self._writes)
+
+    def apply_writes(self, values: dict[str, Any]) -> None:
+        """(A Ray trainer's hub) Set the values an actor's hooks wrote (``take_writes``)."""
+        for key, value in values.items():
+            set_hyperparameter(self.hyperparameters, key, value)
 
     def __getstate__(self) -> dict[str, Any]:
         """Leaves out the getters and setters (closures): found again on load."""
@@ -317,35 +348,6 @@ class StreamHooks:
     def _own(self, agent: int, obs: Any) -> torch.Tensor:
         """Agent ``agent``'s observation rows ``obs``, in its view."""
         return observation_rows(obs if self.view is None else self.view(agent, obs))
-
-
-def worker_keys(found: dict[str, Hyperparameter], policy: Any, actor: bool,
-                trainer: dict[str, Any] | None = None) -> dict[str, Hyperparameter]:
-    """``found`` as a Ray worker sets them: an ``actor`` only the exploration's keys (how it
-    acts), a trainer only the others; the rest are read-only (a one-line ``ValueError``), an
-    actor's read from ``trainer`` (the trainer's values: its keys, as it published them)."""
-    acting = list(acting_values(policy))
-    why = (f"the trainer's, and step and episode hooks run in the actors, which set only the "
-           f"exploration's keys ({', '.join(acting) or 'none'}): write it in an update hook "
-           "(e.g. HPSchedule(..., per='update'))" if actor else "the actors' exploration, and "
-           "update hooks run in the trainer: write it in a step or episode hook (e.g. "
-           "HPSchedule(..., per='step'))")
-
-    def refuse(key: str) -> Any:
-        def setter(value: Any) -> None:
-            raise ValueError(f"on Ray, {key} is {why}")
-        return setter
-
-    def theirs(key: str) -> Callable[[], Any]:
-        return lambda: published[key]
-
-    published = trainer or {}
-    kept = {key: h if (key in acting) == actor else Hyperparameter(
-        theirs(key) if key in published else h.get, refuse(key), h.kind)
-        for key, h in found.items()}
-    kept.update({key: Hyperparameter(theirs(key), refuse(key)) for key in published
-                 if key not in kept})  # (the trainer's own keys)
-    return kept
 
 
 def seed_hubs(hubs: Sequence[MetaHub], seed: int) -> None:

@@ -19,6 +19,7 @@ setter); a key several parts declare is read from the first and set on all. The 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from looprl.core import Hyperparameter, merge_hyperparameters
@@ -26,7 +27,7 @@ from looprl.core.ranges import range_of
 from looprl.core.suggest import did_you_mean
 
 __all__ = ["Hyperparameter", "acting_schedules", "acting_values", "agent_hyperparameters",
-           "set_hyperparameter", "unknown_hyperparameter"]
+           "set_hyperparameter", "unknown_hyperparameter", "worker_keys"]
 
 
 def agent_hyperparameters(agent: Any) -> dict[str, Hyperparameter]:
@@ -76,3 +77,31 @@ def set_hyperparameter(found: dict[str, Hyperparameter], key: str, value: Any) -
         found[key].set(value)
     except (TypeError, ValueError) as error:
         raise ValueError(f"{key} cannot be set to {value!r}: {error}") from None
+
+
+def worker_keys(found: dict[str, Hyperparameter], policy: Any, actor: bool,
+                trainer: dict[str, Any], write: Callable[[str, Any], None]
+                ) -> dict[str, Hyperparameter]:
+    """``found`` as a Ray worker's hooks see them: an ``actor`` holds the exploration's keys
+    (how it acts) and reads the others from ``trainer`` (the trainer's values as it published
+    them last, its own keys too); the trainer holds the others. A hook's write of the other
+    side's key is also handed to ``write(key, value)``: an actor's travels to the trainer with
+    its segments (and reads back as written until the trainer publishes), the trainer's is
+    published with its parameters, and the other side sets it there."""
+    acting = acting_values(policy)
+
+    def other(key: str, own: Hyperparameter | None) -> Hyperparameter:
+        def get() -> Any:
+            return trainer[key] if actor and (key in trainer or own is None) else own.get()
+
+        def set_(value: Any) -> None:
+            if actor:
+                trainer[key] = value
+            else:
+                own.set(value)  # (the trainer's copy: what it publishes)
+            write(key, value)
+        return Hyperparameter(get, set_, own.kind if own is not None else float)
+
+    kept = {key: h if (key in acting) == actor else other(key, h) for key, h in found.items()}
+    kept.update({key: other(key, None) for key in trainer if actor and key not in kept})
+    return kept
