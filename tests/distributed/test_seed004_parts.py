@@ -278,22 +278,38 @@ def test_a_fast_trainer_checkpoints_at_most_every_few_seconds_but_when_asked() -
 
     worker = _bare_trainer_worker(Learner(Stepping(), None), checkpoint_every=2)
     taken = []
-    worker.checkpoint = lambda replay=False: (
-        taken.append((worker.steps, replay)) if replay else taken.append(worker.steps),
+    worker.checkpoint = lambda replay=False, requested=True: (
+        taken.append((worker.steps, replay, requested)),
         setattr(worker, "_checkpointed_at", time.monotonic()))
     for _ in range(10):
         worker._train((None, None))
-    assert taken == [2]  # (steps 4, 6, ... within the seconds since)
+    assert taken == [(2, False, False)]  # (steps 4, 6, ... within the seconds since)
     worker.request_checkpoint()
     worker._train((None, None))
-    assert taken == [2, 11]
+    assert taken[1:] == [(11, False, True)]
     worker._checkpointed_at -= CHECKPOINT_SECONDS
     for _ in range(2):
         worker._train((None, None))
-    assert taken == [2, 11, 12]
+    assert taken[2:] == [(12, False, False)]
     worker.request_checkpoint(replay=True)  # (checkpoint_replay: the driver's with the replay)
     worker._train((None, None))
-    assert taken == [2, 11, 12, (14, True)]
+    assert taken[3:] == [(14, True, True)]
+
+
+def test_a_periodic_trainer_checkpoint_does_not_stand_in_for_the_one_the_driver_asked_for(
+        ) -> None:
+    """(Was: a periodic copy, without the replay, taken between the requested one and the
+    driver's next poll was the one the driver wrote.) A restarted trainer goes on from the
+    latest of either."""
+    from looprl.distributed.server import ParameterServer
+
+    server = ParameterServer.__ray_actor_class__()
+    assert server.trainer_checkpoint() is None and server.trainer_checkpoint(0, True) is None
+    server.keep(5, b"asked, with the replay", requested=True)
+    server.keep(9, b"periodic")
+    assert server.trainer_checkpoint(5, requested=True) == (5, b"asked, with the replay")
+    assert server.trainer_checkpoint(6, requested=True) is None  # (not yet: asked again)
+    assert server.trainer_checkpoint() == (9, b"periodic")  # (a restart's)
 
 
 @pytest.mark.parametrize(("returned", "message"), [

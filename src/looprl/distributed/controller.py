@@ -3,7 +3,6 @@ a ``WorkerPool``, a ``Supervisor``, a ``RunMonitor`` and a ``ControllerCheckpoin
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import re
@@ -327,7 +326,7 @@ def _controller_checkpoint(run: DistributedRun, counts: SampleCounts) -> Control
     return ControllerCheckpoint(
         run.checkpoint_every, run.logger, run.result, counts, run._agent_logs,
         pool.actors_meta_state, run._planned, pool.schedules,
-        functools.partial(pool.ask, "server", "trainer_checkpoint"), pool.normalization,
+        lambda steps: pool.ask("server", "trainer_checkpoint", steps, True), pool.normalization,
         run.keep_checkpoints,
         lambda: pool.workers["trainer"].request_checkpoint.remote(run.checkpoint_replay))
 

@@ -120,11 +120,11 @@ class SampleCounts:
 
 class ControllerCheckpoint:
     """Saves a ``ControllerState`` in the run directory of ``log`` (``None``: never), and first
-    the trainer's latest checkpoint beside it, which ``trainer(steps)`` returns as ``(steps,
-    bytes)`` if taken at ``steps`` or later: at the first poll past each multiple of ``every``
-    env steps (a run's ``checkpoint_every``; ``None``: never), once the trainer has
-    checkpointed after the poll (``request()`` asks it to); ``keep``: also keep the ``keep``
-    latest as ``*_<frame>.pt`` (``keep_checkpoints``)."""
+    the trainer's checkpoint beside it, the latest it asked for, which ``trainer(steps)``
+    returns as ``(steps, bytes)`` if taken at ``steps`` or later: at the first poll past each
+    multiple of ``every`` env steps (a run's ``checkpoint_every``; ``None``: never), once the
+    trainer has checkpointed after the poll (``request()`` asks it to); ``keep``: also keep the
+    ``keep`` latest as ``*_<frame>.pt`` (``keep_checkpoints``)."""
 
     def __init__(self, every: int | None, log: Any, result: DistributedResult,
                  counts: SampleCounts, agent_logs: dict[str, Any] | None = None,

@@ -97,26 +97,33 @@ class Publisher:
 @ray.remote(num_cpus=0)
 class ParameterServer:
     """The latest parameters a trainer published, by serial number (not by policy version: a
-    restarted trainer may publish an older one), and trainer 0's latest checkpoint."""
+    restarted trainer may publish an older one), and trainer 0's latest checkpoint (and the
+    latest the driver asked for, which a periodic one taken since must not stand in for)."""
 
     def __init__(self, spec: bytes | None = None,
                  checkpoint: tuple[int, bytes] | None = None) -> None:
         self.serial = 0
         self.latest: tuple[int, int, bytes] | None = None
         self._spec, self._checkpoint = spec, checkpoint
+        self._requested: tuple[int, bytes] | None = None
         self._warnings: dict[str, list[tuple[str, str]]] = {}  # (``keep_warnings``)
 
     def spec(self) -> bytes | None:
         """The run's ``AlgorithmSpec`` pickled (Ray may lose a worker's arguments over 100 KB)."""
         return self._spec
 
-    def keep(self, steps: int, checkpoint: bytes) -> None:
-        """Keep trainer 0's latest checkpoint, taken at train step ``steps``."""
+    def keep(self, steps: int, checkpoint: bytes, requested: bool = False) -> None:
+        """Keep trainer 0's latest checkpoint, taken at train step ``steps`` (``requested``:
+        as the driver asked, ``TrainerWorker.request_checkpoint``)."""
         self._checkpoint = (steps, checkpoint)
+        if requested:
+            self._requested = self._checkpoint
 
-    def trainer_checkpoint(self, steps: int = 0) -> tuple[int, bytes] | None:
-        """Trainer 0's latest checkpoint, ``(steps, bytes)``, if taken at ``steps`` or later."""
-        held = self._checkpoint
+    def trainer_checkpoint(self, steps: int = 0, requested: bool = False
+                           ) -> tuple[int, bytes] | None:
+        """Trainer 0's latest checkpoint (``requested``: the latest the driver asked for),
+        ``(steps, bytes)``, if taken at ``steps`` or later."""
+        held = self._requested if requested else self._checkpoint
         return held if held is not None and held[0] >= steps else None
 
     def keep_warnings(self, worker: str, lines: list[tuple[str, str]]) -> None:

@@ -350,16 +350,16 @@ class TrainerWorker(Worker):
         if self.rank == 0 and (due is not None or every and self.steps % every == 0 and (
                 time.monotonic() - self._checkpointed_at >= CHECKPOINT_SECONDS)):
             self._checkpoint_due = None
-            self.checkpoint(bool(due))
+            self.checkpoint(bool(due), requested=due is not None)
 
     def request_checkpoint(self, replay: bool = False) -> None:
         """Checkpoint after the next train step (the driver's ``checkpoint_every`` frames),
         ``replay``: with the replay buffer's transitions (``checkpoint_replay``)."""
         self._checkpoint_due = replay
 
-    def checkpoint(self, replay: bool = False) -> None:
+    def checkpoint(self, replay: bool = False, requested: bool = True) -> None:
         """Hand the trainer (policy, optimizer, counters; ``replay``: its replay buffer) to the
-        ``ParameterServer``."""
+        ``ParameterServer`` (``requested``: the driver's, not a periodic one for restarts)."""
         from looprl.experiments.checkpoint import warn_large_replay  # (not in actors)
         self._checkpointed_at = time.monotonic()
         saved = io.BytesIO()
@@ -367,7 +367,7 @@ class TrainerWorker(Worker):
             torch.save({"core": self.core.state_dict(replay), "steps": self.steps}, saved,
                        pickle_module=cloudpickle)  # user classes in scripts pickle too
         warn_large_replay(kept)
-        ray.get(self.publisher.server.keep.remote(self.steps, saved.getvalue()))  # (then held)
+        ray.get(self.publisher.server.keep.remote(self.steps, saved.getvalue(), requested))
 
     def policy_checkpoint(self) -> dict[str, Any]:
         """The policy's ``get_checkpoint()``, its tensors on the CPU."""
