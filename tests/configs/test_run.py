@@ -318,8 +318,20 @@ def test_the_slurm_launcher_without_slurm_is_one_line(tmp_path: Path, capsys,
      "ES individuals on Ray are fresh agents"),
     (["runner=optuna", "runtime=ray", "runtime.trials_in_parallel=0", *QUIET],
      "runtime.trials_in_parallel must be an integer >= 1"),
+    # (was: "device=cuda does not apply to runner=optuna with runtime=ray"; now each trial
+    # reserves a GPU, and this machine has none)
     (["runner=optuna", "runtime=ray", "device=cuda", *QUIET],
-     "device=cuda does not apply to runner=optuna with runtime=ray"),
+     "each trial of runner=optuna reserves 1 GPU (device=cuda, runtime.gpus_per_trial) and "
+     "this machine has 0"),
+    (["runner=es", "runtime=ray", "device=cpu", "runtime.gpus_per_trial=0.5", *QUIET],
+     "device=cpu with runtime.gpus_per_trial=0.5: set device=cuda"),
+    (["runner=es", "runtime=ray", "device=cuda:1", *QUIET],
+     "device=cuda:1: on Ray each trial computes on the GPU Ray gives it"),
+    (["runner=pbt", "runtime=ray", "runtime.gpus_per_trial=1", *QUIET],
+     "runtime.gpus_per_trial is for runner=es|optuna; PBT's members reserve "
+     "runner.gpus_per_member"),
+    (["runtime=ray", "runtime.gpus_per_trial=1", *QUIET],
+     "runtime.gpus_per_trial is for runner=es, optuna or pbt"),
     (["runtime=ray", "runtime.trials_in_parallel=2", *QUIET],
      "runtime.trials_in_parallel is for runner=es, optuna or pbt"),
     (["runtime=ray", "runtime.segment_length=99"],  # (was: the preset's, 99 silently ignored)

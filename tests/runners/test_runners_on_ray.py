@@ -180,6 +180,46 @@ def test_the_runtime_options_reach_the_trials() -> None:
     assert build(pbt).runner.trials.parallel == 2  # PBT members at once (Tune's cap)
 
 
+def test_device_cuda_reserves_each_trial_a_gpu_and_trains_it_there() -> None:
+    """``runner=es|optuna runtime=ray device=cuda``: each trial reserves
+    ``runtime.gpus_per_trial`` GPUs (1 by default; a fraction shares one) and its runner
+    trains on ``cuda``, the GPU Ray shows it; on the CPU otherwise (was: device=cuda was one
+    line, the trials trained on the CPU). (No GPU here: the mapping, and the device a trial's
+    runner is given.)"""
+    from looprl.configs.runtimes import trial_gpus
+    from looprl.distributed.trials import run_replica
+    from looprl.presets.classic_control import ppo
+    from looprl.runners import ESRunner
+
+    assert [trial_gpus("es", device, gpus) for device, gpus in (
+        ("cuda", None), ("cuda:0", 0.25), (None, 0.5), (None, None), ("cpu", None),
+        ("cpu", 0))] == [1.0, 0.25, 0.5, 0.0, 0.0, 0.0]
+    assert trial_gpus("pbt", "cuda", None) == 0.0  # (PBT's: runner.gpus_per_member)
+    for gpus in (-1, 1.5, "1", True):
+        with pytest.raises(ValueError, match="runtime.gpus_per_trial must be a fraction"):
+            RayTrials(gpus=gpus)
+    assert RayTrials(gpus=2).gpus == 2.0
+    es = ESRunner(ppo.hyperparameters(n_envs=2, n_steps=16, hidden=8), "CartPole-v1",
+                  search_targets={"lr": (1e-4, 1e-2, "log")}, iterations=1, quiet=True)
+    arguments = {**es.replica_arguments(), "logdir": None}
+    seen = run_replica(arguments, lambda runner, task: runner.builder._device, None, False, {},
+                       "cpu")
+    assert seen[0] == "cpu"
+
+
+def test_trials_that_reserve_more_gpus_than_the_cluster_has_are_one_line(local_ray) -> None:
+    """(Not a wait without end for resources Ray will never have.)"""
+    from looprl.presets.classic_control import ppo
+    from looprl.runners import ESRunner
+
+    es = ESRunner(ppo.hyperparameters(n_envs=2, n_steps=16, hidden=8), "CartPole-v1",
+                  search_targets={"lr": (1e-4, 1e-2, "log")}, iterations=1, popsize=2,
+                  num_steps_per_iteration=64, quiet=True, trials=RayTrials(parallel=2, gpus=0.5))
+    with pytest.raises(ValueError, match=r"^each trial reserves 0.5 GPU \(device=cuda, runtime."
+                                         r"gpus_per_trial\) and the Ray cluster has 0"):
+        es.run()
+
+
 def test_trials_that_join_a_cluster_size_no_local_instance(monkeypatch) -> None:
     """A cluster has its own CPUs: the trials' ``RuntimeConfig`` gets no ``num_cpus`` (which it
     refuses with an address), a local instance gets its CPUs."""

@@ -356,8 +356,10 @@ def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
     if name == "pbt" or (cfg.runtime.name == "ray" and name != "online"):  # trials on Ray
         options["trials"] = ray_trials(_plain(cfg.runtime), name, cfg.device, options)
     check_required(options, f"runner={name}", "runner")
+    on_ray = name != "pbt" and "trials" in options  # (each trial sets its own device)
     runner = runners()[name](
-        builder, env, seed=cfg.seed, logdir=output_dir, meta=components, device=cfg.device,
+        builder, env, seed=cfg.seed, logdir=output_dir, meta=components,
+        device=None if on_ray else cfg.device,
         quiet=cfg.logging.quiet, eval_episodes=cfg.test_episodes,
         checkpoint_every=cfg.checkpoint_every, checkpoint_replay=cfg.checkpoint_replay,
         keep_checkpoints=cfg.get("keep_checkpoints"), verbose=cfg.logging.verbose,

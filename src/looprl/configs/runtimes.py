@@ -8,10 +8,11 @@ import re
 import textwrap
 from typing import Any
 
-__all__ = ["TRIAL_OPTIONS", "distributed_options", "ray_trials", "runtime_help", "runtimes"]
+__all__ = ["TRIAL_OPTIONS", "distributed_options", "ray_trials", "runtime_help", "runtimes",
+           "trial_gpus"]
 
 #: the ``runtime`` options of runners whose trials run on Ray
-TRIAL_OPTIONS = ("trials_in_parallel", "num_cpus", "address", "runtime_env")
+TRIAL_OPTIONS = ("trials_in_parallel", "gpus_per_trial", "num_cpus", "address", "runtime_env")
 
 
 def runtimes() -> dict[str, dict[str, Any]]:
@@ -23,7 +24,7 @@ def runtimes() -> dict[str, dict[str, Any]]:
            if key != "segment_length"}  # (a preset's own: its n_steps, its replay's cut)
     return {"local": {"name": "local"},
             "ray": {"name": "ray", **ray, "groups": None,  # (its default)
-                    "trials_in_parallel": None}}
+                    "trials_in_parallel": None, "gpus_per_trial": None}}
 
 
 def runtime_help(width: int = 100) -> str:
@@ -31,7 +32,9 @@ def runtime_help(width: int = 100) -> str:
     of ``RuntimeConfig``'s docstring on it."""
     from looprl.distributed.config import RuntimeConfig
     said = {**_attributes(RuntimeConfig.__doc__ or ""),
-            "trials_in_parallel": "trials of runner=es|optuna|pbt at once (null: Ray's CPUs)."}
+            "trials_in_parallel": "trials of runner=es|optuna|pbt at once (null: Ray's CPUs).",
+            "gpus_per_trial": "GPUs each trial of runner=es|optuna reserves (null: 1 with "
+                              "device=cuda, else 0; 0.25: four trials share one)."}
     lines = []
     for name, default in runtimes()["ray"].items():
         if name == "name":
@@ -66,10 +69,12 @@ def distributed_options(runtime: dict[str, Any], device: Any = "cpu") -> dict[st
     the fraction set)."""
     import torch
     options = {k: v for k, v in runtime.items() if k != "name"}
-    if options.pop("trials_in_parallel", None) is not None:
-        raise ValueError("runtime.trials_in_parallel is for runner=es, optuna or pbt on Ray; "
-                         "runner=online with runtime=ray is one distributed run: set its "
-                         "workers with runtime.actors (and runtime.trainers)")
+    for key in ("trials_in_parallel", "gpus_per_trial"):
+        if options.pop(key, None) is not None:
+            raise ValueError(f"runtime.{key} is for runner=es, optuna or pbt on Ray; "
+                             "runner=online with runtime=ray is one distributed run: set its "
+                             "workers with runtime.actors (and runtime.trainers), its GPUs with "
+                             "device=cuda (runtime.gpus_per_trainer)")
     if device is None:  # (a GPU per trainer, as a worker computes on one)
         device = "cuda" if options.get("address") is None and torch.cuda.is_available() and \
             torch.cuda.device_count() >= (options.get("trainers") or 1) else "cpu"
@@ -94,9 +99,35 @@ def ray_trials(runtime: dict[str, Any], runner: str, device: Any, options: dict[
         raise ValueError(f"runtime.{unused[0]} does not apply to runner={runner} on Ray: each "
                          "trial runs the local runtime in a Ray process of its own; its runtime "
                          f"options are runtime.{', runtime.'.join(TRIAL_OPTIONS)}")
-    if runner != "pbt" and device is not None and str(device) != "cpu":
-        raise ValueError(f"device={device} does not apply to runner={runner} with runtime=ray: "
-                         "its trials train on the CPU Ray gives each; use runtime=local")
     cpus = runtime.get("num_cpus") or options.get("num_cpus")
+    gpus = trial_gpus(runner, device, runtime.get("gpus_per_trial"))
+    if gpus and runtime.get("address") is None:  # (a local instance: this machine's GPUs)
+        import torch
+        found = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if found < gpus:
+            raise ValueError(f"each trial of runner={runner} reserves {gpus:g} GPU (device=cuda, "
+                             f"runtime.gpus_per_trial) and this machine has {found}: lower "
+                             "runtime.gpus_per_trial, or train on the CPU (device=cpu)")
     return RayTrials(parallel=runtime.get("trials_in_parallel"), address=runtime.get("address"),
-                     num_cpus=cpus, runtime_env=runtime.get("runtime_env"))
+                     num_cpus=cpus, runtime_env=runtime.get("runtime_env"), gpus=gpus)
+
+
+def trial_gpus(runner: str, device: Any, gpus: float | None) -> float:
+    """The GPUs each trial of ``runner`` on Ray reserves: ``gpus`` (``runtime.gpus_per_trial``;
+    ``None``: 1 with ``device=cuda``, else none) and ``device`` agreeing, or one line."""
+    if runner == "pbt":
+        if gpus is not None:
+            raise ValueError("runtime.gpus_per_trial is for runner=es|optuna; PBT's members "
+                             "reserve runner.gpus_per_member GPUs each")
+        return 0.0
+    kind = None if device is None else str(device)
+    if kind not in (None, "cpu", "cuda", "cuda:0"):
+        raise ValueError(f"device={device}: on Ray each trial computes on the GPU Ray gives it; "
+                         "device=cuda reserves runtime.gpus_per_trial (1 by default) for each")
+    if kind == "cpu" and gpus:
+        raise ValueError(f"device=cpu with runtime.gpus_per_trial={gpus}: set device=cuda (or "
+                         "leave it null) for the trials to train on their GPUs")
+    if kind in ("cuda", "cuda:0") and gpus is not None and not gpus:
+        raise ValueError(f"device={device} with runtime.gpus_per_trial=0: set it above 0 (0.25: "
+                         "four trials share a GPU), or device=cpu")
+    return 1.0 if kind in ("cuda", "cuda:0") and gpus is None else float(gpus or 0)

@@ -26,17 +26,25 @@ SAFE = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # (Python 
 
 class RayTrials:
     """Trials at once, ``parallel`` at a time (``None``: the Ray instance's CPUs), each one
-    Ray task on a replica of the runner; ``address``: a cluster to join (``None``: a local
-    instance of ``num_cpus`` started when first needed, stopped by ``close``)."""
+    Ray task on a replica of the runner, training on the CPU, or with ``gpus`` (a fraction
+    shares one: 0.25, four trials a GPU) on the GPU Ray gives it; ``address``: a cluster to
+    join (``None``: a local instance of ``num_cpus`` started when first needed, stopped by
+    ``close``)."""
 
     in_process = False
 
     def __init__(self, parallel: int | None = None, address: str | None = None,
-                 num_cpus: int | None = None, runtime_env: dict[str, Any] | None = None):
+                 num_cpus: int | None = None, runtime_env: dict[str, Any] | None = None,
+                 gpus: float = 0.0):
         for name, value in (("trials_in_parallel", parallel), ("num_cpus", num_cpus)):
             if value is not None and (not is_whole(value) or value < 1):
                 raise ValueError(f"runtime.{name} must be an integer >= 1 (or null), got {value!r}")
+        if not isinstance(gpus, int | float) or isinstance(gpus, bool) or not (
+                gpus >= 0 and (gpus <= 1 or is_whole(gpus))):
+            raise ValueError("runtime.gpus_per_trial must be a fraction of a GPU (0.25: four "
+                             f"trials share one) or a whole number of GPUs, got {gpus!r}")
         self.address, self.num_cpus, self.runtime_env = address, num_cpus, runtime_env
+        self.gpus = float(gpus)
         self._parallel = parallel
         self._started = False
 
@@ -66,8 +74,14 @@ class RayTrials:
         """Run ``trial(replica, task)`` for every task, each on a fresh replica of ``runner``;
         yield the results in order once all ended (a trial's error is raised here)."""
         ray = self.start()
-        remote = ray.remote(num_cpus=1)(run_replica)
+        held = ray.cluster_resources().get("GPU", 0)
+        if self.gpus > held:
+            raise ValueError(f"each trial reserves {self.gpus:g} GPU (device=cuda, "
+                             f"runtime.gpus_per_trial) and the Ray cluster has {held:g}: lower "
+                             "runtime.gpus_per_trial, or train on the CPU (device=cpu)")
+        remote = ray.remote(num_cpus=1, num_gpus=self.gpus)(run_replica)
         arguments = ray.put(runner.replica_arguments())
+        device = "cuda" if self.gpus else "cpu"  # (Ray shows a task only the GPUs it reserved)
         registry = gym_registrations(runner.env, runner.test_env)
         pending: dict[Any, int] = {}
         results: list[Any] = [None] * len(tasks)
@@ -76,7 +90,7 @@ class RayTrials:
             while queue or pending:
                 while queue and len(pending) < self.parallel:
                     index, task = queue.pop(0)
-                    pending[remote.remote(arguments, trial, task, keep, registry)] = index
+                    pending[remote.remote(arguments, trial, task, keep, registry, device)] = index
                 done, _ = ray.wait(list(pending), num_returns=1)
                 index = pending.pop(done[0])
                 result, saved, files, run = _result(ray, done[0])
@@ -99,12 +113,12 @@ class RayTrials:
 
 @run_scope(keep=False)  # (its warnings: each trial's, which the driver says once a search)
 def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool,
-                registry: dict[str, Any]
+                registry: dict[str, Any], device: str = "cpu"
                 ) -> tuple[Any, bytes | None, bytes | None, str | None, list[tuple[str, str]]]:
-    """In a Ray worker: ``trial``'s result on a fresh runner, with ``keep`` its agent's
-    checkpoint (no replay buffer), a tar of the files it wrote (``None``: no ``logdir``),
-    with ``keep`` its run directory relative to the ``logdir``, and the warnings it logged
-    (its error carries them as ``worker_warnings``)."""
+    """In a Ray worker: ``trial``'s result on a fresh runner training on ``device``, with
+    ``keep`` its agent's checkpoint (no replay buffer), a tar of the files it wrote (``None``:
+    no ``logdir``), with ``keep`` its run directory relative to the ``logdir``, and the
+    warnings it logged (its error carries them as ``worker_warnings``)."""
     import torch
 
     from looprl.experiments.checkpoint import save_checkpoint
@@ -113,7 +127,8 @@ def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool,
     install_gym_registrations(registry)
     with WorkerWarnings() as warned, tempfile.TemporaryDirectory() as directory:
         logged = arguments["logdir"] is not None
-        runner = Runner(**{**arguments, "logdir": directory if logged else None})
+        runner = Runner(**{**arguments, "logdir": directory if logged else None,
+                           "device": device})
         try:
             result = trial(runner, task)
             saved = run = None
