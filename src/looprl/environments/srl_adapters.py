@@ -1,7 +1,8 @@
 """Gymnasium, Atari and PettingZoo environments as SRL environments (``"gym"``, ``"atari"``,
-``"pettingzoo"``); PettingZoo is called from here alone. A ``Dict`` observation keeps its keys,
-PettingZoo's ``{"observation", "action_mask"}`` becomes ``{"obs", "action_mask"}`` (a bool
-mask), any other ``{"obs": ...}``; ``done`` is termination, ``truncated`` truncation."""
+``"pettingzoo"``); PettingZoo's games are made (``make_zoo_env``) and stepped here. A ``Dict``
+observation keeps its keys, PettingZoo's ``{"observation", "action_mask"}`` becomes ``{"obs",
+"action_mask"}`` (a bool mask), any other ``{"obs": ...}``; ``done`` is termination,
+``truncated`` truncation."""
 
 from __future__ import annotations
 
