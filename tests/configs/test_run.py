@@ -704,6 +704,7 @@ def test_device_with_runtime_ray_puts_the_trainer_on_a_gpu(tmp_path: Path, monke
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     assert trainer_gpus() == 1 and trainer_gpus("runtime.address=10.0.0.1:6379") == 0
+    assert trainer_gpus("runtime.address=local") == 1  # (starts here too; was: the CPU)
     assert trainer_gpus("runtime.trainers=2", "runtime.actors=2") == 0  # (one GPU for two)
     assert trainer_gpus("device=cpu") == 0
     with pytest.raises(ValueError, match=r"^device=cuda:1: on Ray each worker computes on the "

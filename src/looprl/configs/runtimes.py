@@ -68,6 +68,8 @@ def distributed_options(runtime: dict[str, Any], device: Any = "cpu") -> dict[st
     here, as a local run's) reserves each trainer a GPU (``runtime.gpus_per_trainer``: 1, or
     the fraction set)."""
     import torch
+
+    from looprl.distributed.config import starts_local
     options = {k: v for k, v in runtime.items() if k != "name"}
     for key in ("trials_in_parallel", "gpus_per_trial"):
         if options.pop(key, None) is not None:
@@ -76,8 +78,8 @@ def distributed_options(runtime: dict[str, Any], device: Any = "cpu") -> dict[st
                              "workers with runtime.actors (and runtime.trainers), its GPUs with "
                              "device=cuda (runtime.gpus_per_trainer)")
     if device is None:  # (a GPU per trainer, as a worker computes on one)
-        device = "cuda" if options.get("address") is None and torch.cuda.is_available() and \
-            torch.cuda.device_count() >= (options.get("trainers") or 1) else "cpu"
+        device = "cuda" if starts_local(options.get("address")) and torch.cuda.is_available() \
+            and torch.cuda.device_count() >= (options.get("trainers") or 1) else "cpu"
     if str(device) not in ("cpu", "cuda", "cuda:0"):
         raise ValueError(f"device={device}: on Ray each worker computes on the GPU Ray gives it; "
                          "device=cuda puts the trainer on one (runtime.gpus_per_trainer=1), "
@@ -91,6 +93,7 @@ def ray_trials(runtime: dict[str, Any], runner: str, device: Any, options: dict[
                ) -> Any:
     """The ``RayTrials`` of a ``runner=es|optuna|pbt`` config's ``runtime`` node (PBT's on
     either runtime)."""
+    from looprl.distributed.config import starts_local
     from looprl.distributed.trials import RayTrials
     defaults = runtimes()["ray"]
     unused = [key for key, value in runtime.items()
@@ -101,7 +104,7 @@ def ray_trials(runtime: dict[str, Any], runner: str, device: Any, options: dict[
                          f"options are runtime.{', runtime.'.join(TRIAL_OPTIONS)}")
     cpus = runtime.get("num_cpus") or options.get("num_cpus")
     gpus = trial_gpus(runner, device, runtime.get("gpus_per_trial"))
-    if gpus and runtime.get("address") is None:  # (a local instance: this machine's GPUs)
+    if gpus and starts_local(runtime.get("address")):  # (a local instance: this machine's)
         import torch
         found = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if found < gpus:
