@@ -61,8 +61,8 @@ def _ray_parameters(run: Path) -> dict[str, torch.Tensor]:
 #: trainer) at every frame from 300, and Pendulum's episodes are 200 frames (two: one before,
 #: one after training started); independent DQN's agents each train about 4 times in 300
 #: (tic-tac-toe: each agent's learner starts at its 100th row). PPO on contexts with PLR
-#: covers the PPO family, PLR's seeded level draws and, with ``test_episodes=0``, the final
-#: evaluation's held-out set (played once per instance, as locally).
+#: covers PLR's seeded level draws and, with ``test_episodes=0``, the final evaluation's
+#: held-out set (played once per instance, as locally); plain PPO, the family alone.
 @pytest.mark.parametrize(("algorithm", "env", "copies", "frames", "seed", "test_episodes"), [
     (["algorithm=dqn", "algorithm.replay_start_size=200", "algorithm.hidden=16",
       "algorithm.update_frequency=64", "algorithm.gradient_steps=8",
@@ -79,7 +79,9 @@ def _ray_parameters(run: Path) -> dict[str, torch.Tensor]:
       "algorithm.minibatch_size=32", "meta=[plr]", "context.train=6", "context.test=2",
       "++context.ranges.length=[0.2,0.8]"], "CartPole-v1", 4, FRAMES,
      0, 0),  # (PLR's levels, seeded; the held-out set)
-], ids=["dqn", "sac", "multiagent_dqn", "ppo_on_contexts_with_plr"])
+    (["algorithm=ppo", "algorithm.n_envs=4", "algorithm.n_steps=32", "algorithm.hidden=16",
+      "algorithm.minibatch_size=32"], "CartPole-v1", 4, FRAMES, 0, 3),
+], ids=["dqn", "sac", "multiagent_dqn", "ppo_on_contexts_with_plr", "ppo"])
 def test_one_synchronous_ray_actor_gives_the_local_run_bit_for_bit(local_ray, tmp_path,
                                                                     algorithm, env, copies,
                                                                     frames, seed,
