@@ -13,7 +13,9 @@ parameters, which the actor loads before the env step after the rows that comple
 as a local run trains before it), a contextual environment's copies and PLR's level draws, and
 ``hp/*`` writes across the split (DQN's ``SchedulesAcross``: a step hook's ``hp/lr``, sent
 with the actor's segments and set before the trainer draws from them; an update hook's
-``hp/epsilon``, published with the parameters and set before the actor acts on them)."""
+``hp/epsilon``, published with the parameters and set before the actor acts on them), and
+its evaluations on the way (``runner.eval_every``: the actor stops where a local run stops to
+evaluate, and the driver evaluates the policy trained up to there)."""
 
 from __future__ import annotations
 
@@ -67,7 +69,7 @@ def _ray_parameters(run: Path) -> dict[str, torch.Tensor]:
     (["algorithm=dqn", "algorithm.replay_start_size=200", "algorithm.hidden=16",
       "algorithm.update_frequency=64", "algorithm.gradient_steps=8",
       "algorithm.target_update_frequency=8", "algorithm.test_exploration=0.5",
-      "meta=[rnd,tests.distributed.user_components:SchedulesAcross]"],
+      "meta=[rnd,tests.distributed.user_components:SchedulesAcross]", "runner.eval_every=150"],
      "CartPole-v1", 1, 400, 2**32 - 1,
      3),  # (evaluation draws; the last seed, wrapped alike: see the docstring)
     (["algorithm=continuous/sac", "algorithm.replay_start_size=300", "algorithm.hidden=16",
@@ -123,6 +125,10 @@ def test_one_synchronous_ray_actor_gives_the_local_run_bit_for_bit(local_ray, tm
     if not test_episodes:  # (each of the 2 held-out instances once)
         assert results["local"]["eval"]["test_set"]["episodes"] == 2
     assert (ray / "test_returns.csv").read_text() == (local / "test_returns.csv").read_text()
+    if "runner.eval_every=150" in algorithm:  # (at 150, 300 and the last frame, the actor
+        evaluated = (tmp_path / "local" / "eval_results.csv").read_text()  # stopped there)
+        assert len(evaluated.splitlines()) == 4, evaluated
+        assert (tmp_path / "ray" / "eval_results.csv").read_text() == evaluated
     mine, theirs = _local_parameters(local, frames), _ray_parameters(ray)
     assert mine.keys() == theirs.keys()
     assert all(torch.equal(mine[key], theirs[key]) for key in mine)

@@ -88,6 +88,8 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
             envs = envs or configs.make_envs(cfg.algorithm.preset, cfg)
             evaluation = {**final_evaluation(run, cfg.test_episodes, *envs),
                           "step": result.frames}  # (as a runner reports it)
+            if evaluate is not None:
+                evaluate.final(run, evaluation)
             run.close()
         elif cfg.test_episodes:  # never score an untrained policy as the run's result
             log.warning("no test episodes: the run saved no final policy (%s)", result.log_dir)

@@ -60,7 +60,7 @@ from looprl.experiments.logger import check_wandb
 from looprl.experiments.progress import TrainingProgress, evaluation_progress
 from looprl.experiments.run import TrainingInterrupted, check_frames
 from looprl.experiments.run_files import json_text
-from looprl.meta.component import MetaComponent, MetaStack
+from looprl.meta.component import MetaComponent
 from looprl.policies.greedy import check_explorations
 
 __all__ = ["DistributedResult", "DistributedRun", "local_instance_settings", "start_ray"]
@@ -106,7 +106,7 @@ class DistributedRun:
             spec, self.runtime = _of_preset(spec, frames, self.runtime)
         if meta:
             spec = replace(spec, meta=[*spec.meta, *meta])
-        check_meta(spec.meta, self.runtime)
+        pipeline.check_meta(spec.meta, self.runtime)
         check_explorations(spec.explorations, self.runtime.actors)
         self.spec = replace(spec, verbose=verbose).portable()
         self.frames = int(frames)
@@ -138,16 +138,13 @@ class DistributedRun:
 
     @run_scope(keep=False)  # (a sweep's runs each say what they met)
     def run(self, callback: Callable[[DistributedRun], None] | None = None) -> DistributedResult:
-        """Train for ``frames`` env steps, calling ``callback(self)`` after every poll;
-        ``RuntimeError`` if the workers cannot be placed in time, or a worker failed;
-        ``FloatingPointError`` if training diverged; ``TrainingInterrupted`` at Ctrl-C (naming
-        the run directory); ``RuntimeError`` if it ran already."""
+        """Train for ``frames`` env steps, calling ``callback(self)`` after every poll (one with
+        ``hold_every(runtime)``, ``EvaluateEvery``: actor 0 stops every so many env steps, see
+        ``ActorWorker.held``); ``RuntimeError`` if the workers cannot be placed in time, or a
+        worker failed; ``FloatingPointError`` if training diverged; ``TrainingInterrupted`` at
+        Ctrl-C (naming the run directory); ``RuntimeError`` if it ran already."""
         if self._pool is not None:  # (its workers are gone: a second call would start over)
-            raise RuntimeError(
-                f"this DistributedRun ran already ({self.result.frames:,} frames): make a new "
-                "DistributedRun to train again" + ("" if self.result.log_dir is None else
-                f", or go on with DistributedRun(..., resume_from={self.result.log_dir!r})"
-                + (" and a larger frames" if self.result.frames >= self.frames else "")))
+            raise _ran_already(self)
         agents = _check_spec(self.spec, self.runtime)
         # (before Ray: no run there, another's or a finished one is one line)
         resumed = _resumed_state(self) if self.resume_from is not None else None
@@ -168,7 +165,8 @@ class DistributedRun:
             self._checkpoint = _controller_checkpoint(self, counts)
             self._started_frames = self.frames
             self._pool.start(self.result.log_dir, self.seed, self.frames - self.result.frames,
-                             self._actors_meta, self._schedules, self._checkpoint_steps)
+                             self._actors_meta, self._schedules, self._checkpoint_steps,
+                             getattr(callback, "hold_every", lambda runtime: None)(self.runtime))
             self._loop(callback)
         except KeyboardInterrupt:  # (Ctrl-C: the workers stop; the logs until then are kept)
             raise TrainingInterrupted(self.result.log_dir, self.result.frames) from None
@@ -430,11 +428,11 @@ def _check_same_config(resumed: Any, run_dir: Path, hyperparameters: dict[str, A
         and not _ADDRESS.search(f"{saved.get(key)}{new.get(key)}")])
 
 
-def check_meta(components: list[Any], runtime: RuntimeConfig) -> None:
-    """``TypeError`` for a component that is not a ``MetaComponent``; ``ValueError`` with
-    policy workers (actors would have no policy copy of their own)."""
-    MetaStack(components)
-    if components and runtime.policy_workers:
-        raise ValueError("meta components on Ray need each actor's own policy copy, which "
-                         "loads their shared state with the parameters: set "
-                         "runtime.policy_workers=0")
+def _ran_already(run: DistributedRun) -> RuntimeError:
+    """The error of a ``DistributedRun`` run a second time."""
+    frames, log_dir = run.result.frames, run.result.log_dir
+    larger = " and a larger frames" if frames >= run.frames else ""
+    return RuntimeError(
+        f"this DistributedRun ran already ({frames:,} frames): make a new DistributedRun to "
+        "train again" + ("" if log_dir is None else
+                         f", or go on with DistributedRun(..., resume_from={log_dir!r}){larger}"))

@@ -20,17 +20,17 @@ from looprl.agents.learner import make_learner
 from looprl.collector import EnvRunner, Episode
 from looprl.core.logger import DummyLogger, Logger
 from looprl.core.suggest import check_count, check_seed
-from looprl.distributed.config import AlgorithmSpec
+from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.environments.wrappers import load_normalization
-from looprl.meta.component import HOOKS
+from looprl.meta.component import HOOKS, MetaStack
 from looprl.meta.hub import MetaHub, StreamHooks, seed_hubs, written_by
 from looprl.meta.hyperparameters import agent_hyperparameters, set_hyperparameter
 from looprl.meta.schedules import CosineLRSchedule, HPSchedule
 
-__all__ = ["CHECKPOINT", "LossRecorder", "PipelineReport", "act", "check_schedules", "collect",
-           "evaluation_episodes", "evaluation_spec", "hyperparameter_values", "load_parameters",
-           "load_shared_state", "meta_states", "policy_parameters", "record_losses",
-           "several_trainers", "test_pipeline", "trainer_core"]
+__all__ = ["CHECKPOINT", "LossRecorder", "PipelineReport", "act", "check_meta", "check_schedules",
+           "collect", "evaluation_episodes", "evaluation_spec", "hyperparameter_values",
+           "load_parameters", "load_shared_state", "meta_states", "policy_parameters",
+           "record_losses", "several_trainers", "test_pipeline", "trainer_core"]
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +116,16 @@ def hyperparameter_values(core: Any) -> dict[str, Any]:
     except AttributeError:  # a user's policy or trainer of its own making declares none
         return {}
     return {key: h.get() for key, h in declared.items()}
+
+
+def check_meta(components: list[Any], runtime: RuntimeConfig) -> None:
+    """``TypeError`` for a component that is not a ``MetaComponent``; ``ValueError`` with
+    policy workers (actors would have no policy copy of their own)."""
+    MetaStack(components)
+    if components and runtime.policy_workers:
+        raise ValueError("meta components on Ray need each actor's own policy copy, which "
+                         "loads their shared state with the parameters: set "
+                         "runtime.policy_workers=0")
 
 
 def several_trainers(keys: Iterable[str], trainers: int) -> str:

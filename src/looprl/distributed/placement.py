@@ -54,17 +54,17 @@ class WorkerPool:
         self._prefix = f"looprl-{uuid.uuid4().hex[:12]}-"
 
     def start(self, run_dir: str | None, seed: int, frames: int | None = None,
-              meta_state: dict[int, Any] | None = None,
-              schedules: dict[str, list[int]] | None = None, checkpoint_steps: int = 0) -> None:
-        """Create the workers (sharing ``frames``, from a resumed run's ``meta_state`` and
-        ``schedules``, trainer 0 from ``run_dir``'s checkpoint), wait until they are placed, form
-        the trainer group and start the loops; ``RuntimeError`` if one is not placed within
-        ``runtime.placement_timeout`` seconds or failed to start."""
+              meta_state: dict[int, Any] | None = None, schedules: dict[str, list[int]] | None
+              = None, checkpoint_steps: int = 0, hold_every: int | None = None) -> None:
+        """Create the workers (sharing ``frames``; a resumed run's ``meta_state`` and
+        ``schedules``; trainer 0 from ``run_dir``'s checkpoint; actor 0 stopping every
+        ``hold_every`` env steps), wait until placed, form the trainer group, start the loops;
+        ``RuntimeError`` if one is not placed within ``runtime.placement_timeout`` s or failed."""
         import ray
         self.meta_state = dict(meta_state or {})
         self.schedules.update(schedules or {})
         warn_cluster_too_small(ray, self.runtime)
-        self._create(run_dir, seed, frames, self.meta_state, checkpoint_steps)
+        self._create(run_dir, seed, frames, self.meta_state, checkpoint_steps, hold_every or 0)
         self._wait_placed(ray)
         self.form_trainer_group()
         for name in self.workers:
@@ -72,7 +72,7 @@ class WorkerPool:
                 self.start_loop(name)
 
     def _create(self, run_dir: str | None, seed: int, frames: int | None,
-                meta_state: dict[int, Any], checkpoint_steps: int) -> None:
+                meta_state: dict[int, Any], checkpoint_steps: int, hold: int = 0) -> None:
         """Create the workers, named Ray actors that find each other by name."""
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -101,7 +101,7 @@ class WorkerPool:
         actors = [start(f"actor{i}", ActorWorker,  # (evaluation loads their statistics)
                         (i, rt, server, trainers[i % rt.trainers],
                          policies[i % len(policies)] if policies else None, seed, False, share,
-                         meta_state.get(i)),
+                         meta_state.get(i), (), hold if i == 0 else None),
                         num_cpus=rt.cpus_per_actor, scheduling_strategy="SPREAD", **restart)
                   for i in range(rt.actors)]
         for i in range(rt.eval_workers):

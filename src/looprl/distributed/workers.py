@@ -141,15 +141,17 @@ def normalize_as_training(runner: Any, actors: Sequence[Any], timeout: float) ->
 @ray.remote(max_concurrency=2)
 class ActorWorker(Worker):
     """Steps ``runtime.envs_per_actor`` env copies and sends ``[T + 1, B]`` segments to the
-    ``trainer`` (a Ray name; ``None``: none sent), acting with a ``policy_worker`` (``None``:
-    its own policy copy), until it has taken ``frames`` env steps (``None``: no limit);
-    ``normalizers``: the training actors an evaluation worker normalizes as."""
+    ``trainer`` (a Ray name; ``None``: none sent), acting with a ``policy_worker`` (``None``: its
+    own policy copy), until it has taken ``frames`` env steps (``None``: no limit); ``normalizers``:
+    the training actors an evaluation worker normalizes as; ``hold_every``: see ``held``."""
+
+    _hold_every: int | None = None
 
     @hands_over_warnings
     def __init__(self, index: int, runtime: RuntimeConfig, server: str, trainer: str | None,
                  policy_worker: str | None, seed: int, evaluation: bool = False,
                  frames: int | None = None, meta_state: list[tuple[str, Any]] | None = None,
-                 normalizers: Sequence[str] = ()):
+                 normalizers: Sequence[str] = (), hold_every: int | None = None):
         super().__init__(runtime.torch_threads, server)
         spec = run_spec(server)
         self.index, self.budget, self.evaluation = index, frames, evaluation
@@ -191,6 +193,7 @@ class ActorWorker(Worker):
         self._finished = self._failed = False  # its budget spent and last rows sent; it raised
         self._cuts = 0  # the runner's ``cuts`` at the last ``stats``
         self._meta_state: list[Any] | None = None  # (``components_state``: asked, then taken)
+        self._hold_every, self._hold_at, self._held = hold_every, hold_every, False
         self.sender = None if self.trainer is None else SegmentSender(
             self.trainer, self.sync, index, functools.partial(self._count, key="put_seconds"),
             self.runner.hooks.hubs if self.runner.hooks is not None else ())
@@ -243,6 +246,8 @@ class ActorWorker(Worker):
                 self._normalize_as_training(first=True)
                 while not self._stop.is_set() and self._within_budget():
                     self._local_step()
+                    if self._hold_every and self.runner.total_frames >= self._hold_at:
+                        self._hold()
             else:
                 groups = range(len(self.runner.groups))
                 pending = [self._ask(g) for g in groups]
@@ -276,6 +281,28 @@ class ActorWorker(Worker):
         self._send_completed()
         if self.sender is not None:
             self.sender.flush()
+
+    def held(self) -> bool:
+        """Whether it stopped after ``hold_every`` env steps since the last stop (but at the
+        budget's end), the trainer done with them (``runtime.sync``), until ``resume``: the
+        driver evaluates there (``runner.eval_every``) as a local run stops to."""
+        return self._held
+
+    def resume(self) -> None:
+        """Go on after a stop."""
+        with self._lock:
+            self._held = False
+            self._lock.notify_all()
+
+    def _hold(self) -> None:
+        if not self._within_budget():
+            return
+        with self._lock:
+            self._held = True
+            while self._held and not self._stop.is_set():
+                self._answer_state()  # (a checkpoint meanwhile: its components' state)
+                self._lock.wait(0.05)
+        self._hold_at = self.runner.total_frames + self._hold_every
 
     def _within_budget(self) -> bool:
         return self.budget is None or self.runner.total_frames < self.budget
@@ -341,9 +368,13 @@ class ActorWorker(Worker):
                                         for e in episodes]
             if values:
                 self._stats["meta"].append((self._stats["frames"], values))
-            if self._meta_state == []:  # asked for (``components_state``)
-                self._meta_state = self._take_state()
-                self._lock.notify_all()
+            self._answer_state()
+
+    def _answer_state(self) -> None:
+        """(Holding the lock.) Take the components' state if ``components_state`` asks."""
+        if self._meta_state == []:
+            self._meta_state = self._take_state()
+            self._lock.notify_all()
 
     def _send_completed(self) -> None:
         """Hand the trainer the segments just completed (sync: load what trained on them)."""
