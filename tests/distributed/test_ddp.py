@@ -144,6 +144,7 @@ def tcp_collectives(rank: int, init_method: str) -> dict:
     except ValueError:
         differ = True
     answers = {"agree": group.agree(rank == 0), "differ": differ,
+               "gather": group.agree(True, {"hp/lr": 0.5} if rank == 1 else None),
                "share": group.share(b"rank 0" if rank == 0 else None)}
     torch.distributed.barrier()  # rank 0 serves the tcp store: it leaves last
     torch.distributed.destroy_process_group()
@@ -164,7 +165,8 @@ def test_two_trainers_average_their_gradients_meeting_through_a_file_or_over_tcp
     assert not torch.allclose(first["ppo"], vector(alone), atol=1e-5)  # rank 0 did not step alone
     torch.testing.assert_close(first["ppo"], mean_gradient_step(), rtol=0, atol=1e-6)
     for answers in (first["tcp"], second["tcp"]):
-        assert answers == {"agree": False, "share": b"rank 0", "differ": True}
+        assert answers == {"agree": (False, []), "share": b"rank 0", "differ": True,
+                           "gather": (True, [{"hp/lr": 0.5}])}  # (rank 1's writes on both)
     user = first["user"]  # a user's own policy: its gradients are averaged too
     assert torch.allclose(user["grad"], torch.full((2, 3), 1.5))  # the mean of 1 and 2
     assert torch.equal(user["grad"], second["user"]["grad"])

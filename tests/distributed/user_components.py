@@ -62,3 +62,14 @@ class SchedulesAcross(MetaComponent):
 
     def set_epsilon(self, metrics: dict[str, Any]) -> None:
         metrics["hp/epsilon"] = 0.5 ** metrics["update"]
+
+
+class StepsLR(MetaComponent):
+    """Sets ``hp/lr`` in a step hook from the step count (each Ray actor its own values)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.post_step_methods.append(self.set_lr)
+
+    def set_lr(self, metrics: dict[str, Any]) -> None:
+        metrics["hp/lr"] = 1e-3 * (1 + metrics["step"] % 5)

@@ -198,3 +198,19 @@ def test_a_ray_actors_step_hooks_read_the_trainers_hyperparameters_as_it_publish
     hub.trainer_values({"hp/lr": 1e-3})  # (an update hook's, say)
     step(made)
     assert hub.take_writes() == {"hp/lr": 0.1}
+
+
+def test_update_hooks_set_the_trainer_a_learner_loaded_or_was_given():
+    """A Ray trainer loads its checkpoint (``Learner.load_state_dict``) or takes rank 0's
+    trainer in a trainer group: its update hooks then set that trainer's ``hp/lr`` and read its
+    policy (was: the trainer it was built with, which no longer trained: silently lost)."""
+    from looprl.meta import HPSchedule
+
+    spec, _ = AlgorithmSpec.of_preset(dqn.hyperparameters(hidden=8).env(
+        GymEnvironment("CartPole-v1")).device("cpu").build(), 1000)
+    schedule = HPSchedule("hp/lr", "linear", 0.5, 0.0, duration=10, per="update")
+    core = trainer_core(replace(spec, meta=[schedule]))
+    core.load_state_dict(trainer_core(spec).state_dict())
+    core.hooks.run("pre_update")
+    assert core.trainer.policy.approximations()["q"].optimizer.param_groups[0]["lr"] == 0.5
+    assert core.hooks.metrics["policy"] is core.trainer.policy

@@ -258,6 +258,7 @@ class Learner(StepLoop, AgentBase):
         for key in _COUNTERS:
             setattr(self, key, state[key])
         if self.hooks is not None:  # (their clock, metrics['update'], is the update count)
+            self.hooks.bind_parts()  # (the loaded trainer's policy, optimizers, ...)
             self.hooks.metrics["update"] = self.updates
             for component, saved in zip(self.hooks.stack, state.get("meta", ()), strict=False):
                 component.load_state_dict(saved)

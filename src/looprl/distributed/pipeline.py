@@ -8,7 +8,7 @@ import copy
 import functools
 import logging
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partialmethod
 from typing import Any
@@ -30,7 +30,7 @@ from looprl.meta.schedules import CosineLRSchedule, HPSchedule
 __all__ = ["CHECKPOINT", "LossRecorder", "PipelineReport", "act", "check_meta", "check_schedules",
            "collect", "evaluation_episodes", "evaluation_spec", "hyperparameter_values",
            "load_parameters", "load_shared_state", "meta_states", "policy_parameters",
-           "record_losses", "several_trainers", "test_pipeline", "trainer_core"]
+           "record_losses", "test_pipeline", "trainer_core"]
 
 logger = logging.getLogger(__name__)
 
@@ -128,17 +128,10 @@ def check_meta(components: list[Any], runtime: RuntimeConfig) -> None:
                          "runtime.policy_workers=0")
 
 
-def several_trainers(keys: Iterable[str], trainers: int) -> str:
-    """Why a step or episode hook cannot set the trainer's ``keys`` with several trainers."""
-    return (f"on Ray with runtime.trainers={trainers}, a step or episode hook cannot set the "
-            f"trainers' {', '.join(keys)} (they must step alike): set it in an update hook "
-            "(e.g. HPSchedule(..., per='update'))")
-
-
-def check_schedules(spec: AlgorithmSpec, core: Any, trainers: int = 1) -> None:
+def check_schedules(spec: AlgorithmSpec, core: Any) -> None:
     """Try the first write of ``spec``'s schedules in copies of the workers' hubs (over
-    ``core``, a ``trainer_core`` to throw away): a bad key or value, or with several
-    ``trainers`` a step schedule of a trainer's key, is one line before the workers start."""
+    ``core``, a ``trainer_core`` to throw away): a bad key or value is one line before the
+    workers start."""
     schedules = [c for c in spec.make_meta() if isinstance(c, HPSchedule | CosineLRSchedule)]
     if not schedules:
         return
@@ -156,8 +149,6 @@ def check_schedules(spec: AlgorithmSpec, core: Any, trainers: int = 1) -> None:
                     if hook is not None:
                         set_hyperparameter(hub.hyperparameters, schedule.key,
                                            hub.metrics[schedule.key])
-                    if trainers > 1 and hub is actor and actor.take_writes():
-                        raise ValueError(several_trainers([schedule.key], trainers))
                 except (KeyError, ValueError) as error:
                     raise written_by(error, [schedule], hook) from None
 

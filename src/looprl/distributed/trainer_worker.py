@@ -31,7 +31,6 @@ from looprl.distributed.pipeline import (
     hyperparameter_values,
     policy_parameters,
     record_losses,
-    several_trainers,
     trainer_core,
 )
 from looprl.distributed.sender import transitions
@@ -116,11 +115,16 @@ class TrainerGroup:
                              f"passes, or a SingleModelPytorchPolicy; {type(policy).__name__} "
                              "is neither")
 
-    def agree(self, ready: bool) -> bool:
-        """Whether every trainer is ``ready``."""
-        flag = torch.tensor([int(ready)])
-        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
-        return bool(flag.item())
+    def agree(self, ready: bool, writes: Any = None) -> tuple[bool, list[Any]]:
+        """Whether every trainer is ``ready``, and every trainer's ``writes`` but ``None`` s,
+        in rank order (gathered only where one has some)."""
+        flags = torch.tensor([int(ready), -int(writes is not None)])
+        dist.all_reduce(flags, op=dist.ReduceOp.MIN)
+        if not flags[1]:
+            return bool(flags[0]), []
+        every: list[Any] = [None] * self.size
+        dist.all_gather_object(every, writes)
+        return bool(flags[0]), [each for each in every if each is not None]
 
     def share(self, payload: bytes | None) -> bytes:
         """Rank 0's ``payload`` on every trainer."""
@@ -210,6 +214,8 @@ class TrainerWorker(Worker):
         self.group.join(init_method)
         mine = cloudpickle.dumps((self.core.trainer, self.steps)) if self.rank == 0 else None
         self.core.trainer, self.steps = cloudpickle.loads(self.group.share(mine))
+        if self.core.hooks is not None:
+            self.core.hooks.bind_parts()  # (rank 0's trainer: its policy, optimizers, ...)
         self.group.distribute(self.core.policy)
         self._logged = record_losses(self.core, lambda: self.frames, self.runtime.trainers,
                                      self.verbose)
@@ -225,10 +231,8 @@ class TrainerWorker(Worker):
     def put(self, segments: list[Any], frames: int = 0, writes: list[dict] | None = None) -> int:
         """Receive an actor's segments, the env steps it took since its last put and what its
         hooks wrote to the trainer's ``hp/*`` keys meanwhile (one dict per learner: set before
-        the next batch is drawn); return the policy version to sample with next (waits while
-        backlogged, or sync)."""
-        if writes and self.group is not None:
-            raise ValueError(several_trainers(writes[0], self.runtime.trainers))
+        the next batch is drawn; several trainers: each trainer's set on all before the step);
+        return the policy version to sample with next (waits while backlogged, or sync)."""
         with self._lock:
             for mine, theirs in zip(self._writes, writes or (), strict=False):
                 mine.update(theirs)
@@ -312,10 +316,8 @@ class TrainerWorker(Worker):
             with self._lock:
                 now = time.perf_counter()
                 self._waited, last = self._waited + now - last, now
-                for hub, writes in zip(self._hubs, self._writes, strict=True):
-                    if writes:  # (the actors' hooks', before the rows after them are drawn)
-                        hub.apply_writes(writes)
-                        writes.clear()
+                if self.group is None and (taken := self._taken_writes()):
+                    self._apply_writes([taken])  # (before the rows after them are drawn)
                 batch = self.core.next_batch()
                 self._training = batch is not None
                 if batch is not None:
@@ -324,9 +326,30 @@ class TrainerWorker(Worker):
                 if self._published < self.core.policy.version:  # idle: publish the latest
                     self._publish()
                 time.sleep(0.001)
-        if self.group is not None and not self.group.agree(batch is not None):
-            return None
+        if self.group is not None:
+            with self._lock:
+                taken = self._taken_writes()
+            ready, every = self.group.agree(batch is not None, taken)
+            self._apply_writes(every)  # (every trainer's, in rank order: alike on all)
+            if not ready:
+                return None
         return batch
+
+    def _taken_writes(self) -> list[dict[str, Any]] | None:
+        """(Holding the lock.) What the actors' hooks wrote to each learner's ``hp/*`` keys
+        since the last call (``None``: nothing)."""
+        if not any(self._writes):
+            return None
+        taken = [dict(writes) for writes in self._writes]
+        for writes in self._writes:
+            writes.clear()
+        return taken
+
+    def _apply_writes(self, writes: list[list[dict[str, Any]]]) -> None:
+        for taken in writes:
+            for hub, values in zip(self._hubs, taken, strict=True):
+                if values:
+                    hub.apply_writes(values)
 
     def _train(self, batch: Any) -> None:
         result = self.core.learn(batch)  # actors keep sending meanwhile

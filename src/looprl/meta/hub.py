@@ -95,16 +95,9 @@ class MetaHub:
         self._worker = worker
         self.stack = MetaStack(components)
         inner = self._inner = agent.unwrapped
-        policy, trainer = inner.policy, inner.trainer  # None: a policy worker's; an actor's
-        self.metrics: dict[str, Any] = {"env": env, "model": _module(policy), "step": 0,
-                                        "episode": 0, "update": 0, "policy": policy,
-                                        "buffer": inner.buffer}
-        self._hyperparameters: dict[str, Hyperparameter] | None = None
-        own = trainer.approximations() if trainer is not None else {}
-        self.approximations = {**(policy.approximations() if policy is not None else {}), **own}
-        for approximation in self.approximations.values():
-            approximation.track_grad_norm = True
-        self._exploration = policy.exploration if policy is not None else None
+        self.metrics: dict[str, Any] = {"env": env, "model": None, "step": 0, "episode": 0,
+                                        "update": 0, "policy": None, "buffer": inner.buffer}
+        self.bind_parts()
         self._published: dict[str, Any] = {}
         self._trainer: dict[str, Any] = {}  # (a Ray actor's: ``trainer_values``)
         self._writes: dict[str, tuple[int, Any]] = {}  # a Ray worker's of the other's keys
@@ -118,6 +111,19 @@ class MetaHub:
     def components(self) -> list[MetaComponent]:
         """The run's meta components, in the order their hooks run."""
         return self.stack.components
+
+    def bind_parts(self) -> None:
+        """Find what the hooks see of the agent (again where its trainer was replaced: a
+        loaded checkpoint's, rank 0's in a trainer group): its policy and model, the
+        approximations whose gradient norms they read, the exploration and the ``hp/*`` keys."""
+        policy, trainer = self._inner.policy, self._inner.trainer  # (None: a Ray actor's)
+        self.metrics.update(model=_module(policy), policy=policy)
+        own = trainer.approximations() if trainer is not None else {}
+        self.approximations = {**(policy.approximations() if policy is not None else {}), **own}
+        for approximation in self.approximations.values():
+            approximation.track_grad_norm = True
+        self._exploration = policy.exploration if policy is not None else None
+        self._hyperparameters: dict[str, Hyperparameter] | None = None
 
     @property
     def hyperparameters(self) -> dict[str, Hyperparameter]:
