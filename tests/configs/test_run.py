@@ -325,6 +325,11 @@ def test_the_slurm_launcher_without_slurm_is_one_line(tmp_path: Path, capsys,
      "this machine has 0"),
     (["runner=es", "runtime=ray", "device=cpu", "runtime.gpus_per_trial=0.5", *QUIET],
      "device=cpu with runtime.gpus_per_trial=0.5: set device=cuda"),
+    (["runner=es", "runtime=ray", "runtime.gpus_per_trial=abc", *QUIET],
+     "runtime.gpus_per_trial must be a fraction of a GPU (0.25: four trials share one) or a "
+     "whole number of GPUs, got 'abc'"),  # (was: "could not convert string to float")
+    (["runner=optuna", "runtime=ray", "runtime.gpus_per_trial=1.5", *QUIET],
+     "runtime.gpus_per_trial must be a fraction of a GPU"),  # (was: "this machine has 0")
     (["runner=es", "runtime=ray", "device=cuda:1", *QUIET],
      "device=cuda:1: on Ray each trial computes on the GPU Ray gives it"),
     (["runner=pbt", "runtime=ray", "runtime.gpus_per_trial=1", *QUIET],

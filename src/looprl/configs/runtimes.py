@@ -118,6 +118,9 @@ def ray_trials(runtime: dict[str, Any], runner: str, device: Any, options: dict[
 def trial_gpus(runner: str, device: Any, gpus: float | None) -> float:
     """The GPUs each trial of ``runner`` on Ray reserves: ``gpus`` (``runtime.gpus_per_trial``;
     ``None``: 1 with ``device=cuda``, else none) and ``device`` agreeing, or one line."""
+    from looprl.distributed.trials import check_trial_gpus
+    if gpus is not None:
+        gpus = check_trial_gpus(gpus)
     if runner == "pbt":
         if gpus is not None:
             raise ValueError("runtime.gpus_per_trial is for runner=es|optuna; PBT's members "

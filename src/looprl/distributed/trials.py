@@ -19,7 +19,7 @@ from looprl.environments.gym import gym_registrations, install_gym_registrations
 from looprl.experiments.episodes import run_scope
 from looprl.runners.trials import KEPT, KeptAgent, Trial
 
-__all__ = ["RayTrials", "run_replica", "unpack_runs"]
+__all__ = ["RayTrials", "check_trial_gpus", "run_replica", "unpack_runs"]
 
 SAFE = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # (Python >= 3.10.12)
 
@@ -39,12 +39,8 @@ class RayTrials:
         for name, value in (("trials_in_parallel", parallel), ("num_cpus", num_cpus)):
             if value is not None and (not is_whole(value) or value < 1):
                 raise ValueError(f"runtime.{name} must be an integer >= 1 (or null), got {value!r}")
-        if not isinstance(gpus, int | float) or isinstance(gpus, bool) or not (
-                gpus >= 0 and (gpus <= 1 or is_whole(gpus))):
-            raise ValueError("runtime.gpus_per_trial must be a fraction of a GPU (0.25: four "
-                             f"trials share one) or a whole number of GPUs, got {gpus!r}")
         self.address, self.num_cpus, self.runtime_env = address, num_cpus, runtime_env
-        self.gpus = float(gpus)
+        self.gpus = check_trial_gpus(gpus)
         self._parallel = parallel
         self._started = False
 
@@ -109,6 +105,16 @@ class RayTrials:
             import ray
             ray.shutdown()
             self._started = False
+
+
+def check_trial_gpus(gpus: Any) -> float:
+    """``gpus`` (``runtime.gpus_per_trial``) as a float, or one line unless it is a fraction
+    of a GPU or a whole number of them."""
+    if not isinstance(gpus, int | float) or isinstance(gpus, bool) or not (
+            gpus >= 0 and (gpus <= 1 or is_whole(gpus))):
+        raise ValueError("runtime.gpus_per_trial must be a fraction of a GPU (0.25: four "
+                         f"trials share one) or a whole number of GPUs, got {gpus!r}")
+    return float(gpus)
 
 
 @run_scope(keep=False)  # (its warnings: each trial's, which the driver says once a search)
