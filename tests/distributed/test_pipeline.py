@@ -1275,7 +1275,7 @@ def test_an_evaluation_worker_without_normalizers_never_asks_the_training_actors
         local=SimpleNamespace(policy=policy, serial=0, interval=0.0, maybe_pull=maybe_pull),
         runner=EnvRunner(spec.make_env, None, 2, None, is_evaluation=True, policy=policy),
         _lock=threading.Condition(), _stats=workers._fresh_stats(), _meta_state=None,
-        _finished=False, _failed=False)
+        _finished=False, _failed=False, _hold_every=None)
     actor.run()
     assert actor._stats["episodes"] and actor._finished  # (it evaluated)
     assert asked == ([["actor0"]] if normalizing else [])

@@ -11,6 +11,9 @@ from typing import Any
 __all__ = ["TRIAL_OPTIONS", "distributed_options", "ray_trials", "runtime_help", "runtimes",
            "trial_gpus"]
 
+#: the ``device`` values a Ray worker or trial takes (the GPU Ray gives it is its ``cuda:0``)
+RAY_DEVICES = ("cpu", "cuda", "cuda:0")
+
 #: the ``runtime`` options of runners whose trials run on Ray
 TRIAL_OPTIONS = ("trials_in_parallel", "gpus_per_trial", "num_cpus", "address", "runtime_env")
 
@@ -80,7 +83,7 @@ def distributed_options(runtime: dict[str, Any], device: Any = "cpu") -> dict[st
     if device is None:  # (a GPU per trainer, as a worker computes on one)
         device = "cuda" if starts_local(options.get("address")) and torch.cuda.is_available() \
             and torch.cuda.device_count() >= (options.get("trainers") or 1) else "cpu"
-    if str(device) not in ("cpu", "cuda", "cuda:0"):
+    if str(device) not in RAY_DEVICES:
         raise ValueError(f"device={device}: on Ray each worker computes on the GPU Ray gives it; "
                          "device=cuda puts the trainer on one (runtime.gpus_per_trainer=1), "
                          "runtime.gpus_per_policy the policy workers")
@@ -127,13 +130,14 @@ def trial_gpus(runner: str, device: Any, gpus: float | None) -> float:
                              "reserve runner.gpus_per_member GPUs each")
         return 0.0
     kind = None if device is None else str(device)
-    if kind not in (None, "cpu", "cuda", "cuda:0"):
+    if kind is not None and kind not in RAY_DEVICES:
         raise ValueError(f"device={device}: on Ray each trial computes on the GPU Ray gives it; "
                          "device=cuda reserves runtime.gpus_per_trial (1 by default) for each")
     if kind == "cpu" and gpus:
         raise ValueError(f"device=cpu with runtime.gpus_per_trial={gpus}: set device=cuda (or "
                          "leave it null) for the trials to train on their GPUs")
-    if kind in ("cuda", "cuda:0") and gpus is not None and not gpus:
+    cuda = kind is not None and kind != "cpu"
+    if cuda and gpus is not None and not gpus:
         raise ValueError(f"device={device} with runtime.gpus_per_trial=0: set it above 0 (0.25: "
                          "four trials share a GPU), or device=cpu")
-    return 1.0 if kind in ("cuda", "cuda:0") and gpus is None else float(gpus or 0)
+    return 1.0 if cuda and gpus is None else float(gpus or 0)

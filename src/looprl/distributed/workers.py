@@ -145,8 +145,6 @@ class ActorWorker(Worker):
     own policy copy), until it has taken ``frames`` env steps (``None``: no limit); ``normalizers``:
     the training actors an evaluation worker normalizes as; ``hold_every``: see ``held``."""
 
-    _hold_every: int | None = None
-
     @hands_over_warnings
     def __init__(self, index: int, runtime: RuntimeConfig, server: str, trainer: str | None,
                  policy_worker: str | None, seed: int, evaluation: bool = False,
