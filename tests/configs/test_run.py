@@ -342,7 +342,7 @@ def test_the_slurm_launcher_without_slurm_is_one_line(tmp_path: Path, capsys,
     (["runtime=ray", "runtime.segment_length=99"],  # (was: the preset's, 99 silently ignored)
      "'segment_length' is not an option of the runtime ray"),
     (["runtime.trials_in_parallel=2"], "'trials_in_parallel' is not an option of the runtime "
-                                       "local. runtime=local takes none"),  # (was "Valid: ")
+                                       "local. Valid: max_restarts"),  # (was "Valid: ")
 ])
 def test_bad_configs_fail_in_one_line(overrides, message, capsys, tmp_path) -> None:
     assert cli(["run", *overrides, f"hydra.run.dir={tmp_path}"]) == 2

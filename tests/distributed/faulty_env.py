@@ -38,7 +38,8 @@ class FaultyCartPole(CartPoleEnv):
             logger.warning("FaultyCartPole: no licence server found (%s)", broken)
             raise RuntimeError("constructor fault injected")
         super().__init__(render_mode=render_mode)
-        self.faults, self.at = dict(faults or {}), at
+        self.faults = {int(seed): fault for seed, fault in (faults or {}).items()}  # ("0": CLI)
+        self.at = at
         self.fault: str | None = None
         self.episode = self.t = 0
 

@@ -15,7 +15,8 @@ as a local run trains before it), a contextual environment's copies and PLR's le
 with the actor's segments and set before the trainer draws from them; an update hook's
 ``hp/epsilon``, published with the parameters and set before the actor acts on them), and
 its evaluations on the way (``runner.eval_every``: the actor stops where a local run stops to
-evaluate, and the driver evaluates the policy trained up to there)."""
+evaluate, and the driver evaluates the policy trained up to there), and an env copy that
+raises there (rebuilt on both runtimes, ``runtime.max_restarts``)."""
 
 from __future__ import annotations
 
@@ -69,8 +70,9 @@ def _ray_parameters(run: Path) -> dict[str, torch.Tensor]:
     (["algorithm=dqn", "algorithm.replay_start_size=200", "algorithm.hidden=16",
       "algorithm.update_frequency=64", "algorithm.gradient_steps=8",
       "algorithm.target_update_frequency=8", "algorithm.test_exploration=0.5",
-      "meta=[rnd,tests.distributed.user_components:SchedulesAcross]", "runner.eval_every=150"],
-     "CartPole-v1", 1, 400, 2**32 - 1,
+      "meta=[rnd,tests.distributed.user_components:SchedulesAcross]", "runner.eval_every=150",
+      "env_kwargs.faults={131071:step}"],  # (the copy seeded 131071, the last seed wrapped:
+     "tests.distributed.faulty_env:FaultyCartPole", 1, 400, 2**32 - 1,  # its step 3 raises)
      3),  # (evaluation draws; the last seed, wrapped alike: see the docstring)
     (["algorithm=continuous/sac", "algorithm.replay_start_size=300", "algorithm.hidden=16",
       "algorithm.minibatch_size=32"], "Pendulum-v1", 1, 400, 0, 3),
@@ -118,8 +120,12 @@ def test_one_synchronous_ray_actor_gives_the_local_run_bit_for_bit(local_ray, tm
     trained, local_train = results["ray"]["train"], results["local"]["train"]
     assert trained["train_steps"] > 0  # (the parameters moved on both)
     # results.json: a local run's keys, with the same values (its episodes, frames, mean)
-    assert {key: trained[key] for key in local_train if key != "wall_time"} == {
-        key: value for key, value in local_train.items() if key != "wall_time"}
+    assert {key: trained[key] for key in local_train if key not in ("wall_time", "restarts")} == {
+        key: value for key, value in local_train.items() if key not in ("wall_time", "restarts")}
+    # an env copy that raised: rebuilt on both (``runtime.max_restarts``), the same episodes on
+    assert [where for where, _ in local_train["restarts"]] == (["env"] if "faults" in str(
+        algorithm) else [])
+    assert len(trained["restarts"]) == len(local_train["restarts"])
     # the final evaluation: the same episodes (its actor and env resets seeded alike)
     assert results["ray"]["eval"] == results["local"]["eval"]
     if not test_episodes:  # (each of the 2 held-out instances once)

@@ -312,14 +312,15 @@ def _close(env: Any) -> None:
 
 class VectorCopies(Copies):
     """The copies of a ``VectorEnvironment`` (one agent each), stepped as one batch, their states
-    passed through ``process`` (the agent's bodies); ``build`` makes a new one. Its episodes are
-    not cut unless asked (``default_cap``): its own time limits end them."""
+    passed through ``process`` (the agent's bodies); ``build`` makes a new one (``None``: its
+    ``remade()``). Its episodes are not cut unless asked (``default_cap``): its own time limits
+    end them."""
 
     default_cap = None
 
     def __init__(self, env: VectorEnvironment, process: Callable[[StateArray], StateArray] | None,
                  build: Callable[[], VectorEnvironment] | None = None):
-        self._start_streams(env.n_envs, 1, env.name, build)  # (one environment, not a list)
+        self._start_streams(env.n_envs, 1, env.name, build or self._remade)  # (one, not a list)
         self.env = env
         self.process = process
         self.raw = hasattr(env, "step_arrays")  # (its rewards as they came: float64)
@@ -404,11 +405,18 @@ class VectorCopies(Copies):
         runner.restarts.note(self.name, None, method, error, None, None, runner.total_frames)
         runner.cut_episodes(np.arange(len(self.present)))
         _close(self.env)
-        self.env = runner.envs = self.build()
+        try:
+            self.env = runner.envs = self.build()
+        except NotImplementedError as why:  # (``remade`` of a user's env: the fault's line)
+            raise EnvironmentFailure(f"{error}; it cannot be rebuilt: {why}", self.name,
+                                     method) from error
         if runner.hooks is not None:
             for hub in runner.hooks.hubs:
                 hub.metrics["env"] = self.env  # (what the meta components see)
         self.reset(runner, wrapped_seed(runner.seed + self.env.n_envs * runner.restarts.count))
+
+    def _remade(self) -> VectorEnvironment:
+        return self.env.remade()
 
     def _rows(self, state: StateArray) -> tuple[np.ndarray, ...]:
         """``(obs, reward, terminated, truncated)`` of ``state`` as the agent sees it."""

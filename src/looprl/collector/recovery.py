@@ -1,5 +1,5 @@
-"""Faults of an ``EnvRunner``'s environment copies where a run must go on (the Ray actors):
-``EnvRestarts`` counts and reports them (``EnvFault``) and raises when there were too many."""
+"""Faults of an ``EnvRunner``'s environment copies where a run goes on (``max_restarts``, on both
+runtimes): ``EnvRestarts`` counts and reports them (``EnvFault``) and raises past the limit."""
 
 from __future__ import annotations
 
@@ -8,9 +8,16 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from looprl.environments.faults import EnvironmentFailure, failure, place
+from looprl.core.suggest import is_whole
+from looprl.environments.faults import (
+    EnvironmentFailure,
+    EnvironmentOutputError,
+    failure,
+    place,
+    unpack_hint,
+)
 
-__all__ = ["EnvFault", "EnvRestarts", "env_call"]
+__all__ = ["EnvFault", "EnvRestarts", "env_call", "restart_limit"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,24 @@ class EnvFault:
         return (f"{self.env}{copy} raised in {self.method}"
                 f"{f' ({where_text})' if where_text else ''}: {self.error}")
 
+    @property
+    def label(self) -> str:
+        """Where it was in a run's ``restarts``: ``"copy1"``, or ``"env"`` (a vector env)."""
+        return "env" if self.copy is None else f"copy{self.copy}"
+
+    def recovered(self, frame: int) -> str:
+        """The warning of a run that rebuilt the copy and went on, at its ``frame``."""
+        return f"{self.line()}; rebuilt it, dropped its episode in progress and went on " \
+               f"(frame {frame})"
+
+
+def restart_limit(value: Any) -> int:
+    """``max_restarts`` as an int, or a one-line ``ValueError`` unless a whole number >= 0."""
+    if not is_whole(value) or value < 0:
+        raise ValueError(f"max_restarts is a whole number >= 0 (0: stop at an environment's "
+                         f"exception), got {value!r:.40}")
+    return int(value)
+
 
 class EnvRestarts:
     """The ``count`` faults an ``EnvRunner`` recovered from, at most ``limit`` (an option)."""
@@ -48,9 +73,12 @@ class EnvRestarts:
 
     def note(self, env: str, copy: int | None, method: str, error: BaseException,
              episode: int | None, step: int | None, frame: int) -> EnvFault:
-        """Count ``error`` and keep it for ``pop``; ``EnvironmentFailure`` past ``limit``."""
+        """Count ``error`` and keep it for ``pop``; ``EnvironmentFailure`` past ``limit``, and
+        ``error`` itself if it says the environment's API is wrong (a new copy's is too)."""
         failed = isinstance(error, EnvironmentFailure)  # (its cause: the environment's own)
         cause = error.__cause__ if failed and error.__cause__ is not None else error
+        if isinstance(cause, EnvironmentOutputError) or unpack_hint(cause, method):
+            raise error
         said = str(error) if failed and copy is None else None
         if self.count >= self.limit:
             hint = (f"its copies were rebuilt {self.count} times, the limit "

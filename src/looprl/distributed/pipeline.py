@@ -27,8 +27,9 @@ from looprl.meta.hub import MetaHub, StreamHooks, seed_hubs, written_by
 from looprl.meta.hyperparameters import agent_hyperparameters, set_hyperparameter
 from looprl.meta.schedules import CosineLRSchedule, HPSchedule
 
-__all__ = ["CHECKPOINT", "LossRecorder", "PipelineReport", "act", "check_meta", "check_schedules",
-           "collect", "evaluation_episodes", "evaluation_spec", "hyperparameter_values",
+__all__ = ["CHECKPOINT", "LossRecorder", "PendingWrites", "PipelineReport", "act", "check_meta",
+           "check_schedules", "collect", "evaluation_episodes", "evaluation_spec",
+           "hyperparameter_values",
            "load_parameters", "load_shared_state", "meta_states", "policy_parameters",
            "record_losses", "test_pipeline", "trainer_core"]
 
@@ -116,6 +117,35 @@ def hyperparameter_values(core: Any) -> dict[str, Any]:
     except AttributeError:  # a user's policy or trainer of its own making declares none
         return {}
     return {key: h.get() for key, h in declared.items()}
+
+
+class PendingWrites:
+    """What the actors' hooks wrote to the ``hp/*`` keys of each of a trainer's learners (one
+    hub each, ``hubs``) since it last set them: ``add`` as they arrive, ``take`` what waits."""
+
+    def __init__(self, hubs: list[Any]) -> None:
+        self.hubs = hubs
+        self._pending: list[dict[str, Any]] = [{} for _ in hubs]
+
+    def add(self, writes: list[dict[str, Any]] | None) -> None:
+        for mine, theirs in zip(self._pending, writes or (), strict=False):
+            mine.update(theirs)
+
+    def take(self) -> list[dict[str, Any]] | None:
+        """What waits, one dict per learner, and none left (``None``: nothing waits)."""
+        if not any(self._pending):
+            return None
+        taken = [dict(writes) for writes in self._pending]
+        for writes in self._pending:
+            writes.clear()
+        return taken
+
+    def apply(self, writes: list[list[dict[str, Any]]]) -> None:
+        """Set ``writes`` (``take`` s, of one trainer or of each in rank order) in the hubs."""
+        for taken in writes:
+            for hub, values in zip(self.hubs, taken, strict=True):
+                if values:
+                    hub.apply_writes(values)
 
 
 def check_meta(components: list[Any], runtime: RuntimeConfig) -> None:

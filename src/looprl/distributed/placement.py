@@ -313,10 +313,8 @@ class Supervisor:
                 pids[name] = s["id"]
                 self.pool.explore_on(name)
             for fault in s.get("env_faults", ()):  # (``EnvFault`` s, recorded as actor0/copy1)
-                copy = "/env" if fault.copy is None else f"/copy{fault.copy}"
-                logger.warning("%s: %s; rebuilt it, dropped its episode in progress and went "
-                               "on (frame %d)", name, fault.line(), self.result.frames)
-                self.result.restarts.append((f"{name}{copy}", self.result.frames))
+                logger.warning("%s: %s", name, fault.recovered(self.result.frames))
+                self.result.restarts.append((f"{name}/{fault.label}", self.result.frames))
             self._kill_if_hung(name, s.get("env_call"))
 
     def _kill_if_hung(self, name: str, call: Any) -> None:

@@ -28,6 +28,7 @@ from looprl.agents.shell import seed_units
 from looprl.distributed.cluster import answer_timeout, no_answer
 from looprl.distributed.config import RuntimeConfig
 from looprl.distributed.pipeline import (
+    PendingWrites,
     hyperparameter_values,
     policy_parameters,
     record_losses,
@@ -190,8 +191,8 @@ class TrainerWorker(Worker):
         self._rows = 0  # env steps trained on since stats()
         self._waited = 0.0  # seconds the loop waited for samples since stats()
         self._meta: dict[str, float] = {}  # the update hooks' log/* values since stats()
-        self._hubs = [learner.hooks for learner in getattr(self.core, "cores", [self.core])]
-        self._writes: list[dict[str, Any]] = [{} for _ in self._hubs]  # (``put``'s, to set)
+        self._writes = PendingWrites(  # (``put``'s, to set before a batch is drawn)
+            [learner.hooks for learner in getattr(self.core, "cores", [self.core])])
         self._publish()
         self.publisher.flush(answer_timeout(runtime))  # (before the actors pull)
 
@@ -234,8 +235,7 @@ class TrainerWorker(Worker):
         the next batch is drawn; several trainers: each trainer's set on all before the step);
         return the policy version to sample with next (waits while backlogged, or sync)."""
         with self._lock:
-            for mine, theirs in zip(self._writes, writes or (), strict=False):
-                mine.update(theirs)
+            self._writes.add(writes)
             self.frames += frames
             self._blocked += 1
             while self.core.backlogged(self.runtime.queue_batches) and not self._stop.is_set():
@@ -316,8 +316,8 @@ class TrainerWorker(Worker):
             with self._lock:
                 now = time.perf_counter()
                 self._waited, last = self._waited + now - last, now
-                if self.group is None and (taken := self._taken_writes()):
-                    self._apply_writes([taken])  # (before the rows after them are drawn)
+                if self.group is None and (taken := self._writes.take()):
+                    self._writes.apply([taken])  # (before the rows after them are drawn)
                 batch = self.core.next_batch()
                 self._training = batch is not None
                 if batch is not None:
@@ -328,28 +328,12 @@ class TrainerWorker(Worker):
                 time.sleep(0.001)
         if self.group is not None:
             with self._lock:
-                taken = self._taken_writes()
+                taken = self._writes.take()
             ready, every = self.group.agree(batch is not None, taken)
-            self._apply_writes(every)  # (every trainer's, in rank order: alike on all)
+            self._writes.apply(every)  # (every trainer's, in rank order: alike on all)
             if not ready:
                 return None
         return batch
-
-    def _taken_writes(self) -> list[dict[str, Any]] | None:
-        """(Holding the lock.) What the actors' hooks wrote to each learner's ``hp/*`` keys
-        since the last call (``None``: nothing)."""
-        if not any(self._writes):
-            return None
-        taken = [dict(writes) for writes in self._writes]
-        for writes in self._writes:
-            writes.clear()
-        return taken
-
-    def _apply_writes(self, writes: list[list[dict[str, Any]]]) -> None:
-        for taken in writes:
-            for hub, values in zip(self._hubs, taken, strict=True):
-                if values:
-                    hub.apply_writes(values)
 
     def _train(self, batch: Any) -> None:
         result = self.core.learn(batch)  # actors keep sending meanwhile
@@ -403,7 +387,8 @@ class TrainerWorker(Worker):
             self.publisher.send(policy.version, publication(
                 on_cpu(policy_parameters(policy)), on_cpu(self.core.shared_state()),
                 [hyperparameter_values(core) for core in getattr(self.core, "cores", [self.core])],
-                [hub.published_writes() if hub is not None else {} for hub in self._hubs]))
+                [hub.published_writes() if hub is not None else {}
+                 for hub in self._writes.hubs]))
         self._published = policy.version  # trainers step together: rank 0 published it too
 
 

@@ -119,6 +119,8 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         return AtariVectorEnvironment(name, self.n_envs, self.device, num_threads=num_threads,
                                       **options)
 
+    remade = copy  # (a copy is made anew)
+
 
 class AtariEnvironment(Environment):
     """One Atari game (``'Breakout'``, ``'ALE/Breakout-v5'``; ``options``: ``DEEPMIND_OPTIONS``)."""
@@ -176,6 +178,9 @@ class AtariEnvironment(Environment):
     def remote_env(self) -> tuple[str, dict[str, Any]]:
         """The SRL ``"atari"`` environment of this game and options."""
         return "atari", {"game": self.name, **self.options}
+
+    def remade(self) -> AtariEnvironment:
+        return AtariEnvironment(self.name, self.device, self.given_seed, **self.options)
 
     def duplicate(self, n: int) -> AtariVectorEnvironment:
         """``n`` copies with the same options, stepped by ale-py's native vector env."""

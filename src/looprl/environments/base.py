@@ -138,6 +138,11 @@ class Environment(_Spaces):
         """The ``make`` name and arguments Ray actors play (text: why they cannot make it)."""
         return self.name, {}
 
+    def remade(self) -> Environment:
+        """A new environment made as this one was (a run rebuilds a copy that raised with it);
+        ``NotImplementedError`` saying why where it cannot be made again."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement remade()")
+
 
 class VectorEnvironment(_Spaces):
     """``n_envs`` environments stepped together into ``StateArray`` batches, with next-step
@@ -165,3 +170,8 @@ class VectorEnvironment(_Spaces):
     def copy(self) -> VectorEnvironment:
         """A new, independent vector environment of the same kind and size (for evaluation)."""
         raise NotImplementedError(f"{type(self).__name__} does not implement copy()")
+
+    def remade(self) -> VectorEnvironment:
+        """New copies made as these were, not copies of their state (a run rebuilds them with
+        it after an exception); ``NotImplementedError`` saying why where they cannot be."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement remade()")

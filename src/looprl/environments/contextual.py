@@ -367,6 +367,11 @@ class ContextualEnvironment(GymEnvironment):
         return GymVectorEnvironment(functools.partial(_copy, self.contextual, self.name), n,
                                     device=self.device, name=self.name, seed=self.given_seed)
 
+    def remade(self) -> ContextualEnvironment:
+        w = self.contextual
+        return ContextualEnvironment(w.env_id, w.contexts, w.hide_context, w.instance_mode,
+                                     self.given_seed, self.device, self.name, **w.make_kwargs)
+
     def remote_env(self) -> tuple[str, dict[str, Any]]:
         """Ray actors play ``make("contextual", ...)`` with this instance set."""
         w = self.contextual

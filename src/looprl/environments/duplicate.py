@@ -123,6 +123,10 @@ class DuplicateEnvironment(VectorEnvironment):
         """Independent copies of the environments (deep copies of their ``gymnasium.Env``)."""
         return DuplicateEnvironment([_copy(env) for env in self.envs], self.device)
 
+    def remade(self) -> DuplicateEnvironment:
+        """The environments made again (``Environment.remade``)."""
+        return DuplicateEnvironment([env.remade() for env in self.envs], self.device)
+
     def render(self, **kwargs: Any) -> Any:
         """Render the first copy."""
         return self.envs[0].render(**kwargs)

@@ -123,6 +123,14 @@ class GymEnvironment(Environment):
             kwargs["wrap_env"] = self._wrap_env
         return self._given_id or self._id, kwargs
 
+    def remade(self) -> GymEnvironment:
+        """A new environment of the id given (with its arguments, ``wrap_env`` and seed)."""
+        if self._given is not None:
+            raise NotImplementedError("it was given as a gymnasium.Env, which cannot be made "
+                                      "again: give GymEnvironment its id to have it rebuilt")
+        return type(self)(self._given_id or self._id, device=self.device, name=self.name,
+                          wrap_env=self._wrap_env, seed=self.given_seed, **self._make_kwargs)
+
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> State:
         """Start an episode (seeded with ``seed``, or the constructor's first; with ``options``)."""
         self._outcome, self._state = self.reset_output(seed, options), None

@@ -57,6 +57,11 @@ class MujocoEnvironment(GymEnvironment):
         super().__init__(env, device=device, name=name, seed=seed, **make_kwargs)
         self.no_info = bool(no_info)
 
+    def remade(self) -> MujocoEnvironment:
+        env = super().remade()
+        env.no_info = self.no_info
+        return env
+
     def reset_output(self, seed: int | None = None, options: dict[str, Any] | None = None
                      ) -> tuple[Any, dict[str, Any]]:
         observation, info = super().reset_output(seed, options)

@@ -268,6 +268,8 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         return GymVectorEnvironment(self._id, self.n_envs, self.device, self.name,
                                     **self._make_kwargs)
 
+    remade = copy  # (a copy is made anew)
+
 
 def _autoreset_mode(vector_env: gym.vector.VectorEnv) -> gym.vector.AutoresetMode:
     """How ``vector_env`` resets a copy whose episode ended (undeclared: next step)."""

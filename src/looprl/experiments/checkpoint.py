@@ -68,8 +68,9 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
         raise removed(path.parent) if given is None else FileNotFoundError(
             f"Cannot write the checkpoint {path}: the directory {path.parent} does not exist; "
             "create it, or choose another path")
-    if hasattr(experiment, "prepare_checkpoint"):
-        experiment.prepare_checkpoint()
+    prepare = getattr(getattr(experiment, "training_env", None), "prepare_checkpoint", None)
+    if prepare is not None:  # (the training environment's: Atari fixes a seed)
+        prepare(experiment.frame)
     for logger in (experiment.logger, *getattr(experiment, "agent_loggers", {}).values()):
         if hasattr(logger, "flush"):  # (an agent's too: loaded, it would write its rows again)
             logger.flush()

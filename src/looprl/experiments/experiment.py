@@ -12,6 +12,7 @@ import numpy as np
 
 from looprl.agents.shell import seed_units
 from looprl.collector import EnvRunner, Episode
+from looprl.collector.recovery import EnvFault, EnvRestarts, restart_limit
 from looprl.collector.runner import report_cuts
 from looprl.core import Preset, RolloutResult, StateArray
 from looprl.core.observations import check_default_dtype
@@ -88,10 +89,25 @@ def divergence(experiment: Experiment, error: FloatingPointError) -> Exception:
 def training_runner(experiment: Experiment) -> EnvRunner:
     """The collector ``experiment`` trains on, cutting its agent's adder's segments."""
     adder = getattr(experiment.agent.unwrapped, "adder", None)  # (None: a user's own Agent)
+    limit = experiment.max_restarts
     return EnvRunner(experiment._collected(), seed=experiment.seed, hub=experiment.hub,
                      segment_length=None if adder is None else adder.segment_length,
                      whole_episodes=adder is not None and adder.whole_episodes,
-                     process=None if adder is None else body_states(experiment.agent))
+                     process=None if adder is None else body_states(experiment.agent),
+                     restarts=EnvRestarts(limit, "max_restarts") if limit else None)
+
+
+def recovered(experiment: Experiment, faults: list[EnvFault]) -> None:
+    """Warn of the env ``faults`` ``experiment`` recovered from; it trains on in the
+    environment rebuilt."""
+    for fault in faults:
+        log.warning("%s", fault.recovered(fault.frame))
+    experiment.restarts = [*experiment.restarts, *((f.label, f.frame) for f in faults)]
+    old, new = experiment.vector_env, experiment.runner.envs
+    if isinstance(new, VectorEnvironment) and new is not old:
+        if experiment.env in getattr(old, "envs", ()):  # (SingleEnvExperiment's env, remade)
+            experiment.env = new.envs[0]
+        experiment.vector_env = new
 
 
 def check_window(env: Any) -> None:
@@ -146,7 +162,13 @@ class Experiment:
         meta: meta components run after the preset's own (``preset.meta``).
         checkpoint_every, keep_checkpoints, checkpoint_replay: save ``checkpoint.pt`` every this
             many frames, keep the last this many, with the replay buffer (``False``: empty).
+        max_restarts: rebuild the environment copies that raise, this many times in all (each
+            a warning; ``restarts``: where, at which frame), as a Ray run does; ``0``: stop at
+            the first exception, in one line (``looprl run``: ``runtime.max_restarts``, 3).
     """
+
+    max_restarts = 0  # (class defaults: checkpoints saved before they were kept)
+    restarts: list[tuple[str, int]] = []  # noqa: RUF012 -- replaced, never mutated
 
     #: ``test`` seeds its episodes with ``seed + TEST_SEED_OFFSET`` (off: the env's own draws)
     seeded_test = True
@@ -162,8 +184,9 @@ class Experiment:
                  render: bool = False, save_freq: float = math.inf, verbose: bool = True,
                  logger: Any = None, seed: int | None = None, meta: Sequence[MetaComponent] = (),
                  checkpoint_every: int | None = None, checkpoint_replay: bool = True,
-                 keep_checkpoints: int | None = None):
+                 keep_checkpoints: int | None = None, max_restarts: int = 0):
         check_built(preset, type(self).__name__)
+        self.max_restarts = restart_limit(max_restarts)
         self.vector_env = self._vector_env(preset, check_spaces(preset, env, type(self).__name__))
         self.runner: EnvRunner | None = None  # made by the first train()
         components = [*preset.meta, *meta]
@@ -234,12 +257,6 @@ class Experiment:
         """What the collector steps (``EnvRunner``'s ``env_name``)."""
         return self.vector_env
 
-    def prepare_checkpoint(self) -> None:
-        """Let the training environment prepare for a checkpoint (Atari fixes a seed)."""
-        prepare = getattr(self.training_env, "prepare_checkpoint", None)
-        if prepare is not None:
-            prepare(self.frame)
-
     def train(self, frames: float = math.inf, episodes: float = math.inf) -> None:
         """Train until ``frames`` frames or ``episodes`` episodes in all; a later call goes on."""
         check_train(self, frames, episodes)  # (its calls are one run: each warning said once)
@@ -285,6 +302,8 @@ class Experiment:
         frames = runner.total_frames
         runner.advance()
         logger.frame += runner.total_frames - frames
+        if runner.restarts is not None and runner.restarts.count > len(self.restarts):
+            recovered(self, runner.restarts.pop())
         episodes = runner.pop_episodes()
         for episode in episodes:
             self._log_episode(episode)

@@ -45,12 +45,14 @@ from looprl.runners.evaluation import (
     record_evaluation,
 )
 
-TRAIN_KEYS: tuple[str, ...] = ("step", "episodes", "returns", "mean_return", "wall_time")
+TRAIN_KEYS: tuple[str, ...] = ("step", "episodes", "returns", "mean_return", "wall_time",
+                               "restarts")
 EVAL_KEYS: tuple[str, ...] = ("mean_eval_reward", "std_eval_reward", "returns", "episodes", "step")
 
 #: the ``Runner`` arguments a replica takes as they are (``replica_arguments``)
 REPLICATED = ("env", "seed", "meta", "quiet", "eval_episodes", "checkpoint_every",
-              "checkpoint_replay", "verbose", "wandb", "test_env", "keep_checkpoints", "run_info")
+              "checkpoint_replay", "verbose", "wandb", "test_env", "keep_checkpoints", "run_info",
+              "max_restarts")
 
 __all__ = ["EVAL_KEYS", "TRAIN_KEYS", "MemoryLogger", "OnlineRunner", "RecordingLogger", "Runner"]
 
@@ -99,7 +101,8 @@ class Runner:
                  eval_episodes: int = 10, checkpoint_every: int | None = None,
                  checkpoint_replay: bool = True, verbose: bool = False,
                  wandb: dict[str, Any] | None = None, test_env: Any = None,
-                 keep_checkpoints: int | None = None, run_info: dict[str, Any] | None = None):
+                 keep_checkpoints: int | None = None, run_info: dict[str, Any] | None = None,
+                 max_restarts: int = 0):
         if not (hasattr(agent, "hyperparameters") and hasattr(agent, "build")):
             raise TypeError(f"Runners take a preset builder (e.g. "
                             f"looprl.presets.classic_control.ppo), got {type(agent).__name__}")
@@ -124,6 +127,7 @@ class Runner:
                          **(run_info or {}), "seed": self.seed}  # (its own: a PBT member's)
         self.wandb = check_wandb(wandb, logdir)
         self.verbose = check_flag("verbose (looprl run's logging.verbose)", verbose)
+        self.max_restarts = whole(max_restarts, "max_restarts (looprl run's runtime.max_restarts)")
         self.experiment: Any = None
         self.preset: Any = None
         self._next_run: tuple[str, dict[str, Any]] | None = None  # label_next_run
@@ -154,7 +158,8 @@ class Runner:
             seed=self.seed, meta=meta, verbose=self.verbose,  # (not logged: no checkpoints)
             checkpoint_every=self.checkpoint_every if logged else None,
             checkpoint_replay=self.checkpoint_replay,
-            keep_checkpoints=self.keep_checkpoints if logged else None)
+            keep_checkpoints=self.keep_checkpoints if logged else None,
+            max_restarts=self.max_restarts)
         self.experiment.label = label
 
     def configure(self, values: dict[str, Any], train_steps: float = math.inf,
@@ -264,7 +269,8 @@ class Runner:
         returns = logger.returns[seen:]
         return {"step": self.experiment.frame, "episodes": self.experiment.episode,
                 "returns": returns, "mean_return": mean_return(returns),
-                "wall_time": time.perf_counter() - start}
+                "wall_time": time.perf_counter() - start,  # (and the env faults so far)
+                "restarts": [list(where) for where in self.experiment.restarts]}
 
     def evaluate(self, episodes: int | None = None) -> dict[str, Any]:
         """``EVAL_KEYS`` of ``episodes`` (default: ``eval_episodes``) seeded test episodes of the

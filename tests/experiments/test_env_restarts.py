@@ -1,0 +1,152 @@
+"""A local run rebuilds the environment copies that raise, as a Ray run does (``max_restarts``;
+``looprl run``: ``runtime.max_restarts``, 3 on both runtimes): it warns, records where and at
+which frame, drops the episode in progress and trains on in the environments made again; past
+the limit, where the environment cannot be made again, or where its API is wrong (a new copy's
+is too), it stops in one line. ``tests/distributed/test_runtime_switch.py`` shows the same
+episodes on Ray."""
+
+from __future__ import annotations
+
+import logging
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from tests.distributed.faulty_env import PATH, FaultyCartPole
+
+from looprl.environments import (
+    AtariEnvironment,
+    ContextualEnvironment,
+    DuplicateEnvironment,
+    EnvironmentFailure,
+    GymEnvironment,
+    GymVectorEnvironment,
+    MujocoEnvironment,
+)
+from looprl.environments.atari import AtariVectorEnvironment
+from looprl.environments.faults import EnvironmentOutputError
+from looprl.experiments import ParallelEnvExperiment, SingleEnvExperiment
+from looprl.presets.classic_control import dqn, ppo
+
+
+def _dqn_run(env, max_restarts: int, tmp_path) -> SingleEnvExperiment:
+    return SingleEnvExperiment(dqn.env(env).build(), env, quiet=True, seed=0,
+                               logdir=str(tmp_path), max_restarts=max_restarts)
+
+
+def test_a_copy_that_raises_is_rebuilt_and_the_run_trains_on(tmp_path, caplog) -> None:
+    env = GymEnvironment(PATH, faults={0: "step"})  # (copy 0 is seeded 0: step 3 raises)
+    experiment = _dqn_run(env, 2, tmp_path)
+    with caplog.at_level(logging.WARNING):
+        experiment.train(frames=300)
+    assert experiment.restarts == [("env", 2)]  # (two steps taken, the third raised)
+    assert experiment.frame >= 300
+    warnings = [r.getMessage() for r in caplog.records if "rebuilt it" in r.getMessage()]
+    assert len(warnings) == 1 and "raised RuntimeError: step fault injected (episode 1, " \
+        "step 3)" in warnings[0] and warnings[0].endswith("went on (frame 2)")
+    # the environment made again is the run's now: it trains, tests and closes in it
+    assert experiment.env is not env and experiment.vector_env.envs == [experiment.env]
+    assert experiment.runner.envs is experiment.vector_env
+    experiment.flush_loggers()
+    (results,) = tmp_path.glob("*/*/results.csv")  # (the cut episode of 2 steps is not in it)
+    frame, episode, first = results.read_text().splitlines()[1].split(",")
+    assert episode == "1" and int(frame) == 2 + float(first)
+    assert len(experiment.test(episodes=2)) == 2
+
+
+def test_past_max_restarts_the_run_stops_in_one_line(tmp_path) -> None:
+    env = GymEnvironment(PATH, faults={0: "step", 1: "step"})  # (the rebuilt copy: seed 1)
+    experiment = _dqn_run(env, 1, tmp_path)
+    with pytest.raises(EnvironmentFailure) as error:
+        experiment.train(frames=300)
+    message = str(error.value)
+    assert "\n" not in message and "step fault injected" in message
+    assert "its copies were rebuilt 1 times, the limit (max_restarts=1)" in message
+
+
+def test_without_restarts_the_first_exception_stops_the_run(tmp_path) -> None:
+    experiment = _dqn_run(GymEnvironment(PATH, faults={0: "step"}), 0, tmp_path)
+    with pytest.raises(EnvironmentFailure, match=r"step fault injected \(episode 1, step 3\)$"):
+        experiment.train(frames=300)
+
+
+def test_an_environment_given_as_an_object_cannot_be_rebuilt_and_says_so(tmp_path) -> None:
+    experiment = _dqn_run(GymEnvironment(FaultyCartPole({0: "step"})), 3, tmp_path)
+    with pytest.raises(EnvironmentFailure) as error:
+        experiment.train(frames=300)
+    assert "step fault injected" in str(error.value)
+    assert str(error.value).endswith("it cannot be rebuilt: it was given as a gymnasium.Env, "
+                                     "which cannot be made again: give GymEnvironment its id "
+                                     "to have it rebuilt")
+
+
+class FourTuple(gym.Env):
+    """The old gym API: ``step`` returns 4 values."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        return np.zeros(4, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(4, np.float32), 1.0, False, {}
+
+
+def test_an_environment_whose_api_is_wrong_is_not_rebuilt(tmp_path) -> None:
+    gym.register(id="FourTupleForRestarts-v0", entry_point=FourTuple)
+    experiment = _dqn_run(GymEnvironment("FourTupleForRestarts-v0"), 3, tmp_path)
+    with pytest.raises(EnvironmentFailure, match="the old gym API") as error:
+        experiment.train(frames=50)
+    assert experiment.runner.restarts.count == 0 and "rebuilt" not in str(error.value)
+    given = _dqn_run(GymEnvironment(FourTuple()), 3, tmp_path)  # (looprl's own check)
+    with pytest.raises(EnvironmentOutputError, match="the old gym API"):
+        given.train(frames=50)
+    assert given.runner.restarts.count == 0
+
+
+def test_a_parallel_run_rebuilds_its_vector_environment_and_its_hooks_see_the_new_one(
+        tmp_path) -> None:
+    env = GymEnvironment(PATH, faults={1: "reset"}, at=2)  # (copy 1: its second reset raises)
+    experiment = ParallelEnvExperiment(ppo.env(env).hyperparameters(n_envs=2, n_steps=16).build(),
+                                       env, quiet=True, seed=0, logdir=str(tmp_path),
+                                       max_restarts=3, meta=[])
+    first = experiment.vector_env
+    experiment.train(frames=400)
+    assert [where for where, _ in experiment.restarts] == ["env"]
+    assert experiment.vector_env is not first and isinstance(experiment.vector_env,
+                                                             GymVectorEnvironment)
+    assert experiment.training_env is experiment.runner.envs is experiment.vector_env
+    assert experiment.frame >= 400 and experiment.env is env  # (its copies were duplicated)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: GymEnvironment("CartPole-v1", wrap_env=gym.wrappers.FlattenObservation, seed=3,
+                           max_episode_steps=50),
+    lambda: MujocoEnvironment("Hopper", no_info=False),
+    lambda: ContextualEnvironment("CartPole-v1", {0: {"length": 0.3}}, hide_context=False),
+    lambda: AtariEnvironment("Pong"),
+    lambda: DuplicateEnvironment([GymEnvironment("CartPole-v1"), GymEnvironment("CartPole-v1")]),
+    lambda: GymVectorEnvironment("CartPole-v1", 2, max_episode_steps=50),
+    lambda: AtariVectorEnvironment("Pong", 2),
+], ids=["gym", "mujoco", "contextual", "atari", "duplicate", "gym_vector", "atari_vector"])
+def test_remade_makes_the_environment_anew_as_it_was_made(make) -> None:
+    env = make()
+    new = env.remade()
+    try:
+        assert type(new) is type(env) and new is not env and new.name == env.name
+        assert new.observation_space == env.observation_space
+        assert new.action_space == env.action_space
+        assert getattr(new, "n_envs", 1) == getattr(env, "n_envs", 1)
+        inner = getattr(env, "env", None)
+        if inner is not None:  # (a Gymnasium env of its own, made with the same arguments)
+            assert new.env is not inner and type(new.env) is type(inner)
+            assert new.env.spec == inner.spec
+        assert getattr(new, "no_info", None) == getattr(env, "no_info", None)
+        assert getattr(new, "given_seed", None) == getattr(env, "given_seed", None)
+        if isinstance(env, ContextualEnvironment):
+            assert new.contextual.contexts == env.contextual.contexts
+            assert new.contextual.hide_context is False
+    finally:
+        new.close()
+        env.close()
