@@ -197,3 +197,54 @@ def test_an_actor_whose_loop_failed_answers_for_its_components_at_once() -> None
     with pytest.raises(ValueError, match="a step hook failed"):
         actor.run()
     assert actor.components_state(10.0) is None and waited == [True]
+
+
+@pytest.mark.parametrize("where", ["update", "step"])
+def test_meta_components_run_in_actors_that_policy_workers_serve(local_ray, tmp_path,
+                                                                 where) -> None:
+    """With ``runtime.policy_workers`` each actor runs its step and episode hooks beside a copy
+    of the published parameters that never acts: its components load the trainer's shared
+    state (RND's networks; here a count of updates) and read the trainer's ``hp/*``, and an
+    update or step hook's ``hp/epsilon`` reaches the policy worker, which acts with it (a step
+    hook's through the trainer; was: one line, "meta components on Ray need each actor's own
+    policy copy")."""
+    import csv
+
+    from tests.distributed.user_components import SharesUpdates
+
+    from looprl.presets.classic_control import dqn
+
+    env = GymEnvironment("CartPole-v1")
+    preset = dqn.hyperparameters(replay_start_size=100, hidden=16).env(env).device("cpu").build()
+    result = DistributedRun(preset, RuntimeConfig(actors=1, policy_workers=1, envs_per_actor=2),
+                            frames=2000, logdir=str(tmp_path), quiet=True,
+                            meta=[SharesUpdates(0.25, where), RND()]).run()
+    env.close()
+    seen = result.meta["actor0"]
+    assert result.train_steps > 10 and seen["log/loaded_updates"] > 0, seen
+    assert seen["log/seen_epsilon"] == 0.25 and "log/rnd/intrinsic_reward_mean" in seen, seen
+    with open(Path(result.log_dir) / "hyperparameters.csv") as rows:
+        epsilons = [float(row["hp/epsilon"]) for row in csv.DictReader(rows)]
+    assert epsilons[-1] == 0.25  # (the policy worker's, which acts)
+
+
+def test_a_policy_workers_copy_sets_each_new_exploration_write_of_the_trainers_hooks() -> None:
+    """A policy worker's ``PolicyCopy`` (no hubs) sets the ``hp/epsilon`` that the trainer's
+    update hooks (or the actors', through the trainer) wrote, once per write: its own
+    schedule goes on between writes. No Ray: publications handed to ``_load``."""
+    from looprl.distributed.config import AlgorithmSpec
+    from looprl.distributed.sender import PolicyCopy
+    from looprl.distributed.server import publication
+
+    spec = AlgorithmSpec(env="CartPole-v1", policy="q-network", trainer="dqn",
+                         policy_args={"obs_dim": {"obs": 4}, "action_dim": 2, "hidden_dim": 8})
+    copy = PolicyCopy(spec, None, 0.0)
+    parameters = copy.policy.module.state_dict()
+    epsilon = copy.policy.exploration.hyperparameters()["hp/epsilon"]
+    copy._load((1, 1, publication(parameters, written=[{"hp/epsilon": (3, 0.25)}])))
+    assert epsilon.get() == 0.25
+    epsilon.set(0.5)  # (as its schedule moves it on)
+    copy._load((2, 2, publication(parameters, written=[{"hp/epsilon": (3, 0.25)}])))
+    assert epsilon.get() == 0.5  # (the same write: not set again)
+    copy._load((3, 3, publication(parameters, written=[{"hp/epsilon": (4, 0.25)}])))
+    assert epsilon.get() == 0.25 and copy.policy.version == 3

@@ -554,7 +554,7 @@ def test_no_worker_gets_an_object_reference_in_its_constructor_arguments(local_r
     which Ray passes through the object store: such an actor may not restart. The workers
     find each other by name instead. Every constructor argument of every kind of worker,
     pickled as Ray pickles it (cloudpickle), holds no reference and stays small."""
-    from looprl.distributed import trainer_worker, workers
+    from looprl.distributed import policy_worker, trainer_worker, workers
     from looprl.distributed.placement import WorkerPool
     from looprl.distributed.run_state import DistributedResult, SampleCounts
     from looprl.environments import GymEnvironment
@@ -562,7 +562,7 @@ def test_no_worker_gets_an_object_reference_in_its_constructor_arguments(local_r
 
     created: list[tuple[str, tuple]] = []
     for module, name in ((workers, "ParameterServer"), (workers, "ActorWorker"),
-                         (workers, "PolicyWorker"), (trainer_worker, "TrainerWorker")):
+                         (policy_worker, "PolicyWorker"), (trainer_worker, "TrainerWorker")):
         monkeypatch.setattr(module, name, _Recorder(created))
     preset = ppo.env(GymEnvironment("Pendulum-v1")).device("cpu").build()
     rt = runtime(actors=3, trainers=2, policy_workers=1, eval_workers=1, cpus_per_actor=0.5,

@@ -73,3 +73,33 @@ class StepsLR(MetaComponent):
 
     def set_lr(self, metrics: dict[str, Any]) -> None:
         metrics["hp/lr"] = 1e-3 * (1 + metrics["step"] % 5)
+
+
+class SharesUpdates(MetaComponent):
+    """Counts the updates in an update hook (the trainer's copy) and shares the count; a step
+    hook logs the count its copy last loaded (a Ray actor's: published with the parameters)
+    and ``hp/epsilon`` as it reads it. With ``epsilon``, the update hook (``where="update"``)
+    or the step hook (``"step"``) sets ``hp/epsilon``."""
+
+    def __init__(self, epsilon: float | None = None, where: str = "update") -> None:
+        super().__init__()
+        self.updates, self.epsilon, self.where = 0, epsilon, where
+        self.post_update_methods.append(self.count)
+        self.post_step_methods.append(self.log)
+
+    def count(self, metrics: dict[str, Any]) -> None:
+        self.updates += 1
+        if self.epsilon is not None and self.where == "update":
+            metrics["hp/epsilon"] = self.epsilon
+
+    def shared_state(self) -> dict[str, Any]:
+        return {"updates": self.updates}
+
+    def load_shared_state(self, state: dict[str, Any]) -> None:
+        self.updates = state["updates"]
+
+    def log(self, metrics: dict[str, Any]) -> None:
+        if self.epsilon is not None and self.where == "step":
+            metrics["hp/epsilon"] = self.epsilon
+        metrics["log/loaded_updates"] = self.updates
+        metrics["log/seen_epsilon"] = metrics["hp/epsilon"]

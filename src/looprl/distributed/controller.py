@@ -106,7 +106,7 @@ class DistributedRun:
             spec, self.runtime = _of_preset(spec, frames, self.runtime)
         if meta:
             spec = replace(spec, meta=[*spec.meta, *meta])
-        pipeline.check_meta(spec.meta, self.runtime)
+        pipeline.check_meta(spec.meta)
         check_explorations(spec.explorations, self.runtime.actors)
         self.spec = replace(spec, verbose=verbose).portable()
         self.frames = int(frames)

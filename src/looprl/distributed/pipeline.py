@@ -20,7 +20,7 @@ from looprl.agents.learner import make_learner
 from looprl.collector import EnvRunner, Episode
 from looprl.core.logger import DummyLogger, Logger
 from looprl.core.suggest import check_count, check_seed
-from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
+from looprl.distributed.config import AlgorithmSpec
 from looprl.environments.wrappers import load_normalization
 from looprl.meta.component import HOOKS, MetaStack
 from looprl.meta.hub import MetaHub, StreamHooks, seed_hubs, written_by
@@ -148,14 +148,9 @@ class PendingWrites:
                     hub.apply_writes(values)
 
 
-def check_meta(components: list[Any], runtime: RuntimeConfig) -> None:
-    """``TypeError`` for a component that is not a ``MetaComponent``; ``ValueError`` with
-    policy workers (actors would have no policy copy of their own)."""
+def check_meta(components: list[Any]) -> None:
+    """``TypeError`` for a component that is not a ``MetaComponent``."""
     MetaStack(components)
-    if components and runtime.policy_workers:
-        raise ValueError("meta components on Ray need each actor's own policy copy, which "
-                         "loads their shared state with the parameters: set "
-                         "runtime.policy_workers=0")
 
 
 def check_schedules(spec: AlgorithmSpec, core: Any) -> None:

@@ -77,8 +77,8 @@ class WorkerPool:
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        from looprl.distributed.trainer_worker import TrainerWorker
-        from looprl.distributed.workers import ActorWorker, ParameterServer, PolicyWorker
+        from looprl.distributed import policy_worker, trainer_worker
+        from looprl.distributed.workers import ActorWorker, ParameterServer
         rt, start = self.runtime, self._start
         restart = {"max_restarts": rt.max_restarts, "max_task_retries": 0}
         grouped = {**restart, "max_restarts": -1} if rt.trainers > 1 else restart  # we count
@@ -90,10 +90,10 @@ class WorkerPool:
                                               soft=False)
         server = start("server", ParameterServer, (ray.cloudpickle.dumps(self.spec), saved),
                        scheduling_strategy=here)
-        trainers = [start(name, TrainerWorker, (rt, server, seed, rank, str(path)),
+        trainers = [start(name, trainer_worker.TrainerWorker, (rt, server, seed, rank, str(path)),
                           num_cpus=rt.cpus_per_trainer, num_gpus=rt.gpus_per_trainer, **grouped)
                     for rank, name in enumerate(self.trainers)]
-        policies = [start(f"policy{i}", PolicyWorker,
+        policies = [start(f"policy{i}", policy_worker.PolicyWorker,
                           (rt, server, len(range(i, rt.actors, rt.policy_workers))),
                           num_cpus=rt.cpus_per_policy, num_gpus=rt.gpus_per_policy, **restart)
                     for i in range(rt.policy_workers)]

@@ -315,7 +315,7 @@ class RunMonitor:
         for cut, *where in (s.get("cuts", (0,)) for s in actors.values()):
             if cut:  # (the actors' episodes cut at their cap: each warned at its first)
                 self.cuts = (self.cuts[0] + cut, *where)
-        self._acting.update(actors.get("actor0", {}).get("hp", {}))
+        self._acting.update(stats.get("policy0", actors.get("actor0", {})).get("hp", {}))
         for name, s in stats.items():
             if name.startswith("eval") and s["episodes"]:
                 returns = [ret for ret, *_ in s["episodes"]]

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 import os
@@ -21,8 +20,7 @@ from looprl.agents.actor import Actor
 from looprl.agents.shell import seed_units
 from looprl.collector import EnvRunner
 from looprl.collector.recovery import EnvRestarts, env_call
-from looprl.collector.runner import check_result, restart_episodes
-from looprl.core.namedarray import concat
+from looprl.collector.runner import restart_episodes
 from looprl.core.suggest import WorkerWarnings
 from looprl.distributed.cluster import answer_timeout, answers
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
@@ -38,7 +36,7 @@ from looprl.environments.wrappers import (
 )
 from looprl.meta.hyperparameters import acting_schedules, acting_values
 
-__all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "Worker", "cuda_device",
+__all__ = ["ActorWorker", "ParameterServer", "Worker", "cuda_device",
            "hands_over_warnings", "named", "normalize_as_training", "run_spec",
            "training_normalization"]
 
@@ -46,9 +44,6 @@ logger = logging.getLogger(__name__)
 
 #: Actor ``i`` numbers its segments' streams from ``i * _STREAMS_PER_ACTOR``.
 _STREAMS_PER_ACTOR = 1 << 20
-
-#: Seconds a policy worker waits for more requests before it answers those it holds.
-MAX_WAIT = 0.002
 
 
 class _Stopped(Exception):
@@ -156,7 +151,9 @@ class ActorWorker(Worker):
         self.normalizers = [named(name) for name in normalizers]
         self.trainer, self.policy_worker = named(trainer), named(policy_worker)
         self.sync, self.timeout = runtime.sync, answer_timeout(runtime)
-        self.local = None if policy_worker is not None else PolicyCopy(
+        meta = [] if evaluation else spec.make_meta()
+        acts = policy_worker is None  # (else its copy, if any, loads what the hooks read)
+        self.local = None if not (acts or meta) else PolicyCopy(
             spec, named(server), runtime.pull_interval)
         policy = self.local.policy if self.local else spec.make_policy(acting=True)
         explorations = spec.explorations or [None]
@@ -170,7 +167,6 @@ class ActorWorker(Worker):
         seed_units(own_seed, self.actor)
         build, process = spec.collector_env(runtime.envs_per_actor,
                                             self.local is not None or bool(spec.process))
-        meta = [] if evaluation else spec.make_meta()
         self.runner = EnvRunner(
             build, None, runtime.envs_per_actor,
             None if self.trainer is None else runtime.segment_length,  # (no rows: none sent)
@@ -185,7 +181,9 @@ class ActorWorker(Worker):
         if self.local is not None and self.runner.hooks is not None:
             self.local.components = self.runner.hooks.components
             self.local.hubs = self.runner.hooks.hubs
-        self.schedules = [] if self.local is None else acting_schedules(self.local.policy)
+            for hub in self.local.hubs if not acts else ():
+                hub.acts_elsewhere()
+        self.schedules = acting_schedules(self.local.policy) if acts else []
         self._lock = threading.Condition()
         self._stats = _fresh_stats()
         self._finished = self._failed = False  # its budget spent and last rows sent; it raised
@@ -206,7 +204,7 @@ class ActorWorker(Worker):
         return {**stats, "env_seconds": seconds, "env_faults": self.runner.restarts.pop(),
                 "cuts": (cuts, self.runner.env_name, self.runner.max_episode_steps),
                 "env_call": env_call(self.runner), "finished": self._finished,
-                "hp": acting_values(self.local.policy) if self.local is not None else {},
+                "hp": acting_values(self.local.policy) if self.policy_worker is None else {},
                 "schedules": self.schedule_steps(), "warnings": self.warned.take()}
 
     def components_state(self, timeout: float) -> list[tuple[str, Any]] | None:
@@ -241,6 +239,7 @@ class ActorWorker(Worker):
         try:
             if self.local is not None:
                 self.local.maybe_pull(wait=True)
+            if self.policy_worker is None:
                 self._normalize_as_training(first=True)
                 while not self._stop.is_set() and self._within_budget():
                     self._local_step()
@@ -251,6 +250,8 @@ class ActorWorker(Worker):
                 pending = [self._ask(g) for g in groups]
                 while not self._stop.is_set() and self._within_budget():
                     for g in groups:
+                        if self.local is not None:  # (what the meta components load)
+                            self.local.maybe_pull()
                         self.runner.record(g, *self._answer(pending[g]))
                         self._send_completed()
                         self.runner.advance(g)
@@ -385,64 +386,3 @@ class ActorWorker(Worker):
 
 def _fresh_stats() -> dict[str, Any]:
     return {"frames": 0, "episodes": [], "inference_seconds": 0.0, "put_seconds": 0.0, "meta": []}
-
-
-@ray.remote
-class PolicyWorker(Worker):
-    """Batches the actors' rollout requests: ``batch_requests`` of them, or after ``MAX_WAIT``."""
-
-    @hands_over_warnings
-    def __init__(self, runtime: RuntimeConfig, server: str, batch_requests: int):
-        super().__init__(runtime.torch_threads, server)
-        spec = run_spec(server)
-        if runtime.gpus_per_policy:
-            spec = spec.on_device(cuda_device("policy", runtime.gpus_per_policy))
-        self.copy = PolicyCopy(spec, named(server), runtime.pull_interval)
-        self.schedules = acting_schedules(self.copy.policy)
-        self.batch_requests = max(1, batch_requests)
-        self._waiting: list[tuple[Any, asyncio.Future]] = []
-        self._timer: asyncio.TimerHandle | None = None
-        self._batches: list[int] = []
-
-    def stats(self) -> dict[str, Any]:
-        """Batch sizes and warnings since the last call, the version, pid and schedule steps."""
-        batches, self._batches = self._batches, []
-        return {"batch_rows": batches, "version": self.copy.policy.version, "id": os.getpid(),
-                "schedules": self.schedule_steps(), "warnings": self.warned.take()}
-
-    async def rollout(self, request: Any) -> tuple[Any, int]:
-        """The policy's answer to ``request`` and the version that gave it."""
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
-        self._waiting.append((request, future))
-        if len(self._waiting) >= self.batch_requests:
-            await self._flush()
-        elif self._timer is None:
-            self._timer = loop.call_later(MAX_WAIT, lambda: asyncio.ensure_future(self._flush()))
-        return await future
-
-    async def _flush(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        waiting, self._waiting = self._waiting, []
-        if not waiting:
-            return
-        await self.copy.maybe_pull_async()
-        requests = [request for request, _ in waiting]
-        sizes = [len(request.obs) for request in requests]
-        rows = sum(sizes)
-        try:
-            result = self.copy.policy.rollout(concat(requests))
-            check_result(result, rows, policy=type(self.copy.policy).__name__)
-            result = result.to_numpy()
-        except Exception as error:  # noqa: BLE001 -- handed to every waiting actor
-            for _, future in waiting:
-                future.set_exception(error)
-            return
-        self._batches.append(rows)
-        version = self.copy.policy.version
-        start = 0
-        for (_, future), size in zip(waiting, sizes, strict=True):
-            future.set_result((result[start:start + size], version))
-            start += size

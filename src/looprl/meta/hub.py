@@ -33,10 +33,11 @@ class Parts(AgentBase):
 
     policy: Any
     trainer: Any = None
+    acts: bool = True  # (``False``: policy workers act, ``MetaHub.acts_elsewhere``)
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """The policy's ``hp/*`` keys (``{}`` without one)."""
-        return {} if self.policy is None else self.policy.hyperparameters()
+        """The policy's ``hp/*`` keys (``{}`` without one, or one that does not act)."""
+        return self.policy.hyperparameters() if self.policy is not None and self.acts else {}
 
 
 def written_by(error: KeyError | ValueError, components: Iterable[MetaComponent],
@@ -138,15 +139,22 @@ class MetaHub:
                        written: dict[str, tuple[int, Any]] | None = None) -> None:
         """(A Ray actor's hub) The trainer's ``hp/*`` values as it published them last, which
         the step and episode hooks read as a local run's read the trainer's own, and its update
-        hooks' ``written`` exploration keys (``published_writes``): each new one is set here."""
+        hooks' ``written`` exploration keys (``published_writes``): each new one is set here
+        (an actor whose policy workers act: in them, ``PolicyCopy``; read here from ``values``)."""
         new = not values.keys() <= self._trainer.keys()
         self._trainer.update(values)
         if new:
             self._hyperparameters = None  # (declared again, with them)
-        for key, write in (written or {}).items():
+        for key, write in (written or {}).items() if self._inner.acts else ():
             if self._seen.get(key) != write:
                 self._seen[key] = write
                 set_hyperparameter(self.hyperparameters, key, write[1])
+
+    def acts_elsewhere(self) -> None:
+        """(A Ray actor's hub whose policy workers act) Its policy copy shows the hooks the
+        parameters but never acts: the exploration's ``hp/*`` keys are the trainer's (read as
+        it published them; a write goes to it, which publishes it to the policy workers)."""
+        self._inner.acts, self._exploration, self._hyperparameters = False, None, None
 
     def _write(self, key: str, value: Any) -> None:
         self._serial += 1

@@ -269,9 +269,8 @@ class PLR(MetaComponent):
         policy = metrics.get("policy")
         if policy is None:
             raise ValueError(f"PLR(strategy={self.strategy!r}) scores with the policy's "
-                             "outputs but metrics['policy'] is None (on Ray: set "
-                             "runtime.policy_workers=0, so that each actor acts with its own "
-                             "copy); use strategy='random' without a policy")
+                             "outputs but metrics['policy'] is None; use strategy='random' "
+                             "without a policy")
         if self.strategy in PROBABILITY_SCORES and getattr(policy, "continuous_action", False):
             raise ValueError(f"PLR(strategy={self.strategy!r}) scores with action "
                              "probabilities, which a policy over continuous actions does not "
