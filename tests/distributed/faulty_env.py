@@ -27,19 +27,19 @@ logger = logging.getLogger(__name__)
 
 class FaultyCartPole(CartPoleEnv):
     """CartPole that, seeded with a key of ``faults``, does what its value says once: ``"step"``
-    raises in step ``at`` of its first episode, ``"hang"`` sleeps for an hour there,
+    raises in step ``at`` of its first episode, ``"hang"`` sleeps ``hang`` seconds there,
     ``"reset"`` raises in the reset that starts episode ``at``, ``"exit"`` ends its process
     there (a value ``(what, n)``: ``at`` is ``n``). ``broken``: its constructor warns, then
     raises, in every Ray actor (``"actor"``) or in an actor Ray restarted (``"restarted"``)."""
 
     def __init__(self, faults: dict[int, str | tuple[str, int]] | None = None, at: int = 3,
-                 render_mode: str | None = None, broken: str | None = None):
+                 render_mode: str | None = None, broken: str | None = None, hang: float = 3600):
         if broken is not None and _in_actor(restarted=broken == "restarted"):
             logger.warning("FaultyCartPole: no licence server found (%s)", broken)
             raise RuntimeError("constructor fault injected")
         super().__init__(render_mode=render_mode)
         self.faults = {int(seed): fault for seed, fault in (faults or {}).items()}  # ("0": CLI)
-        self.at = at
+        self.at, self.hang = at, hang
         self.fault: str | None = None
         self.episode = self.t = 0
 
@@ -58,7 +58,7 @@ class FaultyCartPole(CartPoleEnv):
             if self.fault == "step":
                 raise RuntimeError("step fault injected")
             if self.fault == "hang":
-                time.sleep(3600)
+                time.sleep(self.hang)
             if self.fault == "exit":
                 os._exit(1)
         return super().step(action)

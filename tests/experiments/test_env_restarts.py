@@ -3,11 +3,16 @@
 which frame, drops the episode in progress and trains on in the environments made again; past
 the limit, where the environment cannot be made again, or where its API is wrong (a new copy's
 is too), it stops in one line. ``tests/distributed/test_runtime_switch.py`` shows the same
-episodes on Ray."""
+episodes on Ray. An env call that hangs past ``env_timeout`` is named and interrupted, a fault
+as any other (a Ray run's driver kills the actor)."""
 
 from __future__ import annotations
 
 import logging
+import re
+import signal
+import threading
+import time
 
 import gymnasium as gym
 import numpy as np
@@ -29,9 +34,9 @@ from looprl.experiments import ParallelEnvExperiment, SingleEnvExperiment
 from looprl.presets.classic_control import dqn, ppo
 
 
-def _dqn_run(env, max_restarts: int, tmp_path) -> SingleEnvExperiment:
+def _dqn_run(env, max_restarts: int, tmp_path, **options) -> SingleEnvExperiment:
     return SingleEnvExperiment(dqn.env(env).build(), env, quiet=True, seed=0,
-                               logdir=str(tmp_path), max_restarts=max_restarts)
+                               logdir=str(tmp_path), max_restarts=max_restarts, **options)
 
 
 def test_a_copy_that_raises_is_rebuilt_and_the_run_trains_on(tmp_path, caplog) -> None:
@@ -150,3 +155,40 @@ def test_remade_makes_the_environment_anew_as_it_was_made(make) -> None:
     finally:
         new.close()
         env.close()
+
+
+def test_an_env_call_that_hangs_is_interrupted_and_the_copy_rebuilt(tmp_path, caplog) -> None:
+    env = GymEnvironment(PATH, faults={0: "hang"}, hang=40.0)  # (its step 3 sleeps 40 s)
+    experiment = _dqn_run(env, 2, tmp_path, env_timeout=2.0)
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING):
+        experiment.train(frames=300)
+    assert time.monotonic() - started < 30 and experiment.frame >= 300
+    assert experiment.restarts == [("env", 2)]
+    assert re.search(r"FaultyCartPole has been in step for \d+ s, longer than env_timeout=2 s: "
+                     r"interrupting it$", caplog.text, re.M), caplog.text
+    assert "raised EnvironmentTimeout: it ran past env_timeout=2 s (episode 1, step 3)" \
+        in caplog.text and "rebuilt it" in caplog.text
+    assert signal.getsignal(signal.SIGALRM) == signal.SIG_DFL  # (the handler given back)
+
+
+def test_without_restarts_a_hang_stops_the_run_in_one_line(tmp_path) -> None:
+    experiment = _dqn_run(GymEnvironment(PATH, faults={0: "hang"}, hang=40.0), 0, tmp_path,
+                          env_timeout=2)
+    with pytest.raises(EnvironmentFailure, match=r"^tests.distributed.faulty_env:FaultyCartPole"
+                       r".step\(\) raised EnvironmentTimeout: it ran past env_timeout=2 s "
+                       r"\(episode 1, step 3\)$"):
+        experiment.train(frames=300)
+
+
+def test_a_hang_outside_the_main_thread_is_named_and_waited_for(tmp_path, caplog) -> None:
+    """(Only the main thread takes a signal: a run trained in another is not interrupted.)"""
+    experiment = _dqn_run(GymEnvironment(PATH, faults={0: "hang"}, hang=3.0), 2, tmp_path,
+                          env_timeout=1.0)
+    with caplog.at_level(logging.WARNING):
+        thread = threading.Thread(target=experiment.train, kwargs={"frames": 300})
+        thread.start()
+        thread.join(60)
+    assert not thread.is_alive() and experiment.frame >= 300 and experiment.restarts == []
+    assert re.search(r"has been in step for \d+ s, longer than env_timeout=1 s: waiting for "
+                     r"it \(Ctrl-C stops it\)$", caplog.text, re.M), caplog.text

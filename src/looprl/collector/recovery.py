@@ -1,8 +1,13 @@
 """Faults of an ``EnvRunner``'s environment copies where a run goes on (``max_restarts``, on both
-runtimes): ``EnvRestarts`` counts and reports them (``EnvFault``) and raises past the limit."""
+runtimes): ``EnvRestarts`` counts and reports them (``EnvFault``) and raises past the limit;
+``EnvWatch`` names an env call that runs past ``env_timeout`` and interrupts it (a local run's;
+a Ray run's driver kills the actor instead)."""
 
 from __future__ import annotations
 
+import logging
+import signal
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -12,12 +17,15 @@ from looprl.core.suggest import is_whole
 from looprl.environments.faults import (
     EnvironmentFailure,
     EnvironmentOutputError,
+    EnvironmentTimeout,
     failure,
     place,
     unpack_hint,
 )
 
-__all__ = ["EnvFault", "EnvRestarts", "env_call", "restart_limit"]
+__all__ = ["EnvFault", "EnvRestarts", "EnvWatch", "env_call", "hung", "restart_limit"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -111,3 +119,64 @@ def env_call(runner: Any) -> tuple[float, str, int | None, str, int | None, int 
         return time.monotonic() - since, copies.name, None, method, None, None
     episode, step = copies.place(copy, method)
     return time.monotonic() - since, copies.name, copy, method, episode, step
+
+
+def hung(call: tuple[float, str, int | None, str, int | None, int | None], option: str,
+         timeout: float) -> str:
+    """``"CartPole-v1 copy 1 has been in step for 61 s (episode 1, step 3), longer than
+    runtime.env_timeout=60 s"`` of an ``env_call``."""
+    seconds, env, copy, method, episode, step = call
+    where = place(episode, step)
+    return (f"{env}{'' if copy is None else f' copy {copy}'} has been in {method} for "
+            f"{seconds:.0f} s{f' ({where})' if where else ''}, longer than {option}={timeout:g} s")
+
+
+class EnvWatch:
+    """While training (a context manager), names an env call of ``runner`` that has run past
+    ``timeout`` seconds (``None``: no watch) in a warning and, where training runs in the main
+    thread and nothing else handles ``SIGALRM``, interrupts it: ``EnvironmentTimeout`` raised
+    in the call, a fault the run rebuilds the copy for (``max_restarts``) or stops at in one
+    line, as a Ray run's driver kills the actor. A call stuck in C code that never returns to
+    Python is named only."""
+
+    def __init__(self, runner: Any, timeout: float | None, option: str = "env_timeout") -> None:
+        self.runner, self.timeout, self.option = runner, timeout, option
+        self._stop = threading.Event()
+        self._fired: Any = None  # the call (``runner.env_call``) it timed out
+        self._thread: threading.Thread | None = None
+        self._previous: Any = None  # the ``SIGALRM`` handler it replaced (``None``: none)
+
+    def __enter__(self) -> EnvWatch:
+        if self.timeout is None:
+            return self
+        if threading.current_thread() is threading.main_thread() and hasattr(
+                signal, "pthread_kill") and signal.getsignal(signal.SIGALRM) in (
+                signal.SIG_DFL, None):  # (POSIX; a handler of someone else's: named only)
+            self._previous = signal.signal(signal.SIGALRM, self._interrupt)
+        self._thread = threading.Thread(target=self._watch, name="looprl-env-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+        if self._previous is not None:
+            signal.signal(signal.SIGALRM, self._previous)
+
+    def _watch(self) -> None:
+        while not self._stop.wait(min(1.0, self.timeout / 4)):
+            call, found = self.runner.env_call, env_call(self.runner)
+            if found is None or found[0] <= self.timeout or call is self._fired or (
+                    self.runner.env_call is not call):
+                continue
+            self._fired = call
+            interrupt = self._previous is not None
+            log.warning("%s: %s", hung(found, self.option, self.timeout),
+                        "interrupting it" if interrupt else "waiting for it (Ctrl-C stops it)")
+            if interrupt:
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGALRM)
+
+    def _interrupt(self, signum: int, frame: Any) -> None:
+        if self._fired is not None and self.runner.env_call is self._fired:
+            raise EnvironmentTimeout(f"it ran past {self.option}={self.timeout:g} s")

@@ -94,7 +94,8 @@ def runners() -> dict[str, type]:
 #: Runner arguments a run fills from the top-level config, not from the ``runner`` node.
 RUN_ARGUMENTS = ("agent", "env", "seed", "logdir", "meta", "device", "quiet", "eval_episodes",
                  "checkpoint_every", "keep_checkpoints", "checkpoint_replay", "resume_from",
-                 "verbose", "wandb", "test_env", "trials", "run_info", "max_restarts")
+                 "verbose", "wandb", "test_env", "trials", "run_info", "max_restarts",
+                 "env_timeout")
 
 
 #: The logger of a run's summary line: on stdout, as ``looprl train`` prints it, and in app.log.
@@ -364,7 +365,8 @@ def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
         checkpoint_every=cfg.checkpoint_every, checkpoint_replay=cfg.checkpoint_replay,
         keep_checkpoints=cfg.get("keep_checkpoints"), verbose=cfg.logging.verbose,
         test_env=test_env, wandb=_plain(cfg.logging.wandb),
-        max_restarts=cfg.runtime.get("max_restarts", 0), **options)
+        max_restarts=cfg.runtime.get("max_restarts", 0),
+        env_timeout=cfg.runtime.get("env_timeout"), **options)
     return BuiltConfig(builder, env, components, runner)
 
 

@@ -16,7 +16,7 @@ RAY_DEVICES = ("cpu", "cuda", "cuda:0")
 
 #: the ``runtime`` options of runners whose trials run on Ray
 TRIAL_OPTIONS = ("trials_in_parallel", "gpus_per_trial", "num_cpus", "address", "runtime_env",
-                 "max_restarts")
+                 "max_restarts", "env_timeout")
 
 
 def runtimes() -> dict[str, dict[str, Any]]:
@@ -26,7 +26,8 @@ def runtimes() -> dict[str, dict[str, Any]]:
     from looprl.distributed.config import RuntimeConfig
     ray = {key: value for key, value in asdict(RuntimeConfig()).items()
            if key != "segment_length"}  # (a preset's own: its n_steps, its replay's cut)
-    return {"local": {"name": "local", "max_restarts": ray["max_restarts"]},  # (env copies)
+    return {"local": {"name": "local", "max_restarts": ray["max_restarts"],  # (env copies)
+                      "env_timeout": ray["env_timeout"]},
             "ray": {"name": "ray", **ray, "groups": None,  # (its default)
                     "trials_in_parallel": None, "gpus_per_trial": None}}
 

@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from looprl.collector.recovery import hung
 from looprl.core.files import save_atomically
 from looprl.core.suggest import log_worker_warnings
 from looprl.distributed.cluster import (
@@ -24,7 +25,6 @@ from looprl.distributed.cluster import (
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import load_parameters
 from looprl.distributed.run_state import TRAINER_CHECKPOINT, DistributedResult, SampleCounts
-from looprl.environments.faults import place
 from looprl.environments.wrappers import most_counted, save_normalization
 
 __all__ = ["Supervisor", "WorkerPool"]
@@ -323,12 +323,8 @@ class Supervisor:
         timeout = self.runtime.env_timeout
         if call is None or timeout is None or call[0] <= timeout:
             return
-        seconds, env, copy, method, episode, step = call
-        where = place(episode, step)
-        logger.warning("%s: %s%s has been in %s for %.0f s%s, longer than "
-                       "runtime.env_timeout=%g s: killing %s (Ray restarts it)", name, env,
-                       "" if copy is None else f" copy {copy}", method, seconds,
-                       f" ({where})" if where else "", timeout, name)
+        logger.warning("%s: %s: killing %s (Ray restarts it)", name,
+                       hung(call, "runtime.env_timeout", timeout), name)
         ray.kill(self.pool.workers[name], no_restart=False)
 
     def check_loops(self) -> None:

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["EnvironmentFailure", "EnvironmentOutputError", "PolicyActionError", "failure",
+__all__ = ["EnvironmentFailure", "EnvironmentOutputError", "EnvironmentTimeout",
+           "PolicyActionError", "failure",
            "gym_reset_output", "gym_step_output", "place", "unpack_hint", "vector_rewards"]
 
 STEP_API = "Gymnasium's 5-tuple (observation, reward, terminated, truncated, info)"
@@ -33,6 +34,10 @@ class EnvironmentFailure(RuntimeError):
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle with every attribute (a Ray worker's failure reaches the driver)."""
         return type(self), (str(self), self.environment, self.method, self.episode, self.step)
+
+
+class EnvironmentTimeout(RuntimeError):
+    """An env call that ran past the run's ``env_timeout``, interrupted there."""
 
 
 class EnvironmentOutputError(TypeError):

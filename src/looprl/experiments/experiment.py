@@ -12,12 +12,12 @@ import numpy as np
 
 from looprl.agents.shell import seed_units
 from looprl.collector import EnvRunner, Episode
-from looprl.collector.recovery import EnvFault, EnvRestarts, restart_limit
+from looprl.collector.recovery import EnvFault, EnvRestarts, EnvWatch, restart_limit
 from looprl.collector.runner import report_cuts
 from looprl.core import Preset, RolloutResult, StateArray
 from looprl.core.observations import check_default_dtype
 from looprl.core.preset import check_built, check_train_steps
-from looprl.core.suggest import check_count, check_seed, is_number
+from looprl.core.suggest import check_count, check_positive, check_seed, is_number
 from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.base import wrapped_seed
 from looprl.environments.bodies import body_states
@@ -110,6 +110,34 @@ def recovered(experiment: Experiment, faults: list[EnvFault]) -> None:
         experiment.vector_env = new
 
 
+def played_test(experiment: Experiment, episodes: int, env: Any) -> list[float]:
+    """``Experiment.test``: the returns of ``episodes`` evaluation episodes."""
+    check_test(episodes, env, f"{type(experiment).__name__}.test", (Environment,))
+    agent = getattr(experiment.preset, experiment.test_agent_of)()
+    given = env is not None
+    copies = max(1, min(experiment.vector_env.n_envs, episodes))
+    env = (check_spaces(experiment.preset, env).duplicate(copies) if given
+           else experiment._test_env(copies))
+    if env is experiment.vector_env and experiment.runner is not None:
+        experiment.runner.truncate()  # training resumes with new episodes
+    seeded = experiment.seed is not None and (given or experiment.seeded_test)
+    seed = evaluation_seed(experiment.seed) if seeded else None
+    if seed is not None and callable(getattr(agent, "seed", None)):
+        agent.seed(seed)  # (its random numbers: those of a Ray run's evaluation)
+    with sync_normalization(experiment.vector_env, env), evaluation_progress(  # (training's)
+            experiment.description, episodes, experiment.quiet) as progress:
+        runner = EnvRunner(env, segment_length=None, seed=seed, is_evaluation=True)
+        played = played_then_closed(
+            None if env is experiment.vector_env else env, lambda: play_episodes(
+                runner, lambda _: RolloutResult(action=experiment._acts(agent, runner.states())),
+                episodes, progress=progress))
+    returns = [episode.ret for episode in played]
+    if not given:
+        experiment.test_returns = returns
+        experiment.logger.add_test_returns(returns)
+    return returns
+
+
 def check_window(env: Any) -> None:
     """``ValueError`` unless ``env`` shows itself in a window (``render_mode='human'``)."""
     if getattr(getattr(env, "env", None), "render_mode", None) != "human":
@@ -165,9 +193,11 @@ class Experiment:
         max_restarts: rebuild the environment copies that raise, this many times in all (each
             a warning; ``restarts``: where, at which frame), as a Ray run does; ``0``: stop at
             the first exception, in one line (``looprl run``: ``runtime.max_restarts``, 3).
+        env_timeout: seconds an env call may take before it is named and interrupted (a fault
+            as above; ``EnvWatch``); ``None``: no limit (``looprl run``: ``runtime.env_timeout``).
     """
 
-    max_restarts = 0  # (class defaults: checkpoints saved before they were kept)
+    max_restarts, env_timeout = 0, None  # (class defaults: checkpoints saved before they were)
     restarts: list[tuple[str, int]] = []  # noqa: RUF012 -- replaced, never mutated
 
     #: ``test`` seeds its episodes with ``seed + TEST_SEED_OFFSET`` (off: the env's own draws)
@@ -184,9 +214,12 @@ class Experiment:
                  render: bool = False, save_freq: float = math.inf, verbose: bool = True,
                  logger: Any = None, seed: int | None = None, meta: Sequence[MetaComponent] = (),
                  checkpoint_every: int | None = None, checkpoint_replay: bool = True,
-                 keep_checkpoints: int | None = None, max_restarts: int = 0):
+                 keep_checkpoints: int | None = None, max_restarts: int = 0,
+                 env_timeout: float | None = None):
         check_built(preset, type(self).__name__)
         self.max_restarts = restart_limit(max_restarts)
+        check_positive(optional=True, env_timeout=env_timeout)
+        self.env_timeout = env_timeout
         self.vector_env = self._vector_env(preset, check_spaces(preset, env, type(self).__name__))
         self.runner: EnvRunner | None = None  # made by the first train()
         components = [*preset.meta, *meta]
@@ -289,12 +322,13 @@ class Experiment:
             self.runner.truncate()
             self._act()
         logger, ready = self.logger, getattr(self.training_env, "checkpoint_ready", lambda: True)
-        while logger.frame < frames and logger.episode < episodes:
-            self._advance()
-            if logger.frame >= self._next_checkpoint and ready():  # (one Atari game: at an end)
-                every = self.checkpoint_every
-                self._next_checkpoint = (logger.frame // every + 1) * every
-                save_checkpoint(self, replay=self.checkpoint_replay)
+        with EnvWatch(self.runner, self.env_timeout):
+            while logger.frame < frames and logger.episode < episodes:
+                self._advance()
+                if logger.frame >= self._next_checkpoint and ready():  # (one Atari game: at an
+                    every = self.checkpoint_every  # end)
+                    self._next_checkpoint = (logger.frame // every + 1) * every
+                    save_checkpoint(self, replay=self.checkpoint_replay)
 
     def _advance(self) -> None:
         """One step of every copy with the policy's actions, then ``_act``."""
@@ -348,29 +382,7 @@ class Experiment:
     def test(self, episodes: int = 100, env: Any = None) -> list[float]:
         """The returns of ``episodes`` evaluation episodes of the test agent in ``min(n_envs,
         episodes)`` copies of the environment, or in ``env`` (unlogged); seeded as a Ray run's."""
-        check_test(episodes, env, f"{type(self).__name__}.test", (Environment,))
-        agent = getattr(self.preset, self.test_agent_of)()
-        given = env is not None
-        copies = max(1, min(self.vector_env.n_envs, episodes))
-        env = check_spaces(self.preset, env).duplicate(copies) if given else self._test_env(copies)
-        if env is self.vector_env and self.runner is not None:
-            self.runner.truncate()  # training resumes with new episodes
-        seeded = self.seed is not None and (given or self.seeded_test)
-        seed = evaluation_seed(self.seed) if seeded else None
-        if seed is not None and callable(getattr(agent, "seed", None)):
-            agent.seed(seed)  # (its random numbers: those of a Ray run's evaluation)
-        with sync_normalization(self.vector_env, env), evaluation_progress(  # (training's)
-                self.description, episodes, self.quiet) as progress:
-            runner = EnvRunner(env, segment_length=None, seed=seed, is_evaluation=True)
-            played = played_then_closed(
-                None if env is self.vector_env else env, lambda: play_episodes(
-                    runner, lambda _: RolloutResult(action=self._acts(agent, runner.states())),
-                    episodes, progress=progress))
-        returns = [episode.ret for episode in played]
-        if not given:
-            self.test_returns = returns
-            self.logger.add_test_returns(returns)
-        return returns
+        return played_test(self, episodes, env)
 
     def _test_env(self, copies: int) -> VectorEnvironment:
         """``evaluation_copies`` of the environment."""

@@ -18,7 +18,14 @@ import numpy as np
 import torch
 
 from looprl.core import Hyperparameter
-from looprl.core.suggest import a_type, check_count, check_flag, check_seed, is_number
+from looprl.core.suggest import (
+    a_type,
+    check_count,
+    check_flag,
+    check_positive,
+    check_seed,
+    is_number,
+)
 from looprl.environments import Environment, MultiagentEnvironment
 from looprl.experiments.budget import warn_budget_extended
 from looprl.experiments.checkpoint import (
@@ -52,7 +59,7 @@ EVAL_KEYS: tuple[str, ...] = ("mean_eval_reward", "std_eval_reward", "returns", 
 #: the ``Runner`` arguments a replica takes as they are (``replica_arguments``)
 REPLICATED = ("env", "seed", "meta", "quiet", "eval_episodes", "checkpoint_every",
               "checkpoint_replay", "verbose", "wandb", "test_env", "keep_checkpoints", "run_info",
-              "max_restarts")
+              "max_restarts", "env_timeout")
 
 __all__ = ["EVAL_KEYS", "TRAIN_KEYS", "MemoryLogger", "OnlineRunner", "RecordingLogger", "Runner"]
 
@@ -102,7 +109,7 @@ class Runner:
                  checkpoint_replay: bool = True, verbose: bool = False,
                  wandb: dict[str, Any] | None = None, test_env: Any = None,
                  keep_checkpoints: int | None = None, run_info: dict[str, Any] | None = None,
-                 max_restarts: int = 0):
+                 max_restarts: int = 0, env_timeout: float | None = None):
         if not (hasattr(agent, "hyperparameters") and hasattr(agent, "build")):
             raise TypeError(f"Runners take a preset builder (e.g. "
                             f"looprl.presets.classic_control.ppo), got {type(agent).__name__}")
@@ -128,6 +135,9 @@ class Runner:
         self.wandb = check_wandb(wandb, logdir)
         self.verbose = check_flag("verbose (looprl run's logging.verbose)", verbose)
         self.max_restarts = whole(max_restarts, "max_restarts (looprl run's runtime.max_restarts)")
+        check_positive(optional=True, **{"env_timeout (looprl run's runtime.env_timeout)":
+                                         env_timeout})
+        self.env_timeout = env_timeout
         self.experiment: Any = None
         self.preset: Any = None
         self._next_run: tuple[str, dict[str, Any]] | None = None  # label_next_run
@@ -159,7 +169,7 @@ class Runner:
             checkpoint_every=self.checkpoint_every if logged else None,
             checkpoint_replay=self.checkpoint_replay,
             keep_checkpoints=self.keep_checkpoints if logged else None,
-            max_restarts=self.max_restarts)
+            max_restarts=self.max_restarts, env_timeout=self.env_timeout)
         self.experiment.label = label
 
     def configure(self, values: dict[str, Any], train_steps: float = math.inf,
