@@ -199,15 +199,14 @@ def test_an_actor_whose_loop_failed_answers_for_its_components_at_once() -> None
     assert actor.components_state(10.0) is None and waited == [True]
 
 
-@pytest.mark.parametrize("where", ["update", "step"])
-def test_meta_components_run_in_actors_that_policy_workers_serve(local_ray, tmp_path,
-                                                                 where) -> None:
+def test_meta_components_run_in_actors_that_policy_workers_serve(local_ray, tmp_path) -> None:
     """With ``runtime.policy_workers`` each actor runs its step and episode hooks beside a copy
     of the published parameters that never acts: its components load the trainer's shared
-    state (RND's networks; here a count of updates) and read the trainer's ``hp/*``, and an
-    update or step hook's ``hp/epsilon`` reaches the policy worker, which acts with it (a step
-    hook's through the trainer; was: one line, "meta components on Ray need each actor's own
-    policy copy")."""
+    state (RND's networks; here a count of updates) and read the trainer's ``hp/*``, and a step
+    hook's ``hp/epsilon`` reaches the policy worker through the trainer, which publishes it as
+    it publishes its update hooks' (``test_a_policy_workers_copy_sets_each_new_exploration_...``
+    below), and the policy worker acts with it (was: one line, "meta components on Ray need
+    each actor's own policy copy")."""
     import csv
 
     from tests.distributed.user_components import SharesUpdates
@@ -218,7 +217,7 @@ def test_meta_components_run_in_actors_that_policy_workers_serve(local_ray, tmp_
     preset = dqn.hyperparameters(replay_start_size=100, hidden=16).env(env).device("cpu").build()
     result = DistributedRun(preset, RuntimeConfig(actors=1, policy_workers=1, envs_per_actor=2),
                             frames=2000, logdir=str(tmp_path), quiet=True,
-                            meta=[SharesUpdates(0.25, where), RND()]).run()
+                            meta=[SharesUpdates(0.25, "step"), RND()]).run()
     env.close()
     seen = result.meta["actor0"]
     assert result.train_steps > 10 and seen["log/loaded_updates"] > 0, seen

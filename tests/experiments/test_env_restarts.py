@@ -30,6 +30,8 @@ from looprl.environments import (
 )
 from looprl.environments.atari import AtariVectorEnvironment
 from looprl.environments.faults import EnvironmentOutputError
+from looprl.environments.srl import make
+from looprl.environments.srl_adapters import SRLAgentEnvironment
 from looprl.experiments import ParallelEnvExperiment, SingleEnvExperiment
 from looprl.presets.classic_control import dqn, ppo
 
@@ -134,7 +136,9 @@ def test_a_parallel_run_rebuilds_its_vector_environment_and_its_hooks_see_the_ne
     lambda: DuplicateEnvironment([GymEnvironment("CartPole-v1"), GymEnvironment("CartPole-v1")]),
     lambda: GymVectorEnvironment("CartPole-v1", 2, max_episode_steps=50),
     lambda: AtariVectorEnvironment("Pong", 2),
-], ids=["gym", "mujoco", "contextual", "atari", "duplicate", "gym_vector", "atari_vector"])
+    lambda: SRLAgentEnvironment(make("CartPole-v1"), ("CartPole-v1", {})),
+], ids=["gym", "mujoco", "contextual", "atari", "duplicate", "gym_vector", "atari_vector",
+        "srl_agent"])
 def test_remade_makes_the_environment_anew_as_it_was_made(make) -> None:
     env = make()
     new = env.remade()

@@ -293,6 +293,11 @@ class SRLAgentEnvironment(GymEnvironment):
     def remote_env(self) -> tuple[str, dict[str, Any]]:
         return self._remote
 
+    def remade(self) -> SRLAgentEnvironment:
+        """A new view of ``make(*remote)``."""
+        name, env_args = self._remote
+        return SRLAgentEnvironment(make(name, **copy.deepcopy(env_args)), self._remote)
+
     def duplicate(self, n: int) -> GymVectorEnvironment:
         """``n`` copies, each made from ``remote`` (as Ray's actors make theirs)."""
         return GymVectorEnvironment(functools.partial(_made_view, *self._remote), n,
