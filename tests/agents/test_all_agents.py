@@ -96,7 +96,7 @@ def test_dqn_and_ddqn_as_alls(agent_class: type) -> None:
     agent = agent_class(q, policy, ExperienceReplayBuffer(10000, device="cpu"),
                         discount_factor=0.99, minibatch_size=64, replay_start_size=500)
     assert agent.q is q and agent.minibatch_size == 64
-    assert last(episodes(agent, 9000)) > 150
+    assert last(episodes(agent, 6000)) > 150  # (seeds 0, 1, 2: DQN 201, 299, 262)
     assert agent.eval(GymEnvironment("CartPole-v1").reset()) in (0, 1)  # (ALL's eval)
 
 
@@ -117,7 +117,7 @@ def test_c51_and_rainbow_as_alls(agent_class: type) -> None:
         discount = 0.99 ** 2
     agent = agent_class(q_dist, buffer, discount_factor=discount, minibatch_size=64,
                         replay_start_size=500)
-    assert last(episodes(agent, 9000)) > 120  # (C51's seed 1: 140)
+    assert last(episodes(agent, 6000)) > 120  # (seeds 0, 1, 2: C51 173, 134, 199)
 
 
 def parallel_episodes(agent: Any, n_envs: int, steps: int) -> list[float]:

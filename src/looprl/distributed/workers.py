@@ -137,8 +137,9 @@ def normalize_as_training(runner: Any, actors: Sequence[Any], timeout: float) ->
 class ActorWorker(Worker):
     """Steps ``runtime.envs_per_actor`` env copies and sends ``[T + 1, B]`` segments to the
     ``trainer`` (a Ray name; ``None``: none sent), acting with a ``policy_worker`` (``None``: its
-    own policy copy), until it has taken ``frames`` env steps (``None``: no limit); ``normalizers``:
-    the training actors an evaluation worker normalizes as; ``hold_every``: see ``held``."""
+    own policy copy; with meta components, a copy beside it that never acts), until it has taken
+    ``frames`` env steps (``None``: no limit); ``normalizers``: the training actors an evaluation
+    worker normalizes as; ``hold_every``: see ``held``."""
 
     @hands_over_warnings
     def __init__(self, index: int, runtime: RuntimeConfig, server: str, trainer: str | None,
