@@ -228,22 +228,25 @@ def test_meta_components_run_in_actors_that_policy_workers_serve(local_ray, tmp_
 
 
 def test_a_policy_workers_copy_sets_each_new_exploration_write_of_the_trainers_hooks() -> None:
-    """A policy worker's ``PolicyCopy`` (no hubs) sets the ``hp/epsilon`` that the trainer's
-    update hooks (or the actors', through the trainer) wrote, once per write: its own
-    schedule goes on between writes. No Ray: publications handed to ``_load``."""
+    """A policy worker's ``PolicyCopy`` (with hubs of no component, as an actor's) sets the
+    ``hp/epsilon`` that the trainer's update hooks (or the actors', through the trainer) wrote,
+    once per write: its own schedule goes on between writes. No Ray: publications handed to
+    ``_load``."""
     from looprl.distributed.config import AlgorithmSpec
     from looprl.distributed.sender import PolicyCopy
     from looprl.distributed.server import publication
+    from looprl.meta.hub import StreamHooks
 
     spec = AlgorithmSpec(env="CartPole-v1", policy="q-network", trainer="dqn",
                          policy_args={"obs_dim": {"obs": 4}, "action_dim": 2, "hidden_dim": 8})
     copy = PolicyCopy(spec, None, 0.0)
+    copy.hubs = StreamHooks.over([], copy.policy, None).hubs  # (as ``PolicyWorker`` does)
     parameters = copy.policy.module.state_dict()
     epsilon = copy.policy.exploration.hyperparameters()["hp/epsilon"]
-    copy._load((1, 1, publication(parameters, written=[{"hp/epsilon": (3, 0.25)}])))
+    copy._load((1, 1, publication(parameters, values=[{}], written=[{"hp/epsilon": (3, 0.25)}])))
     assert epsilon.get() == 0.25
     epsilon.set(0.5)  # (as its schedule moves it on)
-    copy._load((2, 2, publication(parameters, written=[{"hp/epsilon": (3, 0.25)}])))
+    copy._load((2, 2, publication(parameters, values=[{}], written=[{"hp/epsilon": (3, 0.25)}])))
     assert epsilon.get() == 0.5  # (the same write: not set again)
-    copy._load((3, 3, publication(parameters, written=[{"hp/epsilon": (4, 0.25)}])))
+    copy._load((3, 3, publication(parameters, values=[{}], written=[{"hp/epsilon": (4, 0.25)}])))
     assert epsilon.get() == 0.25 and copy.policy.version == 3

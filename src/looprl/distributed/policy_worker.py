@@ -15,6 +15,7 @@ from looprl.core.namedarray import concat
 from looprl.distributed.config import RuntimeConfig
 from looprl.distributed.sender import PolicyCopy
 from looprl.distributed.workers import Worker, cuda_device, hands_over_warnings, named, run_spec
+from looprl.meta.hub import StreamHooks
 from looprl.meta.hyperparameters import acting_schedules, acting_values
 
 __all__ = ["MAX_WAIT", "PolicyWorker"]
@@ -34,6 +35,9 @@ class PolicyWorker(Worker):
         if runtime.gpus_per_policy:
             spec = spec.on_device(cuda_device("policy", runtime.gpus_per_policy))
         self.copy = PolicyCopy(spec, named(server), runtime.pull_interval)
+        # (hubs of no component, as an actor's: they set the exploration writes it publishes)
+        self.copy.hubs = StreamHooks.over([], self.copy.policy, None,
+                                          spec.agent_names(self.copy.policy)).hubs
         self.schedules = acting_schedules(self.copy.policy)
         self.batch_requests = max(1, batch_requests)
         self._waiting: list[tuple[Any, asyncio.Future]] = []

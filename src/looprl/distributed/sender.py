@@ -18,8 +18,6 @@ from looprl.distributed.cluster import no_answer
 from looprl.distributed.config import AlgorithmSpec
 from looprl.distributed.pipeline import load_parameters, load_shared_state
 from looprl.distributed.server import unpack
-from looprl.meta.hub import Parts
-from looprl.meta.hyperparameters import agent_hyperparameters, set_hyperparameter
 
 __all__ = ["HOLD_ROWS", "HOLD_SECONDS", "PolicyCopy", "SegmentSender"]
 
@@ -116,7 +114,6 @@ class PolicyCopy:
         self.serial = 0  # the last publication loaded
         self._next = 0.0
         self._pending: Any = None
-        self._seen: dict[tuple[int, str], tuple[int, Any]] = {}  # (``_set_written``)
 
     def _due(self) -> bool:
         now = time.monotonic()
@@ -161,15 +158,3 @@ class PolicyCopy:
                 load_shared_state(self.components, shared)
             for hub, learner, writes in zip(self.hubs, values, written, strict=False):
                 hub.trainer_values(learner, writes)
-            if not self.hubs:  # (a policy worker's: it acts as the trainer's hooks set it)
-                self._set_written(written)
-
-    def _set_written(self, written: list[dict[str, tuple[int, Any]]]) -> None:
-        """Set each new write of the exploration's ``hp/*`` keys that the trainer's hooks (or
-        the actors' hooks, through the trainer) made, per learner, in its policy."""
-        policies = getattr(self.policy, "policies", None) or [self.policy]
-        for index, (policy, writes) in enumerate(zip(policies, written, strict=False)):
-            for key, write in writes.items():
-                if self._seen.get((index, key)) != write:
-                    self._seen[index, key] = write
-                    set_hyperparameter(agent_hyperparameters(Parts(policy)), key, write[1])
