@@ -196,3 +196,16 @@ def test_a_hang_outside_the_main_thread_is_named_and_waited_for(tmp_path, caplog
     assert not thread.is_alive() and experiment.frame >= 300 and experiment.restarts == []
     assert re.search(r"has been in step for \d+ s, longer than env_timeout=1 s: waiting for "
                      r"it \(Ctrl-C stops it\)$", caplog.text, re.M), caplog.text
+
+
+def test_a_rebuilt_copy_normalizes_with_the_statistics_it_had(tmp_path) -> None:
+    """(As on Ray: one rebuild path.) Was: fresh normalizers, observations scaled anew."""
+    from looprl.environments.wrappers import normalizers_of
+
+    env = GymEnvironment(PATH, faults={0: ("reset", 3)},  # (the reset of episode 3 raises)
+                         wrap_env=gym.wrappers.NormalizeObservation)
+    experiment = _dqn_run(env, 1, tmp_path)
+    experiment.train(frames=150)
+    (normalizer,) = normalizers_of(experiment.vector_env)
+    assert [where for where, _ in experiment.restarts] == ["env"]
+    assert normalizer.obs_rms.count > experiment.frame  # (every observation, both copies')

@@ -1,8 +1,9 @@
 """The environment copies an ``EnvRunner`` steps and the latest result of each of their streams:
 ``Copies``, SRL environments stepped one at a time, and ``VectorCopies``, a
 ``VectorEnvironment`` stepped as one batch, which differs only in how it calls the environment.
-A policy's action is clipped into a ``Box`` (as ``GymEnvironment`` clips it), or checked against
-a ``Discrete`` space, before a copy takes it."""
+A policy's action is clipped into a ``Box`` or checked against a ``Discrete`` space
+(``collector.actions``) before a copy takes it; a copy that raises is rebuilt, its normalizers
+going on from the statistics it had."""
 
 from __future__ import annotations
 
@@ -14,21 +15,19 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
+from looprl.collector.actions import action_spaces, env_action
 from looprl.core import NamedArray, StateArray
 from looprl.core.leaves import as_numpy
 from looprl.core.suggest import check_count
 from looprl.environments.base import VectorEnvironment, wrapped_seed
-from looprl.environments.faults import EnvironmentFailure, PolicyActionError, failure
-from looprl.environments.gym_helpers import action_to_numpy, episode_cap
+from looprl.environments.faults import EnvironmentFailure, failure
+from looprl.environments.gym_helpers import episode_cap
 from looprl.environments.srl import checked_results, make, result_scalars
+from looprl.environments.wrappers import load_normalization, read_normalization
 
 __all__ = ["Copies", "Episode", "VectorCopies", "env_copies", "made"]
-
-_INTEGERS = (int, np.int64, np.int32)
-
 
 @dataclass
 class Episode:
@@ -38,43 +37,6 @@ class Episode:
     length: int
     env: int
     returns: tuple[float, ...] = ()
-
-
-def action_spaces(env: Any) -> list[gym.spaces.Box | gym.spaces.Discrete | None] | None:
-    """Each agent's action space to clip actions into (``Box``) or check them against
-    (``Discrete``), else ``None``; ``None`` for all if none is, or the env ``clips_actions``."""
-    if getattr(env, "clips_actions", False):
-        return None
-    try:
-        spaces = list(env.action_spaces)
-    except (AttributeError, NotImplementedError):
-        return None
-    kept = [space if isinstance(space, gym.spaces.Box | gym.spaces.Discrete) else None
-            for space in spaces]
-    return kept if len(kept) == env.agent_count and any(k is not None for k in kept) else None
-
-
-def env_action(action: Any, space: gym.spaces.Box | gym.spaces.Discrete, name: str,
-               agent: int) -> Any:
-    """``action`` of ``agent`` of env copy ``name`` clipped into a ``Box``, or checked against a
-    ``Discrete`` space (``PolicyActionError``: an SRL env would take any number silently)."""
-    if not isinstance(space, gym.spaces.Discrete):
-        return action_to_numpy(action, space)
-    low = int(space.start)
-    if type(action) in _INTEGERS and low <= action < low + space.n:
-        return action  # (a row of a policy's int array: every step)
-    try:  # (one whole number, as GymEnvironment takes a Discrete action)
-        if low <= action_to_numpy(action, space) < low + space.n:
-            return action
-    except ValueError:
-        pass
-    array = np.asarray(as_numpy(action))
-    shown = array.tolist() if array.size <= 8 else f"an array of shape {array.shape}"
-    raise PolicyActionError(
-        f"{name}: the policy gave agent {agent} the action {shown!r}, not one of its "
-        f"action space {space} (the whole numbers {low}..{low + space.n - 1}): give the "
-        "policy as many actions as the environment has (action_dim), or check the action "
-        "your policy's rollout returns")
 
 
 class Copies:
@@ -292,8 +254,7 @@ class Copies:
         restarts.note(self.name, i, method, error, *self.place(i, method), runner.total_frames)
         if method == "step":
             runner.cut_episodes(np.flatnonzero(self.stream_copy == i))
-        _close(self.envs[i])
-        env = self.envs[i] = self.build()  # (in place: the meta components see the list)
+        env = self.envs[i] = _rebuilt(self.envs[i], self.build, self.name)  # (in place)
         _seed(env, wrapped_seed(runner.seed + i + len(self.envs) * restarts.count))
         self._reset(runner, i)
 
@@ -304,10 +265,15 @@ def _seed(env: Any, seed: int) -> None:
         env.seed(seed)
 
 
-def _close(env: Any) -> None:
-    """Close a broken ``env``, whatever it raises (it is being replaced)."""
+def _rebuilt(env: Any, build: Callable[[], Any], name: str) -> Any:
+    """``build()`` in place of the broken ``env`` (closed, whatever that raises), its
+    normalizers going on from ``env``'s statistics (a rebuilt copy scales as before)."""
+    statistics = read_normalization(env)
     with suppress(Exception):
         env.close()
+    new = build()
+    load_normalization(new, statistics, name, freeze=False)
+    return new
 
 
 class VectorCopies(Copies):
@@ -404,9 +370,8 @@ class VectorCopies(Copies):
         method = getattr(error, "method", method)  # (a copy reset inside ``step``: "reset")
         runner.restarts.note(self.name, None, method, error, None, None, runner.total_frames)
         runner.cut_episodes(np.arange(len(self.present)))
-        _close(self.env)
         try:
-            self.env = runner.envs = self.build()
+            self.env = runner.envs = _rebuilt(self.env, self.build, self.name)
         except NotImplementedError as why:  # (``remade`` of a user's env: the fault's line)
             raise EnvironmentFailure(f"{error}; it cannot be rebuilt: {why}", self.name,
                                      method) from error
