@@ -1345,3 +1345,13 @@ def test_a_process_that_only_acts_builds_its_policy_without_an_optimizer() -> No
     assert _optimizers(with_meta.make_policy(acting=True))
     user = ppo_spec()
     assert user.acting_args == {} and user.make_policy(acting=True) is not None
+
+
+def test_a_meta_component_that_is_no_metacomponent_is_one_line_before_ray_starts() -> None:
+    from looprl.distributed import DistributedRun, RuntimeConfig
+    from looprl.environments import GymEnvironment
+    from looprl.presets.classic_control import a2c
+
+    preset = a2c.env(GymEnvironment("CartPole-v1")).build()
+    with pytest.raises(TypeError, match=r"^'rnd' is not a MetaComponent: attach instances"):
+        DistributedRun(preset, RuntimeConfig(), frames=100, logdir=None, meta=["rnd"])

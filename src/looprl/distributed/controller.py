@@ -60,7 +60,7 @@ from looprl.experiments.logger import check_wandb
 from looprl.experiments.progress import TrainingProgress, evaluation_progress
 from looprl.experiments.run import TrainingInterrupted, check_frames
 from looprl.experiments.run_files import json_text
-from looprl.meta.component import MetaComponent
+from looprl.meta.component import MetaComponent, MetaStack
 from looprl.policies.greedy import check_explorations
 
 __all__ = ["DistributedResult", "DistributedRun", "local_instance_settings", "start_ray"]
@@ -106,7 +106,7 @@ class DistributedRun:
             spec, self.runtime = _of_preset(spec, frames, self.runtime)
         if meta:
             spec = replace(spec, meta=[*spec.meta, *meta])
-        pipeline.check_meta(spec.meta)
+        MetaStack(spec.meta)  # (a TypeError for what is no MetaComponent)
         check_explorations(spec.explorations, self.runtime.actors)
         self.spec = replace(spec, verbose=verbose).portable()
         self.frames = int(frames)

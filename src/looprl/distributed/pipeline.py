@@ -22,16 +22,15 @@ from looprl.core.logger import DummyLogger, Logger
 from looprl.core.suggest import check_count, check_seed
 from looprl.distributed.config import AlgorithmSpec
 from looprl.environments.wrappers import load_normalization
-from looprl.meta.component import HOOKS, MetaStack
+from looprl.meta.component import HOOKS
 from looprl.meta.hub import MetaHub, StreamHooks, seed_hubs, written_by
 from looprl.meta.hyperparameters import agent_hyperparameters, set_hyperparameter
 from looprl.meta.schedules import CosineLRSchedule, HPSchedule
 
-__all__ = ["CHECKPOINT", "LossRecorder", "PendingWrites", "PipelineReport", "act", "check_meta",
+__all__ = ["CHECKPOINT", "LossRecorder", "PendingWrites", "PipelineReport", "act",
            "check_schedules", "collect", "evaluation_episodes", "evaluation_spec",
-           "hyperparameter_values",
-           "load_parameters", "load_shared_state", "meta_states", "policy_parameters",
-           "record_losses", "test_pipeline", "trainer_core"]
+           "hyperparameter_values", "load_parameters", "load_shared_state", "meta_states",
+           "policy_parameters", "record_losses", "test_pipeline", "trainer_core"]
 
 logger = logging.getLogger(__name__)
 
@@ -146,11 +145,6 @@ class PendingWrites:
             for hub, values in zip(self.hubs, taken, strict=True):
                 if values:
                     hub.apply_writes(values)
-
-
-def check_meta(components: list[Any]) -> None:
-    """``TypeError`` for a component that is not a ``MetaComponent``."""
-    MetaStack(components)
 
 
 def check_schedules(spec: AlgorithmSpec, core: Any) -> None:
