@@ -543,7 +543,8 @@ def test_plot_over_a_damaged_returns100_csv_names_it(content: str, tmp_path: Pat
                               "valid bool"),  # (was: Hydra's line without its reason)
     (["runtime=ray", "runtime.gpus_per_trainer=1"], "reserves 1 GPUs"),
     (["runtime.max_restarts=-1"], "max_restarts (looprl run's runtime.max_restarts) must be a "
-     "whole number >= 0, got -1"),  # (runtime=local's: env copies rebuilt, as on Ray)
+     "whole number >= 0 (0: stop at an environment's exception), got -1"),  # (env copies
+    # rebuilt by runtime=local too, as on Ray)
     (["runtime.env_timeout=-1"], "env_timeout (looprl run's runtime.env_timeout) must be "
      "positive, got -1"),  # (runtime=local's: a hung env call interrupted, as on Ray)
     (["--quiet"], "Unknown flag '--quiet' of looprl run. Did you mean logging.quiet=true?"),

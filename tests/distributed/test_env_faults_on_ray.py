@@ -83,8 +83,7 @@ def test_without_restarts_an_env_fault_stops_as_locally_and_past_the_limit_in_on
         collect(faulty_runner({1: "step"}, None), 8)
     with pytest.raises(EnvironmentFailure, match=(
             f"{NAME}.step.. raised RuntimeError: step fault injected "
-            r"\(copy 1, episode 1, step 3\); its copies were rebuilt 0 times, the limit "
-            r"\(runtime.max_restarts=0\)")):
+            r"\(copy 1, episode 1, step 3\); runtime.max_restarts=0 rebuilds no copy$")):
         collect(faulty_runner({1: "step"}, EnvRestarts(0, "runtime.max_restarts")), 8)
 
 
@@ -202,8 +201,8 @@ def test_env_faults_past_max_restarts_stop_the_run_in_one_line(local_ray):
     seed = 2**32 - 1
     with pytest.raises(RuntimeError, match=(
             f"^actor1 worker failed: EnvironmentFailure: {NAME}.step.. raised RuntimeError: "
-            r"step fault injected \(copy 1, episode 1, step 3\); its copies were rebuilt 0 "
-            r"times, the limit \(runtime.max_restarts=0\)$")):
+            r"step fault injected \(copy 1, episode 1, step 3\); runtime.max_restarts=0 "
+            r"rebuilds no copy$")):
         run({wrapped_seed(seed + 10_000) + 1: "step"}, frames=10**6, seed=seed, trainers=2,
             max_restarts=0)
 

@@ -68,7 +68,8 @@ def test_past_max_restarts_the_run_stops_in_one_line(tmp_path) -> None:
         experiment.train(frames=300)
     message = str(error.value)
     assert "\n" not in message and "step fault injected" in message
-    assert "its copies were rebuilt 1 times, the limit (max_restarts=1)" in message
+    assert "its copies were rebuilt 1 time already, the most max_restarts=1 (looprl run's " \
+        "runtime.max_restarts) allows" in message
 
 
 def test_without_restarts_the_first_exception_stops_the_run(tmp_path) -> None:
@@ -169,9 +170,11 @@ def test_an_env_call_that_hangs_is_interrupted_and_the_copy_rebuilt(tmp_path, ca
         experiment.train(frames=300)
     assert time.monotonic() - started < 30 and experiment.frame >= 300
     assert experiment.restarts == [("env", 2)]
-    assert re.search(r"FaultyCartPole has been in step for \d+ s, longer than env_timeout=2 s: "
-                     r"interrupting it$", caplog.text, re.M), caplog.text
-    assert "raised EnvironmentTimeout: it ran past env_timeout=2 s (episode 1, step 3)" \
+    assert re.search(r"FaultyCartPole has been in step for \d+ s, longer than env_timeout=2 s "
+                     r"\(looprl run's runtime.env_timeout\): interrupting it$", caplog.text,
+                     re.M), caplog.text
+    assert "raised EnvironmentTimeout: it ran past env_timeout=2 s (looprl run's runtime." \
+        "env_timeout) (episode 1, step 3)" \
         in caplog.text and "rebuilt it" in caplog.text
     assert signal.getsignal(signal.SIGALRM) == signal.SIG_DFL  # (the handler given back)
 
@@ -181,7 +184,7 @@ def test_without_restarts_a_hang_stops_the_run_in_one_line(tmp_path) -> None:
                           env_timeout=2)
     with pytest.raises(EnvironmentFailure, match=r"^tests.distributed.faulty_env:FaultyCartPole"
                        r".step\(\) raised EnvironmentTimeout: it ran past env_timeout=2 s "
-                       r"\(episode 1, step 3\)$"):
+                       r"\(looprl run's runtime.env_timeout\) \(episode 1, step 3\)$"):
         experiment.train(frames=300)
 
 
@@ -194,7 +197,8 @@ def test_a_hang_outside_the_main_thread_is_named_and_waited_for(tmp_path, caplog
         thread.start()
         thread.join(60)
     assert not thread.is_alive() and experiment.frame >= 300 and experiment.restarts == []
-    assert re.search(r"has been in step for \d+ s, longer than env_timeout=1 s: waiting for "
+    assert re.search(r"has been in step for \d+ s, longer than env_timeout=1 s \(looprl run's "
+                     r"runtime.env_timeout\): waiting for "
                      r"it \(Ctrl-C stops it\)$", caplog.text, re.M), caplog.text
 
 

@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from looprl.core.suggest import is_whole
+from looprl.core.suggest import check_positive, is_whole
 from looprl.environments.faults import (
     EnvironmentFailure,
     EnvironmentOutputError,
@@ -23,7 +23,8 @@ from looprl.environments.faults import (
     unpack_hint,
 )
 
-__all__ = ["EnvFault", "EnvRestarts", "EnvWatch", "env_call", "hung", "restart_limit"]
+__all__ = ["EnvFault", "EnvRestarts", "EnvWatch", "env_call", "fault_limits", "hung",
+           "setting"]
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +62,22 @@ class EnvFault:
                f"(frame {frame})"
 
 
-def restart_limit(value: Any) -> int:
-    """``max_restarts`` as an int, or a one-line ``ValueError`` unless a whole number >= 0."""
-    if not is_whole(value) or value < 0:
-        raise ValueError(f"max_restarts is a whole number >= 0 (0: stop at an environment's "
-                         f"exception), got {value!r:.40}")
-    return int(value)
+def setting(option: str, value: Any) -> str:
+    """``"runtime.env_timeout=60 s"``; a Python argument (``"env_timeout"``, a local run's) names
+    ``looprl run``'s option too: ``"env_timeout=60 s (looprl run's runtime.env_timeout)"``."""
+    return f"{option}={value}" + ("" if "." in option else f" (looprl run's runtime.{option})")
+
+
+def fault_limits(max_restarts: Any, env_timeout: Any) -> tuple[int, float | None]:
+    """A local run's ``max_restarts`` (an int) and ``env_timeout`` (``None`` or seconds); a
+    one-line ``ValueError`` unless a whole number >= 0 and ``None`` or a number > 0."""
+    if not is_whole(max_restarts) or max_restarts < 0:
+        raise ValueError(f"max_restarts (looprl run's runtime.max_restarts) must be a whole "
+                         f"number >= 0 (0: stop at an environment's exception), got "
+                         f"{max_restarts!r:.40}")
+    check_positive(optional=True, **{"env_timeout (looprl run's runtime.env_timeout)":
+                                     env_timeout})
+    return int(max_restarts), env_timeout
 
 
 class EnvRestarts:
@@ -89,8 +100,10 @@ class EnvRestarts:
             raise error
         said = str(error) if failed and copy is None else None
         if self.count >= self.limit:
-            hint = (f"its copies were rebuilt {self.count} times, the limit "
-                    f"({self.limit_name}={self.limit})")
+            limit = setting(self.limit_name, self.limit)
+            hint = f"{limit} rebuilds no copy" if not self.limit else (
+                f"its copies were rebuilt {self.count} time{'' if self.count == 1 else 's'} "
+                f"already, the most {limit} allows")
             if said:  # (a vector environment's line names the copy)
                 raise EnvironmentFailure(f"{said}; {hint}", env, method, episode, step) from error
             raise failure(env, method, cause, episode, step, copy=copy, hint=hint) from error
@@ -128,7 +141,8 @@ def hung(call: tuple[float, str, int | None, str, int | None, int | None], optio
     seconds, env, copy, method, episode, step = call
     where = place(episode, step)
     return (f"{env}{'' if copy is None else f' copy {copy}'} has been in {method} for "
-            f"{seconds:.0f} s{f' ({where})' if where else ''}, longer than {option}={timeout:g} s")
+            f"{seconds:.0f} s{f' ({where})' if where else ''}, longer than "
+            f"{setting(option, f'{timeout:g} s')}")
 
 
 class EnvWatch:
@@ -179,4 +193,4 @@ class EnvWatch:
 
     def _interrupt(self, signum: int, frame: Any) -> None:
         if self._fired is not None and self.runner.env_call is self._fired:
-            raise EnvironmentTimeout(f"it ran past {self.option}={self.timeout:g} s")
+            raise EnvironmentTimeout(f"it ran past {setting(self.option, f'{self.timeout:g} s')}")

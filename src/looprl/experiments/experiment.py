@@ -12,12 +12,12 @@ import numpy as np
 
 from looprl.agents.shell import seed_units
 from looprl.collector import EnvRunner, Episode
-from looprl.collector.recovery import EnvFault, EnvRestarts, EnvWatch, restart_limit
+from looprl.collector.recovery import EnvFault, EnvRestarts, EnvWatch, fault_limits
 from looprl.collector.runner import report_cuts
 from looprl.core import Preset, RolloutResult, StateArray
 from looprl.core.observations import check_default_dtype
 from looprl.core.preset import check_built, check_train_steps
-from looprl.core.suggest import check_count, check_positive, check_seed, is_number
+from looprl.core.suggest import check_count, check_seed, is_number
 from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.base import wrapped_seed
 from looprl.environments.bodies import body_states
@@ -217,9 +217,7 @@ class Experiment:
                  keep_checkpoints: int | None = None, max_restarts: int = 0,
                  env_timeout: float | None = None):
         check_built(preset, type(self).__name__)
-        self.max_restarts = restart_limit(max_restarts)
-        check_positive(optional=True, env_timeout=env_timeout)
-        self.env_timeout = env_timeout
+        self.max_restarts, self.env_timeout = fault_limits(max_restarts, env_timeout)
         self.vector_env = self._vector_env(preset, check_spaces(preset, env, type(self).__name__))
         self.runner: EnvRunner | None = None  # made by the first train()
         components = [*preset.meta, *meta]

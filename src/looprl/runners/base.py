@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from looprl.collector.recovery import fault_limits
 from looprl.core import Hyperparameter
 from looprl.core.suggest import (
     a_type,
     check_count,
     check_flag,
-    check_positive,
     check_seed,
     is_number,
 )
@@ -134,10 +134,7 @@ class Runner:
                          **(run_info or {}), "seed": self.seed}  # (its own: a PBT member's)
         self.wandb = check_wandb(wandb, logdir)
         self.verbose = check_flag("verbose (looprl run's logging.verbose)", verbose)
-        self.max_restarts = whole(max_restarts, "max_restarts (looprl run's runtime.max_restarts)")
-        check_positive(optional=True, **{"env_timeout (looprl run's runtime.env_timeout)":
-                                         env_timeout})
-        self.env_timeout = env_timeout
+        self.max_restarts, self.env_timeout = fault_limits(max_restarts, env_timeout)
         self.experiment: Any = None
         self.preset: Any = None
         self._next_run: tuple[str, dict[str, Any]] | None = None  # label_next_run
