@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from tests.distributed.faulty_env import PATH, FaultyCartPole
 
+from looprl.collector.recovery import env_call
 from looprl.environments import (
     AtariEnvironment,
     ContextualEnvironment,
@@ -170,7 +171,8 @@ def test_an_env_call_that_hangs_is_interrupted_and_the_copy_rebuilt(tmp_path, ca
         experiment.train(frames=300)
     assert time.monotonic() - started < 30 and experiment.frame >= 300
     assert experiment.restarts == [("env", 2)]
-    assert re.search(r"FaultyCartPole has been in step for \d+ s, longer than env_timeout=2 s "
+    assert re.search(r"FaultyCartPole has been in step for \d+ s \(episode 1, step 3\), longer "
+                     r"than env_timeout=2 s "
                      r"\(looprl run's runtime.env_timeout\): interrupting it$", caplog.text,
                      re.M), caplog.text
     assert "raised EnvironmentTimeout: it ran past env_timeout=2 s (looprl run's runtime." \
@@ -197,9 +199,34 @@ def test_a_hang_outside_the_main_thread_is_named_and_waited_for(tmp_path, caplog
         thread.start()
         thread.join(60)
     assert not thread.is_alive() and experiment.frame >= 300 and experiment.restarts == []
-    assert re.search(r"has been in step for \d+ s, longer than env_timeout=1 s \(looprl run's "
+    assert re.search(r"has been in step for \d+ s \(episode 1, step 3\), longer than "
+                     r"env_timeout=1 s \(looprl run's "
                      r"runtime.env_timeout\): waiting for "
                      r"it \(Ctrl-C stops it\)$", caplog.text, re.M), caplog.text
+
+
+def test_a_hang_line_places_the_call_of_a_one_copy_environment(tmp_path) -> None:
+    """(``env_call`` of the single-env presets' vector environment of one copy: its episode
+    and step, counted on across episodes; a vector environment of several: none.)"""
+    experiment = _dqn_run(GymEnvironment("CartPole-v1"), 0, tmp_path)
+    experiment.train(frames=200)
+    experiment.flush_loggers()
+    (results,) = tmp_path.glob("*/*/results.csv")
+    runner, ended = experiment.runner, len(results.read_text().splitlines()) - 1
+    assert ended >= 3  # (episodes of CartPole under random actions: about 22 steps)
+    runner.env_call = (time.monotonic() - 5, None, "step")
+    seconds, _, copy, method, episode, step = env_call(runner)
+    assert seconds >= 5 and copy is None and method == "step"
+    assert (episode, step) == (ended + 1, None)  # (trained whole episodes: this step resets)
+    copies = runner._copies
+    copies.over[0], copies.lengths[0] = False, 4  # (in episode ``ended``, its fifth step)
+    assert env_call(runner)[-2:] == (ended, 5)
+    parallel = ParallelEnvExperiment(ppo.env(GymEnvironment("CartPole-v1")).hyperparameters(
+        n_envs=2, n_steps=16).build(), GymEnvironment("CartPole-v1"), quiet=True, seed=0,
+        logdir=str(tmp_path))
+    parallel.train(frames=64)
+    parallel.runner.env_call = (time.monotonic(), None, "step")
+    assert env_call(parallel.runner)[-2:] == (None, None)
 
 
 def test_a_rebuilt_copy_normalizes_with_the_statistics_it_had(tmp_path) -> None:

@@ -296,10 +296,20 @@ class VectorCopies(Copies):
         self._ones = np.ones(env.n_envs, dtype=np.int64)  # (``lengths += 1``, cheaper)
         self._ones.flags.writeable = False
         self.ended = False  # some copy's episode is over: the next step resets it
+        self.episode = np.zeros(env.n_envs, dtype=np.int64)
 
     @property
     def env_cap(self) -> int:
         return episode_cap(self.env)
+
+    def place(self, i: int | None, method: str) -> tuple[int | None, int | None]:
+        """The episode and step (from 1) of a call of a one-copy environment (the local
+        single-environment presets'); ``(None, None)`` for several (each copy has its own)."""
+        if len(self.episode) != 1:
+            return None, None
+        if method == "reset" or self.over[0]:  # (an ended copy resets in this step)
+            return int(self.episode[0]) + (method != "reset"), None
+        return int(self.episode[0]), int(self.lengths[0]) + 1
 
     def close(self) -> None:
         self.env.close()
@@ -311,6 +321,7 @@ class VectorCopies(Copies):
     def reset(self, runner: Any, seed: int | None) -> None:
         """Start a new episode in every copy (from ``seed``, if given, wrapped as ``Copies``')."""
         self.returns[:], self.lengths[:] = 0.0, 0
+        self.episode += 1
         env = self.env
         state = self._call(runner, None, "reset", env.reset,
                            **({} if seed is None else {"seed": wrapped_seed(seed)}))
@@ -338,6 +349,7 @@ class VectorCopies(Copies):
         stepped = self.everyone
         if self.ended:  # the previous step ended some: those copies reset (actions ignored)
             stepped = ~self.over
+            self.episode += self.over
             self.returns[self.over] = 0.0  # (not ``*= stepped``: a NaN return would stay NaN)
             self.lengths *= stepped
             reward = np.where(stepped, reward, 0)

@@ -122,15 +122,14 @@ class EnvRestarts:
 
 def env_call(runner: Any) -> tuple[float, str, int | None, str, int | None, int | None] | None:
     """``(seconds, env, copy, method, episode, step)`` of ``runner``'s env call in progress
-    (``None`` if none; ``copy``, ``episode``, ``step``: ``None`` for a vector env); thread-safe."""
+    (``None`` if none; ``copy``: ``None`` for a vector env, ``episode`` and ``step`` too unless
+    it has one copy); thread-safe."""
     call = runner.env_call
     if call is None:
         return None
     since, copy, method = call
     copies = runner._copies
-    if copy is None:
-        return time.monotonic() - since, copies.name, None, method, None, None
-    episode, step = copies.place(copy, method)
+    episode, step = copies.place(copy, method)  # (a vector env's: of its one copy, if one)
     return time.monotonic() - since, copies.name, copy, method, episode, step
 
 
