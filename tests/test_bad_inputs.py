@@ -389,6 +389,94 @@ def test_a_reset_with_no_agent_to_act_is_one_line() -> None:
     _one_line(error, "NobodyFirst.reset() returned None for every agent", "agents that move first")
 
 
+def _one_agent_env() -> type:
+    """An SRL environment of one agent whose ``step`` returns ``self.returned``."""
+    from looprl.environments import SRLEnvironment
+
+    class OneAgent(SRLEnvironment):
+        agent_count = 1
+        returned: object = None
+
+        def reset(self):
+            return [StepResult(obs={"obs": np.zeros(3, np.float32)},
+                               reward=np.zeros(1, np.float32), done=np.zeros(1, bool), info={})]
+
+        def step(self, actions):
+            return self.returned
+
+    return OneAgent
+
+
+@pytest.mark.parametrize("returned,found", [
+    (None, "returned NoneType, not a list"),
+    (StepResult(obs={"obs": np.zeros(3, np.float32)}, reward=np.zeros(1, np.float32),
+                done=np.zeros(1, bool), info={}), "returned StepResult, not a list"),
+], ids=["None", "a bare StepResult"])
+def test_a_step_that_returns_no_list_is_one_line_and_never_rebuilt(returned, found) -> None:
+    """(was: ``None`` read as a copy that raised and was rebuilt, so ``test_pipeline`` and Ray
+    runs stepped on without a frame, forever; a bare ``StepResult`` rebuilt ``max_restarts``
+    times, a new copy returning the same)"""
+    from looprl.collector import EnvRunner
+    from looprl.collector.recovery import EnvRestarts
+    from looprl.core import RolloutResult
+    from looprl.environments.faults import EnvironmentOutputError
+
+    class Forgot(_one_agent_env()):
+        pass
+
+    Forgot.returned = returned
+
+    runner = EnvRunner(Forgot, n_envs=1, restarts=EnvRestarts(3, "runtime.max_restarts"))
+    request = runner.request()
+    with pytest.raises(EnvironmentOutputError) as error:
+        runner.step(0, RolloutResult(action=np.zeros(len(request.obs), np.int64)))
+    _one_line(error, f"Forgot.step() {found}; return one StepResult (or None) per agent")
+    assert runner.restarts.count == 0
+
+
+@pytest.mark.parametrize("spaces,found", [
+    (None, "Forgot.observation_spaces must be a list of 1 Gymnasium spaces (one per agent), got "
+           "NoneType"),
+    ([4], "Forgot.observation_spaces[0] is a int, not a Gymnasium space"),
+], ids=["None", "not a space"])
+def test_spaces_that_are_not_one_space_per_agent_are_one_line_everywhere(spaces, found) -> None:
+    """(was: ``'NoneType' object is not subscriptable`` where a single-agent preset adapts the
+    environment; ``test_environment`` said it)"""
+    import gymnasium as gym
+
+    from looprl.distributed import test_environment
+    from looprl.environments import srl
+    from looprl.environments.srl import register
+    from looprl.environments.srl_adapters import SRLAgentEnvironment
+
+    class Forgot(_one_agent_env()):
+        observation_spaces = spaces
+        action_spaces = [gym.spaces.Discrete(2)]
+
+    with pytest.raises(ValueError) as error:
+        SRLAgentEnvironment(Forgot(), ("forgot", {}))
+    _one_line(error, found)
+    name, saved = "forgot_spaces", dict(srl._REGISTRY)
+    register(name, Forgot)
+    try:
+        with pytest.raises(ValueError) as error:
+            test_environment(name)
+    finally:
+        srl._REGISTRY.clear()
+        srl._REGISTRY.update(saved)
+    _one_line(error, f"env '{name}': {found}")
+
+
+def test_a_seed_style_space_method_that_returns_none_is_one_line() -> None:
+    class Forgot(_one_agent_env()):
+        def observation_space(self):
+            pass  # (``return`` forgotten)
+
+    with pytest.raises(ValueError) as error:
+        Forgot().observation_spaces  # noqa: B018 -- the property raises
+    _one_line(error, "Forgot.observation_space() returned None; return a Gymnasium space")
+
+
 @pytest.mark.parametrize("bad,found", [
     (lambda obs: (obs, 1.0, False, {}), "returned a tuple for agent 0"),
     (lambda obs: StepResult(obs=obs, reward=np.ones(1, np.float32), done=np.zeros(1, bool),

@@ -197,6 +197,44 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
         _experiment(SMALL_DQN, "CartPole-v1", tmp_path, 20, meta=[WrongShape()])
 
 
+class ReadsAMisspelledKey(MetaComponent):
+    def __init__(self):
+        super().__init__()
+        self.post_step_methods.append(self.read)
+
+    def read(self, metrics: dict[str, Any]) -> None:
+        metrics["transition"]["nxt_state"]  # noqa: B018 -- the user's typo (next_state)
+
+
+class Divides(MetaComponent):
+    def __init__(self):
+        super().__init__()
+        self.pre_update_methods.append(lambda m: 1 / 0)
+
+
+@pytest.mark.parametrize(("component", "message"), [
+    (ReadsAMisspelledKey(), r"^ReadsAMisspelledKey.read at post_step raised KeyError: "
+                            r"'nxt_state' \(\S*test_hub.py:\d+\)$"),
+    (Divides(), r"^Divides.__init__.<locals>.<lambda> at pre_update raised ZeroDivisionError: "
+                r"division by zero \(\S*test_hub.py:\d+\)$"),
+], ids=["a typo", "a bug"])
+def test_an_exception_in_a_components_code_names_its_method_hook_and_line(
+        component, message, tmp_path: Path, capsys) -> None:
+    """(was: ``looprl: error: nxt_state``, or a traceback; the original stays the cause)"""
+    from looprl.cli import guarded
+    from looprl.meta import MetaComponentFailure
+
+    with pytest.raises(MetaComponentFailure, match=message) as info:
+        _experiment(SMALL_PPO, "CartPole-v1", tmp_path, 300, meta=[component])
+    assert isinstance(info.value.__cause__, KeyError | ZeroDivisionError)
+
+    def run() -> int:
+        raise info.value  # (as the command's run raises it)
+
+    assert guarded(run) == 2
+    assert capsys.readouterr().err == f"looprl: error: {info.value}\n"  # one line, no traceback
+
+
 @pytest.mark.parametrize(("builder", "key", "value", "message"), [
     # each was taken: epsilon 2 explored silently as 1, the rest failed deep in torch
     (SMALL_DQN, "hp/epsilon", 2.0, r"hp/epsilon must be in \[0, 1\], got 2.0"),

@@ -33,7 +33,10 @@ def test_run_returns_train_and_eval_results_with_the_documented_keys(small_ppo):
 
 def test_train_continues_the_agent_and_reports_only_this_calls_episodes(small_ppo):
     runner = Runner(small_ppo, GymEnvironment("CartPole-v1"), seed=0, quiet=True)
+    assert runner.agent is None  # (Mighty's ``self.agent``: none before the first agent)
     first = runner.train(128)
+    agent = runner.agent
+    assert agent is runner.experiment.agent and hasattr(agent, "act")
     second = runner.train(128)
     assert second["step"] >= first["step"] + 128
     assert second["episodes"] == first["episodes"] + len(second["returns"])

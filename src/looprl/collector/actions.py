@@ -12,6 +12,7 @@ import numpy as np
 from looprl.core.leaves import as_numpy
 from looprl.environments.faults import PolicyActionError
 from looprl.environments.gym_helpers import action_to_numpy
+from looprl.environments.srl import spaces_of
 
 __all__ = ["action_spaces", "env_action"]
 
@@ -24,12 +25,12 @@ def action_spaces(env: Any) -> list[gym.spaces.Box | gym.spaces.Discrete | None]
     if getattr(env, "clips_actions", False):
         return None
     try:
-        spaces = list(env.action_spaces)
+        spaces = spaces_of(env, "action_spaces")
     except (AttributeError, NotImplementedError):
         return None
     kept = [space if isinstance(space, gym.spaces.Box | gym.spaces.Discrete) else None
             for space in spaces]
-    return kept if len(kept) == env.agent_count and any(k is not None for k in kept) else None
+    return kept if any(k is not None for k in kept) else None
 
 
 def env_action(action: Any, space: gym.spaces.Box | gym.spaces.Discrete, name: str,

@@ -29,6 +29,10 @@ from looprl.environments.wrappers import load_normalization, read_normalization
 
 __all__ = ["Copies", "Episode", "VectorCopies", "env_copies", "made"]
 
+#: what ``Copies._call`` returns where the call raised and the copies were rebuilt (not
+#: ``None``: an environment's own ``None`` is a wrong result, checked and named)
+REBUILT: Any = object()
+
 @dataclass
 class Episode:
     """A finished episode of env copy ``env``: its return and each agent's (one agent: ``()``)."""
@@ -94,7 +98,7 @@ class Copies:
     def _call(self, runner: Any, i: int | None, method: str, call: Callable[..., Any],
               *args: Any, **kwargs: Any) -> Any:
         """``call(*args, **kwargs)``, env copy ``i``'s ``method`` (``None``: every copy's), noted
-        in ``runner.env_call``; ``None`` if it raised and copies were rebuilt (``_rebuild``)."""
+        in ``runner.env_call``; ``REBUILT`` if it raised and copies were rebuilt (``_rebuild``)."""
         runner.env_call = (time.monotonic(), i, method)
         try:
             return call(*args, **kwargs)
@@ -105,7 +109,7 @@ class Copies:
                 raise failure(self.name, method, error, *self.place(i, method),
                               copy=i) from error
             self._rebuild(runner, i, method, error)
-            return None
+            return REBUILT
         finally:
             runner.env_call = None
 
@@ -232,7 +236,7 @@ class Copies:
         if method == "reset":
             self.episode[i] += 1
         results = self._call(runner, i, method, getattr(env, method), *args)
-        return None if results is None else checked_results(results, env, method)
+        return None if results is REBUILT else checked_results(results, env, method)
 
     def close(self) -> None:
         """Close every copy; an exception is an ``EnvironmentFailure`` naming the copy."""
@@ -325,8 +329,8 @@ class VectorCopies(Copies):
         env = self.env
         state = self._call(runner, None, "reset", env.reset,
                            **({} if seed is None else {"seed": wrapped_seed(seed)}))
-        if state is None:
-            return  # rebuilt and reset
+        if state is REBUILT:
+            return  # (and reset)
         self._receive_rows(*self._rows(state), np.zeros(env.n_envs), np.zeros(env.n_envs, bool))
         self.present[:] = True  # (every copy answers every step)
 
@@ -336,8 +340,8 @@ class VectorCopies(Copies):
                                f"at once; {len(asked)} were asked for actions")
         step = self.env.step_arrays if self.raw else self.env.step
         output = self._call(runner, None, "step", step, action)
-        if output is None:
-            return ~self.everyone  # rebuilt and reset: none stepped
+        if output is REBUILT:
+            return ~self.everyone  # (and reset): none stepped
         if self.arrays:
             obs, reward, terminated, truncated = output
             rows, over = (obs, reward, terminated, truncated > terminated), terminated | truncated

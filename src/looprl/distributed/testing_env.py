@@ -12,8 +12,9 @@ import gymnasium as gym
 import numpy as np
 
 from looprl.core.suggest import check_count, is_whole
+from looprl.environments.faults import EnvironmentOutputError
 from looprl.environments.multiagent import MASK
-from looprl.environments.srl import Environment, StepResult, make
+from looprl.environments.srl import Environment, StepResult, make, spaces_of
 
 logger = logging.getLogger(__name__)
 
@@ -78,16 +79,11 @@ class _Checker:
 
     def _spaces(self, attribute: str) -> list[gym.Space] | None:
         try:
-            spaces = getattr(self.env, attribute)
+            return spaces_of(self.env, attribute)
         except NotImplementedError:
             return None
-        if not isinstance(spaces, (list, tuple)) or len(spaces) != self.n:
-            got = len(spaces) if isinstance(spaces, (list, tuple)) else type(spaces).__name__
-            raise self.fail(f"{attribute} must be a list of {self.n} spaces, got {got}")
-        for i, space in enumerate(spaces):
-            if not isinstance(space, gym.Space):
-                raise self.fail(f"{attribute}[{i}] is a {type(space).__name__}, not a gym space")
-        return list(spaces)
+        except EnvironmentOutputError as error:
+            raise self.fail(str(error)) from None
 
     def run(self, test_stepping: bool, steps: int) -> EnvironmentReport:
         with suppress(NotImplementedError):  # an environment without randomness of its own

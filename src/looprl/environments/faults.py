@@ -40,8 +40,9 @@ class EnvironmentTimeout(RuntimeError):
     """An env call that ran past the run's ``env_timeout``, interrupted there."""
 
 
-class EnvironmentOutputError(TypeError):
-    """What an environment's ``step`` or ``reset`` returned is not Gymnasium's API."""
+class EnvironmentOutputError(TypeError, ValueError):
+    """What an environment's ``step`` or ``reset`` returned is not its API (Gymnasium's, or SRL's
+    list of ``StepResult`` s): a new copy would return the same, so it is never rebuilt."""
 
 
 class PolicyActionError(ValueError):

@@ -30,6 +30,7 @@ from looprl.environments.srl import (
     action_value,
     checked_results,
     result_scalars,
+    spaces_of,
 )
 from looprl.environments.srl_adapters import (
     MASK,
@@ -171,7 +172,8 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
             f"agent_{i}" for i in range(self.adapter.agent_count)]
         self._index = {agent: i for i, agent in enumerate(self._names)}
         try:
-            spaces = self.adapter.observation_spaces, self.adapter.action_spaces
+            spaces = (spaces_of(self.adapter, "observation_spaces"),
+                      spaces_of(self.adapter, "action_spaces"))
         except NotImplementedError as error:
             raise ValueError(f"{self.name}: to play it locally, {error}") from None
         self._spaces, self._actions = (dict(zip(self._names, s, strict=True)) for s in spaces)

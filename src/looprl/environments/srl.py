@@ -18,6 +18,7 @@ from looprl.core.imports import import_module, is_import_path
 from looprl.core.leaves import as_numpy
 from looprl.core.namedarray import NamedArray
 from looprl.core.registry import Registry
+from looprl.environments.faults import EnvironmentOutputError
 from looprl.environments.gym_helpers import check_argument_types, makeable_ids
 
 
@@ -46,22 +47,43 @@ def step_result(obs: dict[str, Any], reward: float, done: bool, info: dict | Non
 
 def checked_results(results: Any, env: Environment, call: str) -> list[StepResult | None]:
     """``env.reset()``'s or ``env.step()``'s results: one ``StepResult`` or ``None`` per agent."""
-    if not isinstance(results, list | tuple) or len(results) != env.agent_count:
-        n = len(results) if isinstance(results, list | tuple) else type(results).__name__
-        raise ValueError(f"{type(env).__name__}.{call}() returned {n} results for "
-                         f"{env.agent_count} agents; return one StepResult (or None) per agent")
+    name = f"{type(env).__name__}.{call}()"
+    if not isinstance(results, list | tuple):
+        raise EnvironmentOutputError(f"{name} returned {type(results).__name__}, not a list; "
+                                     "return one StepResult (or None) per agent")
     for agent, result in enumerate(results):
         if result is not None and not isinstance(getattr(result, "obs", None), Mapping):
             what = type(result).__name__ + (f" whose obs is a {type(result.obs).__name__}, not a "
                                             "dict of arrays" if hasattr(result, "obs") else "")
-            raise ValueError(f"{type(env).__name__}.{call}() returned a {what} for agent "
-                             f"{agent}; return a StepResult(obs={{'obs': array, ...}}, reward, "
-                             "done, info) (looprl.environments.step_result(...) builds one) or "
-                             "None")
+            raise EnvironmentOutputError(
+                f"{name} returned a {what} for agent {agent}; return a StepResult(obs={{'obs': "
+                "array, ...}, reward, done, info) (looprl.environments.step_result(...) builds "
+                "one) or None")
+    if len(results) != env.agent_count:
+        raise EnvironmentOutputError(f"{name} returned {len(results)} results for "
+                                     f"{env.agent_count} agents; return one StepResult (or None) "
+                                     "per agent")
     if call == "reset" and all(result is None for result in results):
-        raise ValueError(f"{type(env).__name__}.reset() returned None for every agent, so no agent "
-                         "can act; return a StepResult for (at least) the agents that move first")
+        raise EnvironmentOutputError(f"{name} returned None for every agent, so no agent can "
+                                     "act; return a StepResult for (at least) the agents that "
+                                     "move first")
     return list(results)
+
+
+def spaces_of(env: Environment, attribute: str) -> list[gym.Space]:
+    """``env.observation_spaces`` or ``env.action_spaces``, checked: one Gymnasium space per
+    agent, else an ``EnvironmentOutputError`` (a ``NotImplementedError`` as the env raises it)."""
+    spaces, n = getattr(env, attribute), env.agent_count
+    where = f"{type(env).__name__}.{attribute}"
+    if not isinstance(spaces, list | tuple) or len(spaces) != n:
+        got = len(spaces) if isinstance(spaces, list | tuple) else type(spaces).__name__
+        raise EnvironmentOutputError(f"{where} must be a list of {n} Gymnasium spaces (one per "
+                                     f"agent), got {got}")
+    for i, space in enumerate(spaces):
+        if not isinstance(space, gym.Space):
+            raise EnvironmentOutputError(f"{where}[{i}] is a {type(space).__name__}, not a "
+                                         "Gymnasium space")
+    return list(spaces)
 
 
 def result_scalars(result: Any) -> tuple[float, bool, bool]:
@@ -126,6 +148,9 @@ class Environment(ABC):
         found = getattr(self, name, None)
         if callable(found):
             found = found()
+            if found is None:  # (defined, its ``return`` forgotten)
+                raise EnvironmentOutputError(f"{type(self).__name__}.{name}() returned None; "
+                                             "return a Gymnasium space (or one per agent)")
         if found is None:
             raise NotImplementedError(
                 f"{type(self).__name__} does not define {name}s; implement the property (a "

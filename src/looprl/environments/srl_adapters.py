@@ -38,6 +38,7 @@ from looprl.environments.srl import (
     is_gymnasium_id,
     make,
     result_scalars,
+    spaces_of,
     step_result,
 )
 from looprl.environments.vector import GymVectorEnvironment
@@ -243,7 +244,8 @@ class SRLGymEnv(gym.Env):
                              "Python: multiagent.independent(continuous.ppo))")
         self.env, self.name = env, name
         try:
-            space, self.action_space = env.observation_spaces[0], env.action_spaces[0]
+            space, self.action_space = (spaces_of(env, "observation_spaces")[0],
+                                        spaces_of(env, "action_spaces")[0])
         except NotImplementedError as error:
             raise ValueError(f"{name}: to train it with a single-agent preset, {error}") from None
         fields = list(space.spaces) if isinstance(space, gym.spaces.Dict) else ["obs"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
+import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -14,6 +16,8 @@ from looprl.core.suggest import check_choice, did_you_mean
 HOOKS = ("pre_episode", "pre_step", "post_step", "pre_update", "post_update", "post_episode")
 
 Hook = Callable[[dict[str, Any]], Any]
+
+_LOOPRL = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # (its files)
 
 
 class MetaComponent:
@@ -59,6 +63,27 @@ class MetaComponent:
         return f"{type(self).__name__}({shown})"
 
 
+class MetaComponentFailure(RuntimeError):
+    """An exception raised in a meta component's hook method (its own code or a call it made)."""
+
+
+def component_failure(error: Exception, method: Any, hook: str) -> MetaComponentFailure | None:
+    """``"Typo.read at post_step raised KeyError: 'nxt_state' (comps.py:12)"``, the line in the
+    method's file; ``None`` for looprl's own one-line errors (raised in looprl's code)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames or frames[-1].filename.startswith(_LOOPRL):
+        return None
+    own = getattr(getattr(method, "__func__", method), "__code__", None)
+    line = next((frame for frame in reversed(frames)
+                 if own is not None and frame.filename == own.co_filename), frames[-1])
+    where = os.path.relpath(line.filename) if line.filename.startswith(os.getcwd()) else \
+        line.filename
+    text = str(error).strip().splitlines()
+    return MetaComponentFailure(
+        f"{getattr(method, '__qualname__', repr(method))} at {hook} raised "
+        f"{type(error).__name__}{f': {text[0]}' if text else ''} ({where}:{line.lineno})")
+
+
 class MetaStack:
     """The components attached to one run, called hook by hook in their order."""
 
@@ -80,9 +105,17 @@ class MetaStack:
         return bool(methods)
 
     def __call__(self, hook: str, metrics: dict[str, Any]) -> None:
-        """Run every method of ``hook`` on ``metrics``, in order."""
-        for method in self._hooks[hook]:
-            method(metrics)
+        """Run every method of ``hook`` on ``metrics``, in order; an exception of a component's
+        own code is a one-line ``MetaComponentFailure`` naming the method, hook and line."""
+        method = None
+        try:
+            for method in self._hooks[hook]:
+                method(metrics)
+        except Exception as error:
+            failure = component_failure(error, method, hook)
+            if failure is None:
+                raise
+            raise failure from error
 
     def __iter__(self):
         return iter(self.components)

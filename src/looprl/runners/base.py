@@ -139,6 +139,12 @@ class Runner:
         self.preset: Any = None
         self._next_run: tuple[str, dict[str, Any]] | None = None  # label_next_run
 
+    @property
+    def agent(self) -> Any:
+        """The current agent (``experiment.agent``; ``None`` before the first ``new_agent``),
+        Mighty's ``self.agent``: its hyperparameters are set by ``set_hyperparameters``."""
+        return None if self.experiment is None else self.experiment.agent
+
     def replica_arguments(self) -> dict[str, Any]:
         """The ``Runner`` arguments of a replica in another process (a trial on Ray)."""
         return {"agent": self.builder, **{key: getattr(self, key) for key in REPLICATED},
