@@ -13,7 +13,7 @@ from looprl.core import StateArray
 from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment, run_experiment
 from looprl.experiments.experiment import seed_everything
-from looprl.meta import MetaComponent, MetaStack
+from looprl.meta import HPSchedule, MetaComponent, MetaStack
 from looprl.presets.classic_control import dqn, ppo
 from looprl.presets.continuous import sac
 
@@ -186,6 +186,11 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(KeyError, match="'hp/momentum' is not a hyperparameter.*hp/lr"):
         _experiment(SMALL_DQN, "CartPole-v1", tmp_path, 20,
                     meta=[SetHyperparameter("hp/momentum", 0.9)])
+    # a schedule's key, before the first update (was: none in a run too short to update)
+    with pytest.raises(KeyError, match="^\"HPSchedule at pre_update: 'hp/lrr' is not a "
+                                       "hyperparameter of this agent. Did you mean 'hp/lr'"):
+        _experiment(SMALL_DQN, "CartPole-v1", tmp_path, 20,
+                    meta=[HPSchedule("hp/lrr", "linear", 1e-3, end=1e-4, duration=10)])
 
     class WrongShape(MetaComponent):
         def __init__(self):

@@ -29,6 +29,8 @@ class MetaComponent:
     state_attributes: tuple[str, ...] = ()
     #: whether it picks the instances of a contextual environment (a curriculum: PLR, SPaCE)
     needs_contexts = False
+    #: the ``hp/*`` keys its hooks write, checked against the agent's as a local run starts
+    writes: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         for hook in HOOKS:

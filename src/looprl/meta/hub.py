@@ -21,6 +21,7 @@ from looprl.environments.base import wrapped_seed
 from looprl.meta.component import MetaComponent, MetaStack
 from looprl.meta.hyperparameters import (
     agent_hyperparameters,
+    check_writes,
     set_hyperparameter,
     unknown_hyperparameter,
     worker_keys,
@@ -105,6 +106,8 @@ class MetaHub:
         self._serial = 0  # (writes so far: tells a write from the next of the same value)
         self._seen: dict[str, tuple[int, Any]] = {}  # a Ray actor's: the trainer's, applied
         self._log_keys: set[str] = set()  # the log/* keys seen so far
+        if worker is None:  # (a Ray worker's keys are the trainer's and the actor's together)
+            check_writes(self.components, self.hyperparameters)
         self._publish()
         self._size = len(self.metrics)  # keys when last looked at (new ones: see _new_keys)
 

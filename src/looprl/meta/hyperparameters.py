@@ -19,15 +19,16 @@ setter); a key several parts declare is read from the first and set on all. The 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from looprl.core import Hyperparameter, merge_hyperparameters
 from looprl.core.ranges import range_of
 from looprl.core.suggest import did_you_mean
+from looprl.meta.component import HOOKS
 
 __all__ = ["Hyperparameter", "acting_schedules", "acting_values", "agent_hyperparameters",
-           "set_hyperparameter", "unknown_hyperparameter", "worker_keys"]
+           "check_writes", "set_hyperparameter", "unknown_hyperparameter", "worker_keys"]
 
 
 def agent_hyperparameters(agent: Any) -> dict[str, Hyperparameter]:
@@ -64,6 +65,17 @@ def unknown_hyperparameter(key: str, found: dict[str, Any]) -> KeyError:
     """The ``KeyError`` for ``key``, which the agent (keys ``found``) does not have."""
     return KeyError(f"{key!r} is not a hyperparameter of this agent.{did_you_mean(key, found)} "
                     f"It has: {', '.join(sorted(found))}")
+
+
+def check_writes(components: Iterable[Any], found: dict[str, Any]) -> None:
+    """A one-line ``KeyError`` for a component's ``writes`` key the agent (keys ``found``) does
+    not have (was: at its first write, none in a run too short to update)."""
+    for component in components:
+        for key in component.writes:
+            if key not in found:
+                hook = next((hook for hook in HOOKS if component.methods(hook)), "its hooks")
+                raise KeyError(f"{type(component).__name__} at {hook}: "
+                               f"{unknown_hyperparameter(key, found).args[0]}")
 
 
 def set_hyperparameter(found: dict[str, Hyperparameter], key: str, value: Any) -> None:

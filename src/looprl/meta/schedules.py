@@ -76,6 +76,7 @@ class CosineLRSchedule(MetaComponent):
         self.initial_lr = None if initial_lr is None else self._checked(initial_lr, min_lr)
         self.period, self.period_mult = period, float(mult)
         self.key = check_key(key)
+        self.writes = (self.key,)
         self.updates = 0
         self.pre_update_methods.append(self.adapt_lr)
 
@@ -131,6 +132,7 @@ class HPSchedule(MetaComponent):
                  per: str = "update", clock: str = "calls", integer: bool = False):
         super().__init__()
         self.key = check_key(key)
+        self.writes = (self.key,)
         self.kind = check_choice("schedule kind", kind, tuple(KIND_ARGUMENTS))
         self.per = check_choice("per", per, ("step", "update"))
         self.clock = check_choice("clock", clock, ("calls", "metrics"))
