@@ -33,6 +33,7 @@ __all__ = ["Copies", "Episode", "VectorCopies", "env_copies", "made"]
 #: ``None``: an environment's own ``None`` is a wrong result, checked and named)
 REBUILT: Any = object()
 
+
 @dataclass
 class Episode:
     """A finished episode of env copy ``env``: its return and each agent's (one agent: ``()``)."""
