@@ -28,6 +28,20 @@ def test_max_steps_cuts_the_episode(tmp_path) -> None:
     assert path.read_bytes()[:6] == b"GIF89a"
 
 
+def test_episodes_played_unseen_do_not_wait_at_the_frame_rate(monkeypatch, caplog) -> None:
+    """(was: 280 CartPole steps with no window took 6 s, one sleep of 1/fps per step)"""
+    slept: list[float] = []
+    monkeypatch.setattr(watch.time, "sleep", slept.append)
+    env = GymEnvironment("CartPole-v1")  # (no render_mode: no window)
+    returns, path = watch.watch(_Right(), env, episodes=1, max_steps=5)
+    assert returns == [5.0] and path is None and slept == []
+    assert "plays unseen" in caplog.text or "play unseen" in caplog.text
+    shown = GymEnvironment("CartPole-v1")
+    monkeypatch.setattr(watch, "warn_unseen", lambda env: False)  # (as with a window)
+    watch.watch(_Right(), shown, episodes=1, max_steps=5, fps=25)
+    assert len(slept) >= 5 and set(slept) == {1 / 25}  # (a frame each: the steps, the reset)
+
+
 def test_a_render_that_raises_names_the_environment_and_render(tmp_path) -> None:
     # was the user's bare exception (looprl watch: "looprl: error: the user's bug")
     from looprl.environments import EnvironmentFailure

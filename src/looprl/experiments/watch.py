@@ -143,13 +143,15 @@ def draws_window(env: Any) -> bool:
                        getattr(getattr(env, "env", None), "render_mode", None))
 
 
-def warn_unseen(env: Any) -> None:
-    """Warn where ``env`` was made without ``render_mode='human'``: it plays with no window."""
+def warn_unseen(env: Any) -> bool:
+    """Warn where ``env`` was made without ``render_mode='human'``: it plays with no window
+    (then ``True``: nothing is shown, so nothing waits at ``fps``)."""
     if not hasattr(getattr(env, "env", None), "render_mode") or draws_window(env):
-        return
+        return False
     why, fix = window_advice(env)
     warn_once(log, "watch: %s shows no window (%s), so its episodes play unseen: %swrite them "
               "to a GIF with watch(..., gif=PATH)", env.name, why, fix and f"{fix}, or ")
+    return True
 
 
 def default_fps(env: Any) -> float:
@@ -175,8 +177,9 @@ def watch(agent: Any, env: Any, episodes: int | None = None, fps: float | None =
                         "AtariEnvironment, ...) or a MultiagentPettingZooEnv, got "
                         f"{type(env).__name__}")
     fps = fps or default_fps(env)
-    if gif is None:
-        warn_unseen(env)
+    check_positive(fps=fps)
+    if gif is None and warn_unseen(env):
+        fps = math.inf  # (unseen: played at full speed)
     # (before pygame starts: SDL made SIGTERM a quit event, which nothing reads)
     os.environ.setdefault("SDL_NO_SIGNAL_HANDLERS", "1")
     played, path = played_then_closed(env, lambda: play_and_show(
@@ -202,7 +205,8 @@ def play_and_show(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
     """``play_episodes`` on ``runner``, shown in a window at ``fps``, or written to ``gif``."""
     check_positive(optional=True, fps=fps)
     if gif is None:
-        return play_episodes(runner, act, episodes, lambda: time.sleep(1 / fps), max_steps), None
+        pace = (lambda: time.sleep(1 / fps)) if fps < math.inf else (lambda: None)
+        return play_episodes(runner, act, episodes, pace, max_steps), None
     check_gif(Path(gif))
     frames: list[np.ndarray] = []
     try:
