@@ -177,13 +177,11 @@ def watch(agent: Any, env: Any, episodes: int | None = None, fps: float | None =
                         "AtariEnvironment, ...) or a MultiagentPettingZooEnv, got "
                         f"{type(env).__name__}")
     fps = fps or default_fps(env)
-    check_positive(fps=fps)
-    if gif is None and warn_unseen(env):
-        fps = math.inf  # (unseen: played at full speed)
+    shown = gif is not None or not warn_unseen(env)  # (unseen: played at full speed)
     # (before pygame starts: SDL made SIGTERM a quit event, which nothing reads)
     os.environ.setdefault("SDL_NO_SIGNAL_HANDLERS", "1")
     played, path = played_then_closed(env, lambda: play_and_show(
-        *_acting(agent, env), env.render, episodes, fps, gif, max_steps))
+        *_acting(agent, env), env.render, episodes, fps, gif, max_steps, shown))
     if isinstance(env, MultiagentPettingZooEnv):
         names = env.possible_agents
         return [dict(zip(names, e.returns or (e.ret,), strict=True)) for e in played], path
@@ -201,11 +199,13 @@ def _acting(agent: Any, env: Any) -> tuple[EnvRunner, Callable[[RolloutRequest],
 
 def play_and_show(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResult],
                   render: Callable[[], Any], episodes: int, fps: float,
-                  gif: str | Path | None, max_steps: int) -> tuple[list[Episode], Path | None]:
-    """``play_episodes`` on ``runner``, shown in a window at ``fps``, or written to ``gif``."""
+                  gif: str | Path | None, max_steps: int, shown: bool = True
+                  ) -> tuple[list[Episode], Path | None]:
+    """``play_episodes`` on ``runner``, shown in a window at ``fps`` (``shown=False``: no
+    window, played at full speed), or written to ``gif``."""
     check_positive(optional=True, fps=fps)
     if gif is None:
-        pace = (lambda: time.sleep(1 / fps)) if fps < math.inf else (lambda: None)
+        pace = (lambda: time.sleep(1 / fps)) if shown else (lambda: None)
         return play_episodes(runner, act, episodes, pace, max_steps), None
     check_gif(Path(gif))
     frames: list[np.ndarray] = []
