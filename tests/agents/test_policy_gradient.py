@@ -407,6 +407,26 @@ def test_linear_lr_decays_to_zero_over_the_training_budget(case, tmp_path: Path)
 
 
 @pytest.mark.parametrize("name", list(SMOKE))
+def test_test_agents_take_the_mode_or_sample_as_alls_do_without_deterministic_test(name) -> None:
+    """SRL's ``is_evaluation``: the mode; ``deterministic_test=False`` (the Atari presets'
+    default): ALL's test agents, which sample; for a run's evaluation policy too."""
+    builder, hyperparameters, _, _ = SMOKE[name]
+    torch.manual_seed(0)
+    env = GymEnvironment("CartPole-v1")
+    states = StateArray({"observation": torch.zeros(256, 4)}, (256,))  # (one state, 256 times)
+    preset = builder.hyperparameters(**hyperparameters).env(env).device("cpu").build()
+    logits = preset.model(states.observation[:1])[0][0].detach()
+    for agent in (preset.test_agent(), Actor(preset.policy(), evaluation=True)):
+        assert torch.equal(agent.act(states), logits.argmax().expand(256))
+    sampling = builder.hyperparameters(**hyperparameters, deterministic_test=False).env(
+        env).device("cpu").build()
+    sampling.model.load_state_dict(preset.model.state_dict())
+    share = float(torch.softmax(logits, -1)[1])  # (about 1/2, untrained)
+    for agent in (sampling.test_agent(), Actor(sampling.policy(), evaluation=True)):
+        assert abs(float(agent.act(states).float().mean()) - share) < 0.15
+
+
+@pytest.mark.parametrize("name", list(SMOKE))
 def test_preset_test_agent_copies_parameters(name: str) -> None:
     builder, hyperparameters, _, _ = SMOKE[name]
     env = GymEnvironment("CartPole-v1")

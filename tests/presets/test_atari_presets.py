@@ -25,7 +25,7 @@ from looprl.experiments.experiment import (  # noqa: E402
 from looprl.memory.atari_replay import AtariReplayBuffer  # noqa: E402
 from looprl.memory.replay import transitions  # noqa: E402
 from looprl.presets import load_preset  # noqa: E402
-from looprl.presets.atari import dqn, ppo  # noqa: E402
+from looprl.presets.atari import a2c, dqn, ppo  # noqa: E402
 
 
 def _env() -> AtariEnvironment:
@@ -45,8 +45,10 @@ def _weights(model: torch.nn.Module) -> torch.Tensor:
 def _evaluate(agent, env: AtariEnvironment) -> tuple[int, float, object]:
     """Steps and score of one evaluation episode from a seeded reset, and its last state.
 
-    The test agents' small epsilon draws from Python's ``random``: it is seeded too."""
+    The test agents' small epsilon draws from Python's ``random``: it is seeded too, and the
+    actor-critic ones' samples (``Actor.seed``)."""
     random.seed(0)
+    agent.seed(0)
     state, steps, score = env.reset(seed=1), 0, 0.0
     while not state.done:
         state = env.step(agent.act(state))
@@ -114,6 +116,19 @@ def test_ppo_preset_trains_saves_loads_and_evaluates(tmp_path: Path) -> None:
     assert isinstance(preset.parallel_test_agent(), Actor)
     assert len(experiment.test(episodes=2)) == 2  # in the vector environment
     _load_and_evaluate(preset, tmp_path, env)
+
+
+def test_an_actor_critic_agent_whose_mode_never_fires_ends_its_test_games() -> None:
+    """ALL's test agents sample: an a2c whose mode is NOOP (Breakout waits for FIRE after a
+    lost life) plays its test game to game over, not to the frame cap (27,000 steps, 43 s)."""
+    env = AtariEnvironment("Breakout", seed=0, max_episode_frames=12_000)
+    torch.manual_seed(0)
+    preset = a2c.env(env).device("cpu").hyperparameters(n_envs=1).build()
+    head = [m for m in preset.model.modules() if getattr(m, "out_features", 0) == 4][-1]
+    with torch.no_grad():
+        head.bias[0] += 2.0  # (NOOP: the mode everywhere; FIRE's share about 1/10)
+    steps, _, state = _evaluate(preset.test_agent(), env)
+    assert state.mask == 0.0 and state["lives"] == 0 and steps < 3_000
 
 
 def test_dqn_defaults_behave_like_the_deepmind_setup() -> None:

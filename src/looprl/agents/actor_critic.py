@@ -153,12 +153,15 @@ class ActorCriticNetwork(ActorCriticModel):
 class ActorCriticPolicy(ApproximationPolicy):
     """Stochastic actor-critic policy over ``approximation`` (of an ``ActorCriticModel``), ``head``
     a ``CategoricalHead`` or ``GaussianHead``. ``rollout`` takes rows ``[B, ...]`` (evaluation
-    rows: the mode); ``analyze`` rows ``[T, B, ...]`` (GRU: unrolled from ``policy_state[0]``,
-    reset after episode ends), ``"ppo"`` an ``ActorCriticAnalysis``, ``"value"`` the values."""
+    rows: the mode, SRL's; with ``sample_evaluation`` a sample, ALL's test agents'); ``analyze``
+    rows ``[T, B, ...]`` (GRU: unrolled from ``policy_state[0]``, reset after episode ends),
+    ``"ppo"`` an ``ActorCriticAnalysis``, ``"value"`` the values."""
 
-    def __init__(self, approximation: Approximation, head: Any, seed: int | None = None):
+    def __init__(self, approximation: Approximation, head: Any, seed: int | None = None,
+                 sample_evaluation: bool = False):
         self.approximation = approximation
         self.head = head
+        self.sample_evaluation = sample_evaluation
         self.device = approximation.device
         self.continuous_action = isinstance(head, GaussianHead)
         seed = check_seed(type(self).__name__, seed)
@@ -191,8 +194,8 @@ class ActorCriticPolicy(ApproximationPolicy):
             if value.dim() != 1:
                 raise ValueError(f"rollout takes obs batched along dim 0 only, got leading "
                                  f"shape {tuple(value.shape)}")
-            deterministic = deterministic_rows(request, value.shape[0])
-            if deterministic is False:  # (the usual request: one pass for both)
+            deterministic = deterministic_rows(request, value.shape[0])  # (checked anyway)
+            if deterministic is False or self.sample_evaluation:  # (one pass for both)
                 action, log_prob = self.head.sample_and_log_prob(params, self._generator)
             else:
                 action = self._act(params, deterministic)

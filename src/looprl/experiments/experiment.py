@@ -122,8 +122,8 @@ def played_test(experiment: Experiment, episodes: int, env: Any) -> list[float]:
         experiment.runner.truncate()  # training resumes with new episodes
     seeded = experiment.seed is not None and (given or experiment.seeded_test)
     seed = evaluation_seed(experiment.seed) if seeded else None
-    if seed is not None and callable(getattr(agent, "seed", None)):
-        agent.seed(seed)  # (its random numbers: those of a Ray run's evaluation)
+    if experiment.seed is not None and callable(getattr(agent, "seed", None)):  # (a Ray run's
+        agent.seed(evaluation_seed(experiment.seed))  # evaluation's numbers; training's: kept)
     with sync_normalization(experiment.vector_env, env), evaluation_progress(  # (training's)
             experiment.description, episodes, experiment.quiet) as progress:
         runner = EnvRunner(env, segment_length=None, seed=seed, is_evaluation=True)
@@ -200,7 +200,8 @@ class Experiment:
     max_restarts, env_timeout = 0, None  # (class defaults: checkpoints saved before they were)
     restarts: list[tuple[str, int]] = []  # noqa: RUF012 -- replaced, never mutated
 
-    #: ``test`` seeds its episodes with ``seed + TEST_SEED_OFFSET`` (off: the env's own draws)
+    #: ``test`` seeds its episodes with ``seed + TEST_SEED_OFFSET`` (off: the env's own draws;
+    #: the test agent's random numbers are seeded so either way)
     seeded_test = True
     #: the preset's method making the agent ``test`` plays
     test_agent_of = "parallel_test_agent"

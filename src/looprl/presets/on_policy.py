@@ -20,7 +20,13 @@ from looprl.core.preset import check_train_steps
 from looprl.core.ranges import check_ranges
 from looprl.presets.common import FamilyPreset, cap_minibatch, check_memory, policy_network
 
-__all__ = ["ActorCriticPreset", "OnPolicyAgentPreset", "OnPolicyPreset", "linear"]
+__all__ = ["EVALUATION", "ActorCriticPreset", "OnPolicyAgentPreset", "OnPolicyPreset", "linear"]
+
+#: Every actor-critic preset's evaluation hyperparameter: ``True``, its test agent takes the
+#: policy's mode (SRL's ``is_evaluation``); ``False``, it samples its actions as ALL's test
+#: agents do (the Atari presets' default: a Breakout agent whose mode never presses FIRE after
+#: a lost life would wait out the 27,000-step cap), on every runtime.
+EVALUATION: dict[str, Any] = {"deterministic_test": True}
 
 
 class linear:  # noqa: N801 -- used like a function: linear(3e-4)
@@ -62,12 +68,17 @@ class ActorCriticPreset(FamilyPreset):
         approximation = Approximation(model, self._optimizer(model) if optimizer else None,
                                       clip_grad=clip,
                                       device=device, name=self.algorithm.lower(), logger=logger)
-        return ActorCriticPolicy(approximation, self.head)
+        return ActorCriticPolicy(approximation, self.head, sample_evaluation=self._sampled_test)
 
     def test_agent(self) -> Actor:
-        """An evaluation ``Actor`` over a copy of the current parameters."""
-        return Actor(ActorCriticPolicy(Approximation(copy.deepcopy(self.model)), self.head),
-                     evaluation=True)
+        """An evaluation ``Actor`` over a copy of the current parameters: it takes the policy's
+        mode, or samples its actions (ALL's test agents) with ``deterministic_test=False``."""
+        return Actor(ActorCriticPolicy(Approximation(copy.deepcopy(self.model)), self.head,
+                                       sample_evaluation=self._sampled_test), evaluation=True)
+
+    @property
+    def _sampled_test(self) -> bool:
+        return not self.hyperparameters.get("deterministic_test", False)
 
 
 class OnPolicyAgentPreset(FamilyPreset, ParallelPreset):

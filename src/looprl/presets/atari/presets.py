@@ -270,11 +270,12 @@ vsarsa = PresetBuilder("vsarsa", dict(vqn.default_hyperparameters), VSarsaAtariP
 a2c = PresetBuilder("a2c", derived(
     classic_a2c.default_hyperparameters, drop=("hidden",), lr=7e-4, eps=1e-3, n_envs=16,
     entropy_coef=0.01, clip_grad=0.5, episodic_life=True, clip_rewards=True, features="nature",
+    deterministic_test=False,  # (ALL's test agents sample: ``on_policy.EVALUATION``)
 ), A2CAtariPreset)
 ppo = PresetBuilder("ppo", derived(
     classic_ppo.default_hyperparameters, drop=("hidden",), discount_factor=0.99, lam=0.95,
     lr=2.5e-4, n_steps=128, epochs=4, clip=0.1, entropy_coef=0.01, features="nature",
-    episodic_life=True, clip_rewards=True,
+    episodic_life=True, clip_rewards=True, deterministic_test=False,
 ), PPOAtariPreset)
 ppg = PresetBuilder("ppg", derived(
     ppo.default_hyperparameters, drop=AC_NAMES, n_policy=32, aux_epochs=6, beta_clone=1.0,
@@ -283,7 +284,7 @@ ppg = PresetBuilder("ppg", derived(
 vac = PresetBuilder("vac", derived(
     classic_vac.default_hyperparameters, drop=("hidden",), discount_factor=0.99, lr_pi=1e-4,
     lr_v=5e-4, eps=1.5e-4, value_coef=0.25, entropy_coef=0.01, clip_grad=0.5,
-    episodic_life=True, clip_rewards=True, features="nature",
+    episodic_life=True, clip_rewards=True, features="nature", deterministic_test=False,
 ), VACAtariPreset)
 vpg = PresetBuilder("vpg", derived(vac.default_hyperparameters, drop=("n_envs",),
                                    min_batch_size=1000), VPGAtariPreset)

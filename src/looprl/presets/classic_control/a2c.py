@@ -25,12 +25,12 @@ from looprl.presets.common import (
     require_flat_observations,
 )
 from looprl.presets.constructors import AC_NAMES, CLASSIC_AC, custom_actor_critic
-from looprl.presets.on_policy import ActorCriticPreset, OnPolicyPreset
+from looprl.presets.on_policy import EVALUATION, ActorCriticPreset, OnPolicyPreset
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99, "lam": 1.0, "lr": 1e-3, "eps": 1e-5, "n_envs": 8, "n_steps": 5,
     "value_coef": 0.5, "entropy_coef": 0.0, "normalize_advantages": False, "clip_grad": 0.5,
-    "hidden": 64,
+    "hidden": 64, **EVALUATION,
     # ALL's model constructors (looprl.presets.constructors): None, the MLPs of `hidden`
     **dict.fromkeys(AC_NAMES),
 }
@@ -111,7 +111,7 @@ class VACClassicControlPreset(SeparateMLPs, OnPolicyPreset):
 vac = PresetBuilder("vac", {
     "discount_factor": 0.98, "lr_pi": 5e-4, "lr_v": 1e-2, "eps": 1e-5, "n_envs": 16,
     "value_coef": 0.5, "entropy_coef": 0.0, "normalize_advantages": False, "clip_grad": 0.0,
-    "hidden": 64, **dict.fromkeys(AC_NAMES),
+    "hidden": 64, **EVALUATION, **dict.fromkeys(AC_NAMES),
 }, VACClassicControlPreset)
 
 
@@ -144,5 +144,6 @@ class VPGClassicControlPreset(SeparateMLPs, ActorCriticPreset):
 vpg = PresetBuilder("vpg", {
     "discount_factor": 0.99, "lr_pi": 3e-3, "lr_v": 5e-3, "eps": 1e-5,
     "min_batch_size": 500, "value_coef": 0.5, "entropy_coef": 0.0,
-    "normalize_advantages": True, "clip_grad": 0.5, "hidden": 64, **dict.fromkeys(AC_NAMES),
+    "normalize_advantages": True, "clip_grad": 0.5, "hidden": 64, **EVALUATION,
+    **dict.fromkeys(AC_NAMES),
 }, VPGClassicControlPreset)

@@ -24,13 +24,13 @@ from looprl.presets.common import (
     require_flat_observations,
 )
 from looprl.presets.constructors import AC_NAMES
-from looprl.presets.on_policy import OnPolicyPreset, linear
+from looprl.presets.on_policy import EVALUATION, OnPolicyPreset, linear
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.98, "lam": 0.8, "lr": 1e-3, "linear_lr": True, "eps": 1e-5,
     "n_envs": 8, "n_steps": 32, "epochs": 20, "minibatch_size": 256, "clip": 0.2,
     "linear_clip": True, "value_coef": 0.5, "entropy_coef": 0.0, "value_clip": None,
-    "clip_grad": 0.5, "hidden": 64,
+    "clip_grad": 0.5, "hidden": 64, **EVALUATION,
     # None: separate tanh actor and critic MLPs of 2 x `hidden`; else a spec of
     # looprl.nn.feature_extractor for one body shared by a policy and a value head
     "features": None,
