@@ -47,11 +47,12 @@ def test_a_copy_that_raises_is_rebuilt_and_the_run_trains_on(tmp_path, caplog) -
     experiment = _dqn_run(env, 2, tmp_path)
     with caplog.at_level(logging.WARNING):
         experiment.train(frames=300)
-    assert experiment.restarts == [("env", 2)]  # (two steps taken, the third raised)
+    assert experiment.restarts == [("actor0/copy0", 2)]  # (two steps taken, the third raised)
     assert experiment.frame >= 300
     warnings = [r.getMessage() for r in caplog.records if "rebuilt it" in r.getMessage()]
-    assert len(warnings) == 1 and "raised RuntimeError: step fault injected (episode 1, " \
-        "step 3)" in warnings[0] and warnings[0].endswith("went on (frame 2)")
+    assert len(warnings) == 1 and "FaultyCartPole copy 0 raised in step (episode 1, step 3): " \
+        "RuntimeError: step fault injected; rebuilt it" in warnings[0]  # (a Ray actor's line)
+    assert warnings[0].endswith("went on (frame 2)")
     # the environment made again is the run's now: it trains, tests and closes in it
     assert experiment.env is not env and experiment.vector_env.envs == [experiment.env]
     assert experiment.runner.envs is experiment.vector_env
@@ -122,7 +123,7 @@ def test_a_parallel_run_rebuilds_its_vector_environment_and_its_hooks_see_the_ne
                                        max_restarts=3, meta=[])
     first = experiment.vector_env
     experiment.train(frames=400)
-    assert [where for where, _ in experiment.restarts] == ["env"]
+    assert [where for where, _ in experiment.restarts] == ["actor0/env"]
     assert experiment.vector_env is not first and isinstance(experiment.vector_env,
                                                              GymVectorEnvironment)
     assert experiment.training_env is experiment.runner.envs is experiment.vector_env
@@ -170,14 +171,13 @@ def test_an_env_call_that_hangs_is_interrupted_and_the_copy_rebuilt(tmp_path, ca
     with caplog.at_level(logging.WARNING):
         experiment.train(frames=300)
     assert time.monotonic() - started < 30 and experiment.frame >= 300
-    assert experiment.restarts == [("env", 2)]
+    assert experiment.restarts == [("actor0/copy0", 2)]
     assert re.search(r"FaultyCartPole has been in step for \d+ s \(episode 1, step 3\), longer "
                      r"than env_timeout=2 s "
                      r"\(looprl run's runtime.env_timeout\): interrupting it$", caplog.text,
                      re.M), caplog.text
-    assert "raised EnvironmentTimeout: it ran past env_timeout=2 s (looprl run's runtime." \
-        "env_timeout) (episode 1, step 3)" \
-        in caplog.text and "rebuilt it" in caplog.text
+    assert "FaultyCartPole copy 0 raised in step (episode 1, step 3): EnvironmentTimeout: it " \
+        "ran past env_timeout=2 s (looprl run's runtime.env_timeout); rebuilt it" in caplog.text
     assert signal.getsignal(signal.SIGALRM) == signal.SIG_DFL  # (the handler given back)
 
 
@@ -238,5 +238,5 @@ def test_a_rebuilt_copy_normalizes_with_the_statistics_it_had(tmp_path) -> None:
     experiment = _dqn_run(env, 1, tmp_path)
     experiment.train(frames=150)
     (normalizer,) = normalizers_of(experiment.vector_env)
-    assert [where for where, _ in experiment.restarts] == ["env"]
+    assert [where for where, _ in experiment.restarts] == ["actor0/copy0"]
     assert normalizer.obs_rms.count > experiment.frame  # (every observation, both copies')

@@ -385,7 +385,9 @@ class VectorCopies(Copies):
     def _rebuild(self, runner: Any, i: None, method: str, error: Exception) -> None:
         """Count ``error``, cut every episode, and rebuild, seed and reset the environment."""
         method = getattr(error, "method", method)  # (a copy reset inside ``step``: "reset")
-        runner.restarts.note(self.name, None, method, error, None, None, runner.total_frames)
+        one = 0 if len(self.present) == 1 else None  # (a one-copy env's: its copy 0, as Ray's)
+        runner.restarts.note(self.name, one, method, error, *self.place(0, method),
+                             runner.total_frames)
         runner.cut_episodes(np.arange(len(self.present)))
         try:
             self.env = runner.envs = _rebuilt(self.env, self.build, self.name)

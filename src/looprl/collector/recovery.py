@@ -56,6 +56,11 @@ class EnvFault:
         """Where it was in a run's ``restarts``: ``"copy1"``, or ``"env"`` (a vector env)."""
         return "env" if self.copy is None else f"copy{self.copy}"
 
+    def restart(self, actor: str = "actor0") -> tuple[str, int]:
+        """Its entry in a run's ``restarts``: ``("actor0/copy1", frame)``, ``actor`` the worker
+        whose collector recovered (a local run's one: ``actor0``), at the frame it had reached."""
+        return f"{actor}/{self.label}", self.frame
+
     def recovered(self, frame: int) -> str:
         """The warning of a run that rebuilt the copy and went on, at its ``frame``."""
         return f"{self.line()}; rebuilt it, dropped its episode in progress and went on " \

@@ -312,9 +312,9 @@ class Supervisor:
                 self.result.restarts.append((name, self.result.frames))
                 pids[name] = s["id"]
                 self.pool.explore_on(name)
-            for fault in s.get("env_faults", ()):  # (``EnvFault`` s, recorded as actor0/copy1)
-                logger.warning("%s: %s", name, fault.recovered(self.result.frames))
-                self.result.restarts.append((f"{name}/{fault.label}", self.result.frames))
+            for fault in s.get("env_faults", ()):  # (``EnvFault`` s, as a local run's)
+                logger.warning("%s: %s", name, fault.recovered(fault.frame))
+                self.result.restarts.append(fault.restart(name))
             self._kill_if_hung(name, s.get("env_call"))
 
     def _kill_if_hung(self, name: str, call: Any) -> None:

@@ -102,7 +102,7 @@ def recovered(experiment: Experiment, faults: list[EnvFault]) -> None:
     environment rebuilt."""
     for fault in faults:
         log.warning("%s", fault.recovered(fault.frame))
-    experiment.restarts = [*experiment.restarts, *((f.label, f.frame) for f in faults)]
+    experiment.restarts = [*experiment.restarts, *(fault.restart() for fault in faults)]
     old, new = experiment.vector_env, experiment.runner.envs
     if isinstance(new, VectorEnvironment) and new is not old:
         if experiment.env in getattr(old, "envs", ()):  # (SingleEnvExperiment's env, remade)
