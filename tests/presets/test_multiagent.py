@@ -26,6 +26,77 @@ from looprl.presets.multiagent import dqn, independent, ppo  # noqa: E402
 from looprl.presets.multiagent.independent import mask_model, masked_view  # noqa: E402
 
 
+def _rps_presets(*names: str, builder=cc.dqn) -> dict:
+    """One preset per name, built on rock-paper-scissors' first agent's view (ALL's way)."""
+    env = MultiagentPettingZooEnv(rps_v2.env())
+    view = env.subenvs[env.agents[0]]
+    return {name: builder.hyperparameters(replay_start_size=20).env(view).device("cpu").build()
+            for name in names}
+
+
+@pytest.mark.parametrize(("names", "match"), [
+    (["player_0"], r"^No preset for agent 'player_1' of rps \(got \['player_0'\]\)$"),
+    (["player_0", "player_2"], r"^No preset for agent 'player_1' of rps \(got \['player_0', "
+                               r"'player_2'\]\): rename 'player_2' to 'player_1'$"),
+    (["player_0", "player_1", "bob"], r"^ind has presets for \['bob'\], but rps has no such "
+                                      r"agent \(its agents: player_0, player_1\)")])
+def test_an_experiment_checks_the_names_of_alls_independent_presets(names, match) -> None:
+    """(Was: a missing agent's "the request names agents [1], but there are 1"; a misnamed one
+    trained as another agent by its place, its losses logged nowhere.)"""
+    from looprl.presets import IndependentMultiagentPreset
+
+    env = MultiagentPettingZooEnv(rps_v2.env(), name="rps")
+    preset = IndependentMultiagentPreset("ind", "cpu", _rps_presets(*names))
+    with pytest.raises(ValueError, match=match):
+        MultiagentEnvExperiment(preset, env, quiet=True, logdir=None)
+
+
+def test_alls_independent_presets_of_a_game_with_masks_play_unmasked_with_a_warning(
+        tmp_path, caplog) -> None:
+    """Presets built on ``env.subenvs`` read the observation, not the mask (ALL's: an illegal
+    move ends the game); was: "linear(): argument 'input' must be Tensor, not NamedArray"."""
+    from looprl.presets import IndependentMultiagentPreset
+
+    env = MultiagentPettingZooEnv(tictactoe_v3.env(), name="tictactoe_v3")
+    small = cc.dqn.hyperparameters(replay_start_size=20, minibatch_size=8)
+    presets = {agent: small.env(env.subenvs[agent]).device("cpu").build() for agent in env.agents}
+    experiment = MultiagentEnvExperiment(IndependentMultiagentPreset("ind", "cpu", presets), env,
+                                         quiet=True, logdir=str(tmp_path))
+    assert "act without tictactoe_v3's action masks" in caplog.text
+    experiment.train(frames=800)  # (its collector's segments: 256 rows each agent)
+    assert all(updates(agent) > 0 for agent in experiment.agent.agents.values())
+    assert set(experiment.test(episodes=2)) == {"player_1", "player_2"}
+
+
+def test_alls_independent_preset_routes_a_users_own_agents(tmp_path) -> None:
+    """ALL's ``IndependentMultiagentPreset.agent()`` takes any presets' agents (was: "takes
+    agents with an actor and a learner")."""
+    from looprl.agents import Agent
+    from looprl.presets import IndependentMultiagentPreset
+
+    class Rock(Agent):
+        def act(self, state):
+            return torch.tensor(0)
+
+    class RockPreset(Preset):
+        def __init__(self):
+            super().__init__("rock", "cpu", {})
+
+        def agent(self, logger=None, train_steps=float("inf")):
+            return Rock()
+
+        def test_agent(self):
+            return Rock()
+
+    env = MultiagentPettingZooEnv(rps_v2.env(), name="rps")
+    presets = {name: RockPreset() for name in env.agents}
+    experiment = MultiagentEnvExperiment(IndependentMultiagentPreset("ind", "cpu", presets), env,
+                                         quiet=True, logdir=str(tmp_path))
+    assert type(experiment.agent) is IndependentMultiagent
+    experiment.train(frames=40)
+    assert experiment.test(episodes=1) == {"player_0": [0.0], "player_1": [0.0]}  # (a tie)
+
+
 def updates(agent):
     while not hasattr(agent, "trainer"):
         agent = agent.agent  # through MaskedAgent and SingleStateAgent
@@ -121,7 +192,8 @@ def test_builder_errors_name_the_problem():
         ppo.hyperparameters(hidden=1.5)
     with pytest.raises(ValueError, match="Call .env"):
         dqn.build()
-    with pytest.raises(ValueError, match=r"No preset builder for agent 'player_2' \(got "
+    with pytest.raises(ValueError, match=r"No preset builder for agent 'player_2' of "
+                       r"tictactoe_v3 \(got "
                        r"\['player_1'\]\)$"):  # (was: "rename 'player_1' to 'player_2'")
         independent({"player_1": cc.dqn}).env(env).device("cpu").build()
     # a builder for no agent of the game was left out silently; a value that is no builder

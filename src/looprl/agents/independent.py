@@ -142,11 +142,15 @@ class RandomAgent(Agent):
 
 class IndependentPolicy(Policy):
     """One policy per agent behind one ``rollout``: row ``i`` goes to agent ``request.agent[i]``'s
-    policy, in its ``view``; one shared ``version``; ``masked``: agents with an ``action_mask``."""
+    policy, in its ``view``; one shared ``version``; ``masked``: agents with an ``action_mask``
+    appended to their observations; ``unmasked``: agents whose networks read the observation
+    alone (ALL's presets built on ``env.subenvs``: the mask is left out); others: as it came."""
 
     _padded = False  # (a policy pickled before the flag)
+    _unmasked: frozenset[int] = frozenset()  # (and before this one)
 
-    def __init__(self, policies: list[Policy], names: list[str], masked: Collection[str] = ()):
+    def __init__(self, policies: list[Policy], names: list[str], masked: Collection[str] = (),
+                 unmasked: Collection[str] = ()):
         if len(names) != len(policies) or not policies:
             raise ValueError(f"IndependentPolicy needs one name per policy, got {len(names)} "
                              f"names for {len(policies)} policies")
@@ -156,6 +160,7 @@ class IndependentPolicy(Policy):
         self.policies = list(policies)
         self.names = list(names)
         self.masked = [name in set(masked) for name in self.names]
+        self._unmasked = frozenset(i for i, name in enumerate(self.names) if name in unmasked)
         #: policies of several kinds: every row carries ``log_prob`` and ``value`` (NaN where
         #: its policy has none), so that rows of agents asked alone (turns) are written alike
         self._padded = len({type(policy) for policy in self.policies}) > 1
@@ -191,6 +196,8 @@ class IndependentPolicy(Policy):
 
     def view(self, agent: int, obs: Any) -> Any:
         """``obs`` as agent ``agent``'s networks read it (``action_mask`` appended if masked)."""
+        if agent in self._unmasked and isinstance(obs, NamedArray) and ACTION_MASK in obs.keys():
+            return NamedArray(obs=obs["obs"])
         if not self.masked[agent]:
             return obs
         return NamedArray(obs=masked_observation(obs["obs"], obs[ACTION_MASK]))

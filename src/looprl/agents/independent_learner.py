@@ -139,9 +139,10 @@ class IndependentLearner(StepLoop):
 class IndependentLearners(IndependentMultiagent, LearningAgent):
     """Independent learners as seed 003's ``Multiagent`` (``act`` routes each state to its agent)
     and, for the collector, one ``Actor`` over an ``IndependentPolicy`` and an
-    ``IndependentLearner``; ``masked``: the agents whose observations carry an ``action_mask``."""
+    ``IndependentLearner``; ``masked`` and ``unmasked``: ``IndependentPolicy``'s."""
 
-    def __init__(self, agents: dict[str, Any], masked: Collection[str] = ()):
+    def __init__(self, agents: dict[str, Any], masked: Collection[str] = (),
+                 unmasked: Collection[str] = ()):
         IndependentMultiagent.__init__(self, agents)
         inner = [agent.unwrapped for agent in self.agents.values()]
         if not all(isinstance(agent, LearningAgent) for agent in inner):
@@ -150,7 +151,8 @@ class IndependentLearners(IndependentMultiagent, LearningAgent):
                              "with IndependentMultiagent")
         length, whole = shared_cut([(agent.adder.segment_length, agent.adder.whole_episodes,
                                      agent.learner.replay) for agent in inner])
-        policy = IndependentPolicy([agent.policy for agent in inner], list(self.agents), masked)
+        policy = IndependentPolicy([agent.policy for agent in inner], list(self.agents), masked,
+                                   unmasked)
         LearningAgent.__init__(self, Actor(policy, SegmentBuffer(length, len(inner), whole)),
                                IndependentLearner(policy, [agent.learner for agent in inner]))
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from looprl.agents.actor import Actor
 from looprl.agents.independent import row_actions
+from looprl.agents.shell import LearningAgent
 from looprl.collector import EnvRunner, Episode
 from looprl.collector.copies import made
 from looprl.core import Multiagent, RolloutRequest, RolloutResult, StateArray
@@ -26,6 +27,7 @@ from looprl.experiments.experiment import Experiment, evaluation_seed, log_scala
 from looprl.experiments.progress import evaluation_progress
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks, agent_hub
+from looprl.presets.multiagent.independent import IndependentMultiagentPreset
 
 
 def play(env: MultiagentPettingZooEnv, multiagent: Multiagent, episodes: int = 1,
@@ -81,6 +83,8 @@ class MultiagentEnvExperiment(Experiment):
                             "environment too: MultiagentPettingZooEnv(env, name, remote=(name, "
                             "args)))")
         check_shared_shapes(env, type(self).__name__)
+        if isinstance(preset, IndependentMultiagentPreset):
+            preset.check_agents(env)
         return env
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -139,8 +143,9 @@ class MultiagentEnvExperiment(Experiment):
         check_test(episodes, env, f"{type(self).__name__}.test", (MultiagentEnvironment,))
         played = self.env if env is None else check_spaces(self.preset, env)
         seed = None if self.seed is None else evaluation_seed(self.seed)
-        make_policy = getattr(self.preset, "policy", None)  # (what Ray's evaluation acts with)
-        policy = make_policy(copy_model=True) if callable(make_policy) else None
+        make_policy = getattr(self.preset, "policy", None)  # (what Ray's evaluation acts with;
+        learns = isinstance(self.agent, LearningAgent)  # not a user's agents': their own acts)
+        policy = make_policy(copy_model=True) if learns and callable(make_policy) else None
         runner = EnvRunner(functools.partial(training_copy, played), segment_length=None,
                            seed=seed, is_evaluation=True,
                            default_policy_state=getattr(policy, "default_policy_state", None))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import logging
 import math
 from typing import Any
 
@@ -24,12 +25,15 @@ from looprl.agents.independent import (
     SingleStateAgent,
 )
 from looprl.agents.independent_learner import IndependentLearners, shared_cut
+from looprl.agents.shell import LearningAgent
 from looprl.core import Agent, ParallelAgent, Preset
 from looprl.core.preset import check_train_steps
 from looprl.environments.multiagent import MultiagentEnvironment
 from looprl.memory.samples import REPLAY_KINDS
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import to_device
+
+log = logging.getLogger(__name__)
 
 
 class IndependentMultiagentPreset(Preset):
@@ -41,6 +45,10 @@ class IndependentMultiagentPreset(Preset):
         masked: the agents whose states carry an ``action_mask``.
         hyperparameters: the overrides the presets were built with.
     """
+
+    #: the agents whose presets read their observations without the action mask (built on
+    #: ``env.subenvs``, ALL's way: ``check_agents`` finds them)
+    unmasked: frozenset[str] = frozenset()
 
     def __init__(self, name: str, device: str | torch.device, presets: dict[str, Preset],
                  masked: set[str] | None = None, hyperparameters: dict[str, Any] | None = None):
@@ -93,7 +101,7 @@ class IndependentMultiagentPreset(Preset):
         policies = [preset.policy(logger=logger, device=device, copy_model=copy_model,
                                   optimizer=optimizer)
                     for preset in self.presets.values()]
-        return IndependentPolicy(policies, list(self.presets), self.masked)
+        return IndependentPolicy(policies, list(self.presets), self.masked, self.unmasked)
 
     def trainer(self, policy: IndependentPolicy, train_steps: float = math.inf
                 ) -> IndependentTrainer:
@@ -104,15 +112,34 @@ class IndependentMultiagentPreset(Preset):
                                                     strict=True)]
         return IndependentTrainer(policy, trainers)
 
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> IndependentLearners:
+    def agent(self, logger: Any = None, train_steps: float = float("inf")
+              ) -> IndependentLearners | IndependentMultiagent:
         """Training agents sharing the presets' networks; ``logger``: one, or one per agent
-        name."""
+        name. Agents of a user's own presets (no actor and learner) are routed as ALL's are."""
         check_train_steps(train_steps, self.name)
         loggers = logger if isinstance(logger, dict) else dict.fromkeys(self.presets, logger)
         steps = self._agent_steps(train_steps)
-        return IndependentLearners({
+        agents = {
             name: self._adapt(name, preset.agent(logger=loggers.get(name), train_steps=steps))
-            for name, preset in self.presets.items()}, self.masked)
+            for name, preset in self.presets.items()}
+        if all(isinstance(getattr(agent, "unwrapped", agent), LearningAgent)
+               for agent in agents.values()):
+            return IndependentLearners(agents, self.masked, self.unmasked)
+        return IndependentMultiagent(agents)
+
+    def check_agents(self, env: Any) -> None:
+        """A one-line ``ValueError`` unless the presets are named by ``env``'s agents (was: a
+        misnamed one trained as another by its place); a warning of the agents whose action
+        masks their presets (built on ``env.subenvs``, as ALL's) do not read."""
+        check_agent_names(list(self.presets), env.possible_agents, self.name, "preset", env.name)
+        unread = [agent for agent in env.possible_agents
+                  if agent not in self.masked and env.subenv(agent).has_action_mask]
+        self.unmasked = frozenset(unread)
+        if unread:
+            log.warning("%s: the presets of %s act without %s's action masks (built on "
+                        "env.subenvs, as ALL's: an illegal move ends its game); "
+                        "looprl.presets.multiagent.independent(builder).env(env) builds them "
+                        "to take only legal actions", self.name, ", ".join(unread), env.name)
 
     def test_agent(self) -> IndependentMultiagent:
         """Evaluation agents with copies of the current parameters."""
@@ -211,20 +238,9 @@ class IndependentPresetBuilder(PresetBuilder):
     def _check_agents(self) -> None:
         """A one-line ``ValueError`` unless a dict of builders names every agent of the
         environment and no other (whose builder would go unused)."""
-        if not isinstance(self.builders, dict):
-            return
-        agents = self._env.possible_agents
-        others = [name for name in self.builders if name not in agents]
-        for agent in agents:
-            if agent not in self.builders:
-                close = difflib.get_close_matches(agent, others, n=1)
-                hint = f": rename {close[0]!r} to {agent!r}" if close else ""
-                raise ValueError(f"No preset builder for agent {agent!r} (got "
-                                 f"{sorted(self.builders)})" + hint)
-        if others:
-            raise ValueError(f"{self.default_name} has preset builders for {others}, but "
-                             f"{self._env.name} has no such agent (its agents: "
-                             f"{', '.join(agents)}): remove them, or fix their names")
+        if isinstance(self.builders, dict):
+            check_agent_names(list(self.builders), self._env.possible_agents, self.default_name,
+                              "preset builder", self._env.name)
 
     def _build_one(self, agent: str, view: Any, device: str | torch.device) -> Preset:
         builder = self.builders
@@ -232,6 +248,21 @@ class IndependentPresetBuilder(PresetBuilder):
             builder = builder[agent]
         builder = _configured(builder, self._hyperparameters).name(f"{self._name}.{agent}")
         return builder.device(device).env(view).build()
+
+
+def check_agent_names(names: list[str], agents: list[str], owner: str, what: str,
+                      env_name: str) -> None:
+    """A one-line ``ValueError`` unless ``names`` (of ``owner``'s ``what`` s) are ``agents``."""
+    others = [name for name in names if name not in agents]
+    for agent in agents:
+        if agent not in names:
+            close = difflib.get_close_matches(agent, others, n=1)
+            hint = f": rename {close[0]!r} to {agent!r}" if close else ""
+            raise ValueError(f"No {what} for agent {agent!r} of {env_name} (got {sorted(names)})"
+                             + hint)
+    if others:
+        raise ValueError(f"{owner} has {what}s for {others}, but {env_name} has no such agent "
+                         f"(its agents: {', '.join(agents)}): remove them, or fix their names")
 
 
 def _check_builders(builders: Any) -> None:
