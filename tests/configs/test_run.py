@@ -314,6 +314,8 @@ def test_the_slurm_launcher_without_slurm_is_one_line(tmp_path: Path, capsys,
      "empty range"),
     (["runner=es", "runtime=ray", "runtime.actors=4", *QUIET],
      "runtime.actors does not apply to runner=es on Ray"),
+    (["runner=optuna", "runtime=ray", "runtime.actors=2", *QUIET],  # (was: its default value,
+     "runtime.actors does not apply to runner=optuna on Ray"),  # silently ignored)
     (["runner=es", "runtime=ray", "runner.search_targets={hp/lr: [1e-4, 1e-2, log]}", *QUIET],
      "ES individuals on Ray are fresh agents"),
     (["runner=optuna", "runtime=ray", "runtime.trials_in_parallel=0", *QUIET],

@@ -1355,3 +1355,37 @@ def test_a_meta_component_that_is_no_metacomponent_is_one_line_before_ray_starts
     preset = a2c.env(GymEnvironment("CartPole-v1")).build()
     with pytest.raises(TypeError, match=r"^'rnd' is not a MetaComponent: attach instances"):
         DistributedRun(preset, RuntimeConfig(), frames=100, logdir=None, meta=["rnd"])
+
+
+class _NaNAfter:
+    """A CartPole whose ``field`` (``"reward"`` or ``"obs"``) is NaN from its 20th step."""
+
+    @staticmethod
+    def make(field: str):
+        import gymnasium
+
+        class Corrupt(gymnasium.Wrapper):
+            steps = 0
+
+            def step(self, action):
+                obs, reward, terminated, truncated, info = self.env.step(action)
+                self.steps += 1
+                if self.steps >= 20:
+                    reward = float("nan") if field == "reward" else reward
+                    obs = np.full_like(obs, np.nan) if field == "obs" else obs
+                return obs, reward, terminated, truncated, info
+
+        return Corrupt(gymnasium.make("CartPole-v1"))
+
+
+@pytest.mark.parametrize(("field", "kind"), [("reward", "rewards"), ("obs", "observations")])
+def test_pipeline_names_an_environment_that_returns_nan(field, kind) -> None:
+    """As a run does (was: "Try a lower learning rate" for the environment's NaN)."""
+    import gymnasium
+
+    gymnasium.register(f"tests/NaN{field}Cart-v0", entry_point=partial(_NaNAfter.make, field),
+                       max_episode_steps=100)
+    with pytest.raises(FloatingPointError, match=rf"^The environment tests/NaN{field}Cart-v0 "
+                                                 rf"returned NaN or infinite {kind}.*this is "
+                                                 "not a learning-rate problem"):
+        test_pipeline(ppo_spec(env=f"tests/NaN{field}Cart-v0"), segment_length=16)

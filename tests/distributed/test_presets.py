@@ -211,7 +211,7 @@ def test_atari_replay_presets_run_on_ray_with_the_local_frame_ring(name):
     assert type(policy) is type(local.policy) and policy.module is not local.policy.module
     assert same_parameters(policy.module, local.policy.module)
     start = preset.hyperparameters["initial_exploration"]  # the preset's epsilon schedule
-    assert policy.greedy.epsilon.value == local.policy.greedy.epsilon.value == start
+    assert policy.greedy.epsilon == local.policy.greedy.epsilon == start
     trainer = spec.make_trainer(policy)
     assert type(trainer) is type(local.trainer)
     for key in ("discount_factor", "n_step", "update", "double", "double_q"):

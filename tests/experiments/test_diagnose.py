@@ -13,6 +13,7 @@ import torch
 from looprl.environments import GymEnvironment
 from looprl.experiments import run_experiment
 from looprl.experiments.diagnose import explain_divergence, kind_of
+from looprl.meta import MetaComponent
 from looprl.presets.classic_control import dqn, ppo
 
 SMALL_DQN = dqn.hyperparameters(replay_start_size=32, minibatch_size=16, hidden=16)
@@ -53,6 +54,46 @@ def test_nan_from_the_environment_is_named(field: str, preset, tmp_path: Path) -
     assert "learning rate" not in message.split(";")[0] and "Logs until then" in message
     if field == "reward":
         assert "first in training episode" in message or "in an episode running" in message
+
+
+class NaNReward(MetaComponent):
+    """A meta component that makes every transition's reward NaN (a user's bug)."""
+
+    def __init__(self):
+        super().__init__()
+        self.post_step_methods.append(self.corrupt)
+
+    def corrupt(self, metrics):
+        metrics["transition"]["reward"] = metrics["transition"]["reward"] * float("nan")
+        return metrics
+
+
+@pytest.mark.parametrize("preset", [SMALL_DQN, SMALL_PPO], ids=["dqn", "ppo"])
+def test_nan_rewards_a_meta_component_wrote_are_its_not_the_environments(preset,
+                                                                         tmp_path) -> None:
+    """(Was: "The environment CartPole-v1 returned NaN or infinite rewards".)"""
+    torch.manual_seed(0)
+    with pytest.raises(FloatingPointError, match=r"reached training at frame \d+, though "
+                       r"CartPole-v1 returned finite ones: a meta component of the run "
+                       r"\(NaNReward\) wrote them into metrics\['transition'\]"):
+        run_experiment(preset, GymEnvironment("CartPole-v1"), 3000, logdir=str(tmp_path),
+                       quiet=True, test_episodes=0, seed=0, meta=[NaNReward()])
+
+
+def test_a_ray_trainer_that_cannot_see_the_returns_names_both_sources() -> None:
+    code = compile("def update(reward):\n    raise FloatingPointError('the loss is nan')\n",
+                   "looprl/trainer.py", "exec")  # (a frame of looprl's, holding the rewards)
+    space: dict = {}
+    exec(code, space)
+    try:
+        space["update"](torch.tensor([1.0, float("nan")]))
+    except FloatingPointError as error:
+        message = explain_divergence(error, "CartPole-v1", 10, components=[NaNReward()])
+        plain = explain_divergence(error, "CartPole-v1", 10)
+    assert message.startswith("NaN or infinite rewards reached training at frame 10: "
+                              "CartPole-v1 returned them, or a meta component of the run "
+                              "(NaNReward) wrote them")
+    assert plain.startswith("The environment CartPole-v1 returned NaN or infinite rewards")
 
 
 class Scaled(gymnasium.Wrapper):

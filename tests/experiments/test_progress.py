@@ -191,7 +191,7 @@ def test_experiment_dashboard_reads_the_last_losses_and_current_hyperparameters(
     losses, hyperparameters = dashboard(experiment.logger, hp)()
     last = float(experiment.logger.last_losses["q"])
     assert losses == f"loss/q {last:.4g}"
-    epsilon = experiment.agent.policy.greedy.epsilon.current
+    epsilon = experiment.agent.policy.greedy.epsilon
     assert f"hp/epsilon {epsilon:.4g}" in hyperparameters and epsilon < 1.0
     assert "hp/lr 0.0023" in hyperparameters
 

@@ -356,3 +356,20 @@ def test_value_methods_fill_td_error_at_every_update(builder, env_id, tmp_path: 
     td_error, q_values = metrics["td_error"], metrics["predictions"]["q_values"]
     assert td_error.shape == q_values.shape == (16,)  # one per sample of the minibatch
     assert torch.isfinite(td_error).all() and not td_error.requires_grad
+
+
+class _Bonus(MetaComponent):
+    def __init__(self, scale: float = 1.0, network: Any = None):
+        super().__init__()
+        self.scale, self.network = scale, network
+
+
+def test_repr_shows_the_arguments_given_so_run_json_tells_a_sweeps_runs_apart() -> None:
+    """(Was: ``RND(internal_reward_weight=0.1, normalize=False, network='auto')`` for every
+    ``meta.rnd.lr``, and ``_Bonus()`` whatever its ``scale``.)"""
+    from looprl.meta import RND
+
+    assert repr(_Bonus(scale=0.1)) == "_Bonus(scale=0.1)" and repr(_Bonus()) == "_Bonus()"
+    assert repr(_Bonus(network=torch.nn.Linear(1, 1))) == "_Bonus()"  # (plain values only)
+    assert repr(RND(lr=1e-4)) == ("RND(internal_reward_weight=0.1, normalize=False, "
+                                  "network='auto', lr=0.0001)")

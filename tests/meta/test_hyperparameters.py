@@ -104,3 +104,17 @@ def test_bodies_forward_and_an_undeclared_key_is_a_one_line_error() -> None:
     with pytest.raises(KeyError, match=r"_Write at pre_step: 'hp/clip' is not a hyperparameter "
                                        r"of this agent\. Did you mean .*It has: .*hp/epsilon"):
         hub.run("pre_step")
+
+
+def test_acting_schedules_are_the_exploration_schedules_objects() -> None:
+    """What a Ray actor's checkpoint and restarts move on (``step``); ``GreedyPolicy.epsilon``
+    reads as the value, so they are found through ``epsilon_schedule`` (was: the value, no
+    schedule, and a resumed actor explored from epsilon 1 again)."""
+    from looprl.environments import GymEnvironment
+    from looprl.meta.hyperparameters import acting_schedules
+    from looprl.presets.classic_control import dqn
+
+    policy = dqn.env(GymEnvironment("CartPole-v1")).device("cpu").build().policy()
+    (schedule,) = acting_schedules(policy)
+    assert schedule is policy.exploration.epsilon_schedule and schedule.step == 0
+    assert policy.exploration.epsilon == schedule.current == 1.0

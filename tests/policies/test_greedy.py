@@ -137,6 +137,9 @@ def test_an_epsilon_that_is_no_probability_is_one_line():
         policy.epsilon = 1.5
     policy.epsilon = LinearScheduler(1.0, 0.1, 0, 10)  # (a schedule's values are its own)
     assert policy.hyperparameters()["hp/epsilon"].get() == 1.0
+    # (ALL's Schedulable: the attribute reads as the schedule's value; was the schedule)
+    assert policy.epsilon == 1.0 and f"{policy.epsilon:.2f}" == "1.00"
+    assert policy.epsilon_schedule.step == 0  # (reading it does not advance the schedule)
 
 
 def test_a_number_of_actions_that_is_no_whole_number_is_one_line():

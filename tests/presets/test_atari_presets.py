@@ -166,8 +166,8 @@ def test_dqn_defaults_behave_like_the_deepmind_setup() -> None:
     assert states.observation.shape[1:] == (4, 84, 84) and states.observation.dtype == torch.uint8
     # no training before 80,000 agent steps, and epsilon stays 1 until then (ALL's), then
     # anneals to 0.01 at 250,000
-    assert inner.policy.greedy.epsilon.current == 1.0
-    assert inner.policy.greedy.epsilon.at(165_000) == pytest.approx(0.505)
+    assert inner.policy.greedy.epsilon == 1.0
+    assert inner.policy.greedy.epsilon_schedule.at(165_000) == pytest.approx(0.505)
     assert inner.policy.q.updates == 0
     # the target network is copied from the online one every 1,000 gradient steps
     q, x = inner.policy.q, states[:2]

@@ -66,7 +66,7 @@ def test_exploration_by_name(cartpole, name: str, kind: type) -> None:
     if name == "epsilon_greedy":
         assert policy.greedy.epsilon == 0.2
     if name == "decaying_epsilon_greedy":
-        assert policy.greedy.epsilon.current == 1.0  # dqn's initial_exploration
+        assert policy.greedy.epsilon == 1.0  # dqn's initial_exploration
 
 
 @pytest.mark.parametrize("name, kind, n_step", [

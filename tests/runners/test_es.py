@@ -30,6 +30,7 @@ def test_apply_parameters_puts_the_vector_into_the_model(small_ppo):
 def test_integer_targets_are_ints_clipped_to_their_bounds(small_ppo):
     runner = _es(small_ppo, search_targets={"minibatch_size": (16, 128),
                                             "lr": (1e-4, 1e-2, "log")})
+    assert list(runner.search_targets) == ["minibatch_size", "lr"]  # (Mighty's ES loop's)
     for units, expected in (([-3.0, -3.0], (16, 1e-4)), ([7.0, 7.0], (128, 1e-2)),
                             ([0.5, 0.5], (72, 1e-3))):
         _, values = runner.decode(np.array(units))

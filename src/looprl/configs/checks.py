@@ -19,6 +19,7 @@ from looprl.configs import (
     runtimes,
     split_flags,
 )
+from looprl.configs.runtimes import check_trial_options
 from looprl.configs.sources import (
     PRIMARY,
     check_package_header,
@@ -99,6 +100,10 @@ def check_overrides(overrides: list[str]) -> None:
             check_choice("config key", group, list(primary), key_hint(group, list(primary)))
         elif field and group in ("context", "logging"):  # nodes of fixed keys
             check_choice(f"{group} key", field.split(".")[0], list(primary[group]))
+    trials = [runner for runner in chosen.get("runner", ()) if runner in ("es", "optuna", "pbt")]
+    if trials and "ray" in chosen.get("runtime", ()):  # (even at a Ray run's default value)
+        check_trial_options([key[8:] for key, _ in pairs if key.startswith("runtime.")],
+                            trials[0])
     if "es" in chosen.get("runner", ()) and any(key == "frames" for key, _ in pairs):
         raise ValueError("frames does not apply to runner=es: each individual trains "
                          "runner.num_steps_per_iteration steps (default 10000) in each of "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
+from collections.abc import Iterable
 from typing import Any
 
 __all__ = ["TRIAL_OPTIONS", "distributed_options", "ray_trials", "runtime_help", "runtimes",
@@ -94,19 +95,25 @@ def distributed_options(runtime: dict[str, Any], device: Any = "cpu") -> dict[st
     return options
 
 
+def check_trial_options(keys: Iterable[str], runner: str) -> None:
+    """A one-line ``ValueError`` for the first of the ``runtime`` node's ``keys`` that a trial
+    of ``runner=es|optuna|pbt`` on Ray does not take."""
+    unused = [key for key in keys if key not in ("name", *TRIAL_OPTIONS)]
+    if unused:
+        raise ValueError(f"runtime.{unused[0]} does not apply to runner={runner} on Ray: each "
+                         "trial runs the local runtime in a Ray process of its own; its runtime "
+                         f"options are runtime.{', runtime.'.join(TRIAL_OPTIONS)}")
+
+
 def ray_trials(runtime: dict[str, Any], runner: str, device: Any, options: dict[str, Any]
                ) -> Any:
     """The ``RayTrials`` of a ``runner=es|optuna|pbt`` config's ``runtime`` node (PBT's on
     either runtime)."""
     from looprl.distributed.config import starts_local
     from looprl.distributed.trials import RayTrials
-    defaults = runtimes()["ray"]
-    unused = [key for key, value in runtime.items()
-              if key not in ("name", *TRIAL_OPTIONS) and value != defaults.get(key)]
-    if unused:
-        raise ValueError(f"runtime.{unused[0]} does not apply to runner={runner} on Ray: each "
-                         "trial runs the local runtime in a Ray process of its own; its runtime "
-                         f"options are runtime.{', runtime.'.join(TRIAL_OPTIONS)}")
+    defaults = runtimes()["ray"]  # (a config file's options; overrides: each one given)
+    check_trial_options([key for key, value in runtime.items() if value != defaults.get(key)],
+                        runner)
     cpus = runtime.get("num_cpus") or options.get("num_cpus")
     gpus = trial_gpus(runner, device, runtime.get("gpus_per_trial"))
     if gpus and starts_local(runtime.get("address")):  # (a local instance: this machine's)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, replace
 from functools import partialmethod
 from typing import Any
 
+import numpy as np
+
 from looprl.agents.actor import Actor
 from looprl.agents.independent import IndependentTrainer
 from looprl.agents.independent_learner import IndependentLearner
@@ -219,7 +221,7 @@ def test_pipeline(spec: AlgorithmSpec | None = None, episodes: int = 5, max_fram
             report.episodes += [episode.ret for episode in runner.pop_episodes()]
             for sample in runner.segments():
                 core.put(sample)
-            if _train(core, report) and runner.hooks is not None:
+            if _trained(core, report, runner, spec) and runner.hooks is not None:
                 load_shared_state(runner.hooks.components, core.shared_state())
             if len(report.episodes) >= episodes and report.train_steps > 0:
                 break
@@ -272,6 +274,23 @@ def meta_states(meta: list[Any], copies: int, saved: list[tuple[str, Any]] | Non
                        "they start anew", index, [name for name, _ in saved], names)
         return []
     return [state for _, state in saved]
+
+
+def _trained(core: Any, report: PipelineReport, runner: EnvRunner, spec: AlgorithmSpec) -> bool:
+    """``_train``; a diverged loss says where the NaN came from, as a run's does (was: "try a
+    lower learning rate" for an environment's NaN rewards)."""
+    try:
+        return _train(core, report)
+    except FloatingPointError as error:
+        from looprl.experiments.diagnose import PLAIN, explain_divergence
+        returns = [*report.episodes, *np.asarray(runner.running_returns).ravel()]
+        components = runner.hooks.components if runner.hooks is not None else ()
+        message = explain_divergence(error, spec.env_label, runner.frames,
+                                     running_return_nonfinite=not np.isfinite(returns).all(),
+                                     components=components, returns_seen=True)
+        if message.startswith(PLAIN):  # (no data to blame: the trainer's own line)
+            raise
+        raise FloatingPointError(message) from error
 
 
 def _train(core: Any, report: PipelineReport) -> bool:

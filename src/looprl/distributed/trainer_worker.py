@@ -301,8 +301,11 @@ class TrainerWorker(Worker):
             self.publisher.flush(answer_timeout(self.runtime))
         except FloatingPointError as error:  # (NaN from the environment says so, as locally)
             from looprl.experiments.diagnose import explain_divergence
-            raise FloatingPointError(explain_divergence(error, self.env_label,
-                                                        self.frames)) from error
+            hubs = [getattr(learner, "hooks", None)
+                    for learner in getattr(self.core, "cores", [self.core])]
+            components = [c for hub in hubs if hub is not None for c in hub.components]
+            raise FloatingPointError(explain_divergence(error, self.env_label, self.frames,
+                                                        components=components)) from error
         except RuntimeError as error:
             if self.group is None or not collective_failure(error):
                 raise

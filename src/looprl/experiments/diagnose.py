@@ -4,7 +4,7 @@ the returns or the batch the failing update trained on, which a lower learning r
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -15,6 +15,8 @@ from looprl.core.namedarray import NamedArray
 KINDS = (("reward", "rewards"), ("obs", "observations"), ("frame", "observations"))
 #: the largest size whose square float32 holds: losses square their data's scale
 HUGE = 1.8e19
+#: how ``explain_divergence`` begins where it finds no data to blame
+PLAIN = "Training diverged at frame "
 
 
 def kind_of(path: str) -> str | None:
@@ -38,9 +40,12 @@ def _tensors(value: Any, path: str, depth: int = 0) -> Iterator[tuple[str, torch
 
 def explain_divergence(error: FloatingPointError, env_name: str, frame: int,
                        nonfinite_episode: tuple[int, int] | None = None,
-                       running_return_nonfinite: bool = False) -> str:
+                       running_return_nonfinite: bool = False,
+                       components: Sequence[Any] = (), returns_seen: bool = False) -> str:
     """The message for a diverged loss: the environment's bad data if any (``nonfinite_episode``:
-    ``(episode from 1, frame it ended)``), else ``error``'s own message."""
+    ``(episode from 1, frame it ended)``), else ``error``'s own message. Rewards a meta component
+    of ``components`` may have written are its (``returns_seen``: the environment's own were
+    all seen, finite), or the environment's or its (a Ray trainer's, which sees neither)."""
     kinds: list[str] = []  # (of the data in ``error``'s frames with NaN or inf)
     huge: dict[str, float] = {}  # (and beyond ``HUGE``)
     traceback = error.__traceback__
@@ -73,7 +78,18 @@ def explain_divergence(error: FloatingPointError, env_name: str, frame: int,
                 "is not a learning-rate problem. Scale them down, e.g. with gymnasium.wrappers."
                 "TransformReward / TransformObservation.")
     if not kinds:
-        return f"Training diverged at frame {frame:,} on {env_name}: {error}"
+        return f"{PLAIN}{frame:,} on {env_name}: {error}"
+    names = ", ".join(dict.fromkeys(type(c).__name__ for c in components))
+    if names and kinds == ["rewards"] and not where:  # (none seen in the env's returns)
+        if returns_seen:
+            return (f"NaN or infinite rewards reached training at frame {frame:,}, though "
+                    f"{env_name} returned finite ones: a meta component of the run ({names}) "
+                    "wrote them into metrics['transition'] or metrics['batch']; make it write "
+                    "finite rewards.")
+        return (f"NaN or infinite rewards reached training at frame {frame:,}: {env_name} "
+                f"returned them, or a meta component of the run ({names}) wrote them into "
+                "metrics['transition'] or metrics['batch']; check the environment with "
+                "looprl.distributed.test_environment, and run without the components.")
     return (f"The environment {env_name} returned NaN or infinite {' and '.join(kinds)}{where}, "
             f"and training diverged on them at frame {frame}; this is not a learning-rate "
             "problem. Make the environment return finite values, or wrap it to replace them "

@@ -81,8 +81,10 @@ def divergence(experiment: Experiment, error: FloatingPointError) -> Exception:
     """The one-line error of ``experiment``'s training that diverged with ``error``."""
     runner = experiment.runner
     running = runner is not None and not np.isfinite(runner.running_returns).all()
+    hub = experiment.hub
     message = explain_divergence(error, experiment.env.name, experiment.frame,
-                                 experiment._nonfinite_episode, running)
+                                 experiment._nonfinite_episode, running,
+                                 hub.components if hub is not None else (), runner is not None)
     return diverged(experiment.name, message, getattr(experiment.logger, "log_dir", None))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import inspect
 import os
 import traceback
 from collections.abc import Callable, Iterable
@@ -61,8 +62,36 @@ class MetaComponent:
         """Take what another copy's ``shared_state`` returned."""
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.shown)
-        return f"{type(self).__name__}({shown})"
+        """``RND(internal_reward_weight=0.1, normalize=False, network='auto', lr=0.001)``: the
+        ``shown`` attributes, then each other constructor argument kept as an attribute of its
+        name, where not its default (a sweep's values, in ``run.json``; a user's component's)."""
+        values = {name: getattr(self, name) for name in self.shown}
+        for name, value in given_arguments(self).items():
+            values.setdefault(name, value)
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in values.items())})"
+
+
+#: the kinds of attribute values ``repr`` shows (not networks, tensors or functions)
+_PLAIN = (bool, int, float, str, tuple, type(None))
+
+
+def given_arguments(component: MetaComponent) -> dict[str, Any]:
+    """``component``'s constructor arguments kept as plain attributes of their name, where not
+    their defaults."""
+    try:
+        parameters = inspect.signature(type(component).__init__).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    found = {}
+    for parameter in parameters:
+        if parameter.name == "self" or parameter.kind in (parameter.VAR_POSITIONAL,
+                                                          parameter.VAR_KEYWORD):
+            continue
+        value = getattr(component, parameter.name, parameter.default)
+        if isinstance(value, _PLAIN) and (parameter.default is parameter.empty
+                                          or value != parameter.default):
+            found[parameter.name] = value
+    return found
 
 
 class MetaComponentFailure(RuntimeError):

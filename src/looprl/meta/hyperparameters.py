@@ -57,7 +57,9 @@ def acting_schedules(policy: Any) -> list[Any]:
     independent learners), whose ``step`` counters move as the policy acts."""
     if getattr(policy, "names", None) is not None and hasattr(policy, "policies"):
         return [schedule for agent in policy.policies for schedule in acting_schedules(agent)]
-    epsilon = getattr(getattr(policy, "exploration", None), "epsilon", None)
+    exploration = getattr(policy, "exploration", None)  # (``GreedyPolicy.epsilon``: a value)
+    epsilon = getattr(exploration, "epsilon_schedule", None) or getattr(exploration, "epsilon",
+                                                                        None)
     return [epsilon] if hasattr(type(epsilon), "value") and hasattr(epsilon, "step") else []
 
 

@@ -125,8 +125,14 @@ class GreedyPolicy:
 
     @property
     def epsilon(self) -> Any:
-        """The exploration probability (a float or a schedule)."""
-        return self._epsilon
+        """The exploration probability: a float (a schedule's current value, as ALL's
+        ``Schedulable`` reads it, without advancing it) or one per env copy (a tensor)."""
+        return float(self._epsilon.current) if self._scheduled else self._epsilon
+
+    @property
+    def epsilon_schedule(self) -> Any:
+        """The schedule ``epsilon`` reads its values from (``None``: a fixed rate)."""
+        return self._epsilon if self._scheduled else None
 
     @epsilon.setter
     def epsilon(self, epsilon: Any) -> None:

@@ -189,6 +189,7 @@ class ESRunner(Runner):
         targets = search_mapping(search_targets, "search_targets")
         if not targets and not search_params:
             raise ValueError("Nothing to search: give search_targets, search_params=True, or both")
+        self.search_targets = dict(targets)  # (Mighty's: name -> bounds, in the given order)
         self.search_params = check_flag("search_params", search_params)
         self.train_agent = check_flag("train_agent", train_agent)
         if reset_agent is not None:
