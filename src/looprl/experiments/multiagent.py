@@ -84,7 +84,7 @@ class MultiagentEnvExperiment(Experiment):
                             "args)))")
         check_shared_shapes(env, type(self).__name__)
         if isinstance(preset, IndependentMultiagentPreset):
-            preset.check_agents(env)
+            preset.fit_agents(env)
         return env
 
     def __setstate__(self, state: dict[str, Any]) -> None:

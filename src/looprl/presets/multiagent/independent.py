@@ -47,7 +47,7 @@ class IndependentMultiagentPreset(Preset):
     """
 
     #: the agents whose presets read their observations without the action mask (built on
-    #: ``env.subenvs``, ALL's way: ``check_agents`` finds them)
+    #: ``env.subenvs``, ALL's way: ``fit_agents`` finds them)
     unmasked: frozenset[str] = frozenset()
 
     def __init__(self, name: str, device: str | torch.device, presets: dict[str, Preset],
@@ -127,10 +127,11 @@ class IndependentMultiagentPreset(Preset):
             return IndependentLearners(agents, self.masked, self.unmasked)
         return IndependentMultiagent(agents)
 
-    def check_agents(self, env: Any) -> None:
-        """A one-line ``ValueError`` unless the presets are named by ``env``'s agents (was: a
-        misnamed one trained as another by its place); a warning of the agents whose action
-        masks their presets (built on ``env.subenvs``, as ALL's) do not read."""
+    def fit_agents(self, env: Any) -> None:
+        """Fit the presets to ``env``'s agents: a one-line ``ValueError`` unless they are named
+        by them (was: a misnamed one trained as another by its place); the agents whose
+        presets (built on ``env.subenvs``, as ALL's) do not read its action masks are
+        ``unmasked``, with a warning."""
         check_agent_names(list(self.presets), env.possible_agents, self.name, "preset", env.name)
         unread = [agent for agent in env.possible_agents
                   if agent not in self.masked and env.subenv(agent).has_action_mask]
