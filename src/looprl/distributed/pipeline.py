@@ -282,13 +282,13 @@ def _trained(core: Any, report: PipelineReport, runner: EnvRunner, spec: Algorit
     try:
         return _train(core, report)
     except FloatingPointError as error:
-        from looprl.experiments.diagnose import PLAIN, explain_divergence
+        from looprl.experiments.diagnose import blamed_data
         returns = [*report.episodes, *np.asarray(runner.running_returns).ravel()]
         components = runner.hooks.components if runner.hooks is not None else ()
-        message = explain_divergence(error, spec.env_label, runner.frames,
-                                     running_return_nonfinite=not np.isfinite(returns).all(),
-                                     components=components, returns_seen=True)
-        if message.startswith(PLAIN):  # (no data to blame: the trainer's own line)
+        message = blamed_data(error, spec.env_label, runner.frames,
+                              running_return_nonfinite=not np.isfinite(returns).all(),
+                              components=components, returns_seen=True)
+        if message is None:  # (no data to blame: the trainer's own line)
             raise
         raise FloatingPointError(message) from error
 

@@ -15,8 +15,6 @@ from looprl.core.namedarray import NamedArray
 KINDS = (("reward", "rewards"), ("obs", "observations"), ("frame", "observations"))
 #: the largest size whose square float32 holds: losses square their data's scale
 HUGE = 1.8e19
-#: how ``explain_divergence`` begins where it finds no data to blame
-PLAIN = "Training diverged at frame "
 
 
 def kind_of(path: str) -> str | None:
@@ -42,10 +40,20 @@ def explain_divergence(error: FloatingPointError, env_name: str, frame: int,
                        nonfinite_episode: tuple[int, int] | None = None,
                        running_return_nonfinite: bool = False,
                        components: Sequence[Any] = (), returns_seen: bool = False) -> str:
-    """The message for a diverged loss: the environment's bad data if any (``nonfinite_episode``:
-    ``(episode from 1, frame it ended)``), else ``error``'s own message. Rewards a meta component
-    of ``components`` may have written are its (``returns_seen``: the environment's own were
-    all seen, finite), or the environment's or its (a Ray trainer's, which sees neither)."""
+    """The message for a diverged loss: ``blamed_data``'s, else ``error``'s own message."""
+    return blamed_data(error, env_name, frame, nonfinite_episode, running_return_nonfinite,
+                       components, returns_seen) or \
+        f"Training diverged at frame {frame:,} on {env_name}: {error}"
+
+
+def blamed_data(error: FloatingPointError, env_name: str, frame: int,
+                nonfinite_episode: tuple[int, int] | None = None,
+                running_return_nonfinite: bool = False,
+                components: Sequence[Any] = (), returns_seen: bool = False) -> str | None:
+    """The environment's bad data a diverged loss trained on, if any (``nonfinite_episode``:
+    ``(episode from 1, frame it ended)``; ``None``: none found). Rewards a meta component of
+    ``components`` may have written are its (``returns_seen``: the environment's own were all
+    seen, finite), or the environment's or its (a Ray trainer's, which sees neither)."""
     kinds: list[str] = []  # (of the data in ``error``'s frames with NaN or inf)
     huge: dict[str, float] = {}  # (and beyond ``HUGE``)
     traceback = error.__traceback__
@@ -78,7 +86,7 @@ def explain_divergence(error: FloatingPointError, env_name: str, frame: int,
                 "is not a learning-rate problem. Scale them down, e.g. with gymnasium.wrappers."
                 "TransformReward / TransformObservation.")
     if not kinds:
-        return f"{PLAIN}{frame:,} on {env_name}: {error}"
+        return None
     names = ", ".join(dict.fromkeys(type(c).__name__ for c in components))
     if names and kinds == ["rewards"] and not where:  # (none seen in the env's returns)
         if returns_seen:

@@ -122,10 +122,10 @@ def played_test(experiment: Experiment, episodes: int, env: Any) -> list[float]:
            else experiment._test_env(copies))
     if env is experiment.vector_env and experiment.runner is not None:
         experiment.runner.truncate()  # training resumes with new episodes
-    seeded = experiment.seed is not None and (given or experiment.seeded_test)
-    seed = evaluation_seed(experiment.seed) if seeded else None
-    if experiment.seed is not None and callable(getattr(agent, "seed", None)):  # (a Ray run's
-        agent.seed(evaluation_seed(experiment.seed))  # evaluation's numbers; training's: kept)
+    evaluation = None if experiment.seed is None else evaluation_seed(experiment.seed)
+    seed = evaluation if given or experiment.seeded_test else None  # (the env's resets)
+    if evaluation is not None and callable(getattr(agent, "seed", None)):  # (a Ray run's
+        agent.seed(evaluation)  # evaluation's random numbers; training's: kept)
     with sync_normalization(experiment.vector_env, env), evaluation_progress(  # (training's)
             experiment.description, episodes, experiment.quiet) as progress:
         runner = EnvRunner(env, segment_length=None, seed=seed, is_evaluation=True)
