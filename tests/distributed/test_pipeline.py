@@ -786,10 +786,10 @@ def test_a_bad_buffer_is_one_line_before_ray_starts(monkeypatch) -> None:
             DistributedRun(spec, RuntimeConfig(actors=1), frames=100, logdir=None).run()
 
 
-def test_a_schedule_a_ray_worker_would_refuse_is_one_line_before_ray_starts(monkeypatch) -> None:
-    """A schedule's first value is written in copies of the workers' hubs before Ray starts
-    (was: the same line from actor0 or the trainer once Ray had started and placed the
-    workers, about 20 s on); one the workers accept starts the run."""
+def test_a_schedule_of_a_key_the_agent_lacks_is_one_line_before_ray_starts(monkeypatch) -> None:
+    """The meta components' ``hp/*`` keys are checked before Ray starts, as a local run checks
+    them (``check_writes``; was: the same line from actor0 or the trainer once Ray had started
+    and placed the workers, about 20 s on); a key the agent has starts the run."""
     from looprl.distributed import controller
     from looprl.meta import CosineLRSchedule, HPSchedule
 

@@ -344,7 +344,8 @@ def _of_preset(preset: Preset, frames: int, runtime: RuntimeConfig
 
 def _check_spec(spec: AlgorithmSpec, runtime: RuntimeConfig) -> list[str]:
     """Build the env, policy, trainer and buffer here first, find the curricula's contextual
-    envs, try the schedules' first writes; return ``spec.agent_names``."""
+    envs, check the meta components' ``hp/*`` keys as a local run does; return
+    ``spec.agent_names``."""
     device = spec.policy_args.get("device")
     if device is not None and torch.device(device).type != "cpu":
         raise ValueError(f"policy_args device={device!r}: on Ray, each worker computes on "

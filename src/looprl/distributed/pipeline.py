@@ -24,10 +24,8 @@ from looprl.core.logger import DummyLogger, Logger
 from looprl.core.suggest import check_count, check_seed
 from looprl.distributed.config import AlgorithmSpec
 from looprl.environments.wrappers import load_normalization
-from looprl.meta.component import HOOKS
-from looprl.meta.hub import MetaHub, StreamHooks, seed_hubs, written_by
-from looprl.meta.hyperparameters import agent_hyperparameters, set_hyperparameter
-from looprl.meta.schedules import CosineLRSchedule, HPSchedule
+from looprl.meta.hub import MetaHub, seed_hubs
+from looprl.meta.hyperparameters import agent_hyperparameters, check_writes
 
 __all__ = ["CHECKPOINT", "LossRecorder", "PendingWrites", "PipelineReport", "act",
            "check_schedules", "collect", "evaluation_episodes", "evaluation_spec",
@@ -35,10 +33,6 @@ __all__ = ["CHECKPOINT", "LossRecorder", "PendingWrites", "PipelineReport", "act
            "policy_parameters", "record_losses", "test_pipeline", "trainer_core"]
 
 logger = logging.getLogger(__name__)
-
-#: the hooks a Ray trainer worker runs, and those its actors run
-UPDATE_HOOKS = ("pre_update", "post_update")
-ACTOR_HOOKS = tuple(hook for hook in HOOKS if hook not in UPDATE_HOOKS)
 
 
 def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = None,
@@ -150,28 +144,15 @@ class PendingWrites:
 
 
 def check_schedules(spec: AlgorithmSpec, core: Any) -> None:
-    """Try the first write of ``spec``'s schedules in copies of the workers' hubs (over
-    ``core``, a ``trainer_core`` to throw away): a bad key or value is one line before the
+    """The local run's check of the meta components' ``writes`` keys (``check_writes``: a
+    schedule of a key the agent lacks is one line), on each learner of ``core`` (a
+    ``trainer_core`` to throw away, holding the acting and the training keys), before the
     workers start."""
-    schedules = [c for c in spec.make_meta() if isinstance(c, HPSchedule | CosineLRSchedule)]
-    if not schedules:
+    components = [component for component in spec.make_meta() if component.writes]
+    if not components:
         return
-    names = spec.agent_names(core.policy)
-    actors = StreamHooks.over(schedules, core.policy, None, names).hubs
-    for learner, actor in zip(core.cores if names else [core], actors, strict=True):
-        trainer = MetaHub(copy.deepcopy(schedules), learner, None, "trainer")
-        actor.trainer_values(hyperparameter_values(learner))  # (its first publication's)
-        for hub, hooks in ((actor, ACTOR_HOOKS), (trainer, UPDATE_HOOKS)):
-            for hook in hooks:
-                hub.run(hook)
-            for schedule in hub.stack:  # (set even where the value did not change)
-                hook = next((hook for hook in hooks if schedule.methods(hook)), None)
-                try:
-                    if hook is not None:
-                        set_hyperparameter(hub.hyperparameters, schedule.key,
-                                           hub.metrics[schedule.key])
-                except (KeyError, ValueError) as error:
-                    raise written_by(error, [schedule], hook) from None
+    for learner in core.cores if spec.agent_names(core.policy) else [core]:
+        check_writes(components, agent_hyperparameters(learner.unwrapped))
 
 
 @dataclass
