@@ -856,3 +856,22 @@ def test_a_looprl_run_with_a_normalizer_is_watched_with_its_training_statistics(
                 str(tmp_path / "w.gif")]) == 0
     assert read_normalization(watched[2])[1]["normalizers"][0]["obs_rms"]["count"] == (
         best[1]["normalizers"][0]["obs_rms"]["count"])
+
+
+def test_ctrl_c_of_a_local_run_keeps_the_preset_as_trained_so_far(
+        tmp_path: Path, monkeypatch, capsys) -> None:
+    """As ``looprl train``'s (was: the logs and checkpoint only, no ``preset.pt`` to watch)."""
+    from looprl.experiments import ParallelEnvExperiment
+
+    train = ParallelEnvExperiment._train
+
+    def interrupted(self, frames, episodes):  # the user presses Ctrl-C after 128 frames
+        train(self, 128, episodes)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ParallelEnvExperiment, "_train", interrupted)
+    assert cli(["run", *SMALL, f"hydra.run.dir={tmp_path}"]) == 130
+    assert "interrupted" in capsys.readouterr().err
+    assert (tmp_path / "preset.pt").is_file() and not (tmp_path / "results.json").exists()
+    assert cli(["watch", str(tmp_path), "--max-steps", "5", "--gif",
+                str(tmp_path / "watch.gif")]) == 0

@@ -103,7 +103,6 @@ def test_alls_logging_and_bodies_import_paths() -> None:
     from looprl.bodies import (
         Body,
         ClipRewards,
-        DeepmindAtariBody,
         FrameStack,
         RewardClipping,
         TimeFeature,
@@ -115,8 +114,27 @@ def test_alls_logging_and_bodies_import_paths() -> None:
     assert list(inspect.signature(ExperimentLogger).parameters)[:2] == ["agent_name", "env_name"]
     for body in (FrameStack, ClipRewards, TimeFeature):
         assert issubclass(body, Body)
-    assert ClipRewards is RewardClipping and callable(DeepmindAtariBody)
+    assert ClipRewards is RewardClipping
     assert IndependentMultiagentPreset.__module__ == "looprl.presets.multiagent.independent"
+
+
+def test_deepmind_atari_body_takes_alls_arguments() -> None:
+    """ALL 0.9's ``DeepmindAtariBody(agent, lazy_frames=False, episodic_lives=True,
+    frame_stack=4, clip_rewards=True)`` (was looprl's ``(agent, episodic_life, clip_rewards)``:
+    ALL's keywords a ``TypeError``, ``DeepmindAtariBody(agent, False)`` silently without
+    episodic lives)."""
+    from looprl.bodies import ClipRewards, DeepmindAtariBody, EpisodicLife
+
+    inner = object()
+    assert list(inspect.signature(DeepmindAtariBody).parameters) == [
+        "agent", "lazy_frames", "episodic_lives", "frame_stack", "clip_rewards"]
+    for body in (DeepmindAtariBody(inner), DeepmindAtariBody(inner, False),
+                 DeepmindAtariBody(inner, lazy_frames=True, frame_stack=4)):
+        assert isinstance(body, EpisodicLife) and isinstance(body.agent, ClipRewards)
+    assert isinstance(DeepmindAtariBody(inner, episodic_lives=False), ClipRewards)
+    assert DeepmindAtariBody(inner, episodic_lives=False, clip_rewards=False) is inner
+    with pytest.raises(ValueError, match=r"AtariEnvironment\(name, frame_stack=2\)"):
+        DeepmindAtariBody(inner, frame_stack=2)
 
 
 def test_state_array_as_input_casts_to_float_as_alls_does() -> None:

@@ -518,6 +518,61 @@ def test_resuming_a_finished_run_is_the_clis_one_line(tmp_path, monkeypatch) -> 
         resumed.run()
 
 
+def test_a_run_stopped_in_its_final_evaluation_resumes_to_evaluate_from_the_cli(
+        tmp_path) -> None:
+    """A Ray run steps a little past its budget (several env copies), so one interrupted in
+    its final evaluation had a checkpoint past the budget and a resume was refused ("at frame
+    4005, past the 4000 frames asked for"): its evaluation could never be made. With
+    ``evaluate_at_budget`` (``looprl run --resume``, whose results.json says whether the run was
+    evaluated) and the final policy saved, the resume trains no more and goes on to evaluate;
+    without the final policy, or from Python, it is the one line still."""
+    log_dir = _checkpointed_run(tmp_path, 1_004)
+
+    def resumed(evaluate: bool) -> DistributedRun:
+        run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=1_000,
+                             logdir=str(tmp_path), quiet=True, resume_from=str(tmp_path))
+        run.evaluate_at_budget = evaluate
+        return run
+
+    for evaluate in (False, True):  # (no policy.pt: stopped before the end of training)
+        with pytest.raises(ValueError, match="past the 1000 frames asked for: nothing to resume"):
+            _resumed_state(resumed(evaluate))
+    (Path(log_dir) / "policy.pt").write_bytes(b"")
+    with pytest.raises(ValueError, match="nothing to resume"):
+        _resumed_state(resumed(False))
+    assert _resumed_state(resumed(True)).result.frames == 1_004
+
+
+def test_resuming_without_the_trainer_checkpoint_is_one_line_before_ray_starts(
+        tmp_path) -> None:
+    """(Was: the run went on silently with a new, untrained trainer.) A checkpoint taken
+    before the trainer handed one over (train step 0) resumes without it."""
+    from looprl.distributed.run_state import ControllerCheckpoint
+
+    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path), quiet=True)
+    counts = run._open_logs()
+    run.result.frames, run.result.train_steps = 500, 4
+    trainer = (b"weights", 4)
+    ControllerCheckpoint(2, run._log, run.result, counts,
+                         trainer=lambda steps: (trainer[1], trainer[0])).save(final=True)
+    run.close()
+
+    def resumed() -> DistributedRun:
+        return DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=1_000,
+                              logdir=str(tmp_path), quiet=True, resume_from=str(tmp_path))
+
+    assert _resumed_state(resumed()).checkpoint_steps == 4
+    (Path(run.result.log_dir) / "trainer_checkpoint.pt").unlink()
+    with pytest.raises(FileNotFoundError, match=r"trainer_checkpoint.pt is missing: the run "
+                                                r"would go on from frame 500 with a new, "
+                                                r"untrained trainer"):
+        _resumed_state(resumed())
+    _checkpointed_run(tmp_path / "untrained", 500)  # (no trainer checkpoint: step 0)
+    assert _resumed_state(DistributedRun(
+        ppo_spec(), RuntimeConfig(actors=1), frames=1_000, logdir=str(tmp_path / "untrained"),
+        quiet=True, resume_from=str(tmp_path / "untrained"))).checkpoint_steps == 0
+
+
 def test_a_run_again_after_ray_failed_to_start_resumes_with_the_same_seeds(
         tmp_path, monkeypatch) -> None:
     """(Was: the resume was applied before Ray started: ``run()`` again after a failed start

@@ -301,3 +301,21 @@ def test_a_pickled_environment_resets_as_the_original_after_a_checkpoint(vector:
         first, second = step(env, t), step(restored, t)
         assert torch.equal(first.observation, second.observation), t
         assert torch.equal(torch.as_tensor(first.reward), torch.as_tensor(second.reward))
+
+
+def test_alls_render_mode_argument_is_taken_or_one_line() -> None:
+    """ALL's ``AtariEnvironment(name, render_mode=...)`` (its ``all-watch-atari`` passes
+    ``'human'``) was "Unknown Atari options ['render_mode']"; ``'rgb_array'`` renders frames,
+    ``'human'`` is one line saying how to watch, and ``looprl watch`` falls back to frames."""
+    from looprl.environments.gym_helpers import RenderModeError
+    from looprl.presets.catalog import rendering
+
+    env = AtariEnvironment("Pong", render_mode="rgb_array")
+    env.reset(seed=0)
+    assert env.render().shape == (84, 84, 3)
+    env.close()
+    with pytest.raises(RenderModeError, match=r"draws no window; watch the game in a GIF"):
+        AtariEnvironment("Pong", render_mode="human")
+    env = rendering(lambda **kwargs: AtariEnvironment("Pong", **kwargs), "human")
+    assert env.render_mode is None
+    env.close()

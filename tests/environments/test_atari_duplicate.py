@@ -42,3 +42,16 @@ def test_gym_copies_step_as_arrays_without_further_entries():
     assert set(vector.step(torch.zeros(2, dtype=torch.long)).keys()) == {
         "observation", "reward", "done", "mask"}
     vector.close()
+
+
+def test_a_number_of_atari_copies_is_a_whole_number_and_else_one_line():
+    """``AtariEnvironment.duplicate(0)`` crashed the interpreter (ale-py, a segmentation
+    fault), ``duplicate(-1)`` was a C++ error; now the line ``GymEnvironment`` gives."""
+    env = AtariEnvironment("Pong", device="cpu")
+    for bad in (0, -1, 1.5, "2"):
+        with pytest.raises(TypeError, match=r"needs the number of copies n_envs as an int >= 1"):
+            env.duplicate(bad)
+    vector = env.duplicate(np.int64(2))
+    assert vector.n_envs == 2
+    vector.close()
+    env.close()

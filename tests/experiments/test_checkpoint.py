@@ -327,8 +327,8 @@ _PRESETS = [
     ("classic_control", "ppo", _ON, "rnd"), ("classic_control", "rainbow", _REPLAY, None),
     ("classic_control", "vac", {"n_envs": 4}, None),
     ("classic_control", "vpg", {"min_batch_size": 40}, None),
-    ("classic_control", "vqn", {"n_envs": 4, "final_exploration_step": 150}, None),
-    ("classic_control", "vsarsa", {"n_envs": 4, "final_exploration_step": 150}, None),
+    ("classic_control", "vqn", {"n_envs": 4, "final_exploration_step": 600}, None),
+    ("classic_control", "vsarsa", {"n_envs": 4, "final_exploration_step": 600}, None),
     *[("continuous", name, {"replay_start_size": 32, "minibatch_size": 16}, None)
       for name in ("ddpg", "sac", "td3")],
     ("continuous", "ppo", _ON, None)]  # (in NormalizeObservation: its statistics are saved)
@@ -494,3 +494,22 @@ def test_a_checkpoint_into_a_removed_run_directory_says_it_was_removed(tmp_path:
     shutil.rmtree(experiment.logger.log_dir)
     with pytest.raises(FileNotFoundError, match="was removed while the run wrote to it"):
         save_checkpoint(experiment)
+
+
+def test_a_damaged_ray_checkpoint_names_the_kept_pair_to_resume_from(tmp_path) -> None:
+    """A Ray run's ``controller_checkpoint.pt`` (or ``trainer_checkpoint.pt``) damaged, with
+    ``keep_checkpoints``' numbered pairs beside it: the line names the latest pair (was
+    "nothing to resume from it": only ``checkpoint_<N>.pt`` were looked for)."""
+    from looprl.experiments.checkpoint import load_saved
+
+    for name in ("controller_checkpoint", "trainer_checkpoint"):
+        for frame in (300, 600):
+            (tmp_path / f"{name}_{frame}.pt").write_bytes(b"kept")
+        (tmp_path / f"{name}.pt").write_bytes(b"damaged")
+    for name, pair in (("controller_checkpoint", "trainer_checkpoint"),
+                       ("trainer_checkpoint", "controller_checkpoint")):
+        with pytest.raises(ValueError, match=rf"; {name}_600.pt beside it is the run's latest "
+                                             rf"other checkpoint: resume from it \(in place of "
+                                             rf"{name}.pt, with {pair}_600.pt in place of "
+                                             rf"{pair}.pt, for looprl run --resume\)$"):
+            load_saved(tmp_path / f"{name}.pt")

@@ -33,3 +33,22 @@ def test_vqn_anneals_linearly_over_its_updates_at_every_optimizer_step(builder, 
         agent.act(states)
     assert rates == [1e-3 * (1.0 - min(k / 100, 1.0)) for k in range(120)]
     assert rates[50] == pytest.approx(5e-4) and rates[100:] == [0.0] * 20
+
+
+@pytest.mark.parametrize("builder", [vqn, vsarsa], ids=["vqn", "vsarsa"])
+def test_vqn_epsilon_reaches_its_end_after_final_exploration_step_frames(builder):
+    """``final_exploration_step`` counts frames, as ALL's (its ``LinearScheduler`` ends at
+    ``final_exploration_step / n_envs`` batched steps); was batched steps, so ALL's 250,000
+    ended after ``n_envs`` times as many frames (16M with the Atari preset's 64 copies)."""
+    preset = builder.env(GymEnvironment("CartPole-v1")).hyperparameters(
+        n_envs=4, initial_exploration=1.0, final_exploration=0.1,
+        final_exploration_step=40).device("cpu").build()
+    agent = preset.agent(train_steps=400)
+    states = StateArray({"observation": torch.zeros(4, 4), "reward": torch.zeros(4),
+                         "done": torch.zeros(4, dtype=torch.bool)}, (4,))
+    epsilons = []
+    for _ in range(12):  # 48 frames
+        epsilons.append(float(agent.policy.exploration.epsilon))
+        agent.act(states)
+    assert epsilons[0] == 1.0 and epsilons[5] == pytest.approx(0.55)  # 20 of 40 frames
+    assert epsilons[10:] == [pytest.approx(0.1)] * 2  # at 40 frames and after

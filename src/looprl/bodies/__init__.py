@@ -1,6 +1,9 @@
 """ALL's ``all.bodies`` import path: the bodies of ``looprl.environments.bodies``, with ALL's
-names ``ClipRewards`` (``RewardClipping``) and ``DeepmindAtariBody`` (``deepmind_atari_body``:
-episodic lives and clipped rewards; looprl's Atari environments stack the frames)."""
+names ``ClipRewards`` (``RewardClipping``) and ``DeepmindAtariBody`` (ALL's arguments over
+``deepmind_atari_body``: episodic lives and clipped rewards; looprl's Atari environments stack
+the frames)."""
+
+from typing import Any
 
 from looprl.environments.bodies import (
     Body,
@@ -13,7 +16,21 @@ from looprl.environments.bodies import (
 )
 
 ClipRewards = RewardClipping
-DeepmindAtariBody = deepmind_atari_body
+
+
+def DeepmindAtariBody(agent: Any, lazy_frames: bool = False, episodic_lives: bool = True,
+                      frame_stack: int = 4, clip_rewards: bool = True) -> Any:
+    """ALL's ``DeepmindAtariBody(agent, lazy_frames, episodic_lives, frame_stack,
+    clip_rewards)``: ``deepmind_atari_body(agent, episodic_lives, clip_rewards)``. The frames
+    are stacked by looprl's Atari environments (``AtariEnvironment(name, frame_stack=k)``), so
+    ``frame_stack`` other than their 4 is one line; ``lazy_frames`` changes nothing (the Atari
+    replay stores each frame once either way)."""
+    if frame_stack != 4:
+        raise ValueError(f"DeepmindAtariBody(frame_stack={frame_stack!r}): looprl's Atari "
+                         f"environments stack the frames themselves; give "
+                         f"AtariEnvironment(name, frame_stack={frame_stack!r}) and leave "
+                         "frame_stack out here")
+    return deepmind_atari_body(agent, episodic_lives, clip_rewards)
 
 __all__ = ["Body", "ClipRewards", "DeepmindAtariBody", "EpisodicLife", "FrameStack",
            "ObservationNormalization", "RewardClipping", "TimeFeature"]

@@ -46,7 +46,12 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
     if cfg.runtime.name == "ray" and cfg.runner.name == "online":  # one distributed run
         return _execute_distributed(cfg, output_dir)
     run = configs.build(cfg, output_dir)
-    train_results, eval_results = run.runner.run()
+    try:
+        train_results, eval_results = run.runner.run()
+    except KeyboardInterrupt:  # (as looprl train: the preset as trained so far, to watch)
+        if cfg.runner.name == "online" and run.runner.preset is not None:
+            run.runner.save_preset(output_dir)
+        raise
     if run.runner.preset is not None:
         run.runner.save_preset(output_dir)
     if cfg.runner.name == "online" and not cfg.logging.quiet:  # (as a Ray run's, below)
@@ -77,6 +82,7 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
     from looprl.experiments.logger import mean_return
     from looprl.runners.evaluation import final_evaluation, summary
     run = configs.build_distributed(cfg, output_dir)
+    run.evaluate_at_budget = True  # (a resumed run without results.json: not evaluated yet)
     every = cfg.runner.get("eval_every")  # (evaluations on the way: their envs made first)
     envs = None if every is None else configs.make_envs(cfg.algorithm.preset, cfg)
     evaluate = None if envs is None else EvaluateEvery(every, cfg.test_episodes, *envs,

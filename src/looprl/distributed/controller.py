@@ -38,6 +38,7 @@ from looprl.distributed.run_state import (
     SampleCounts,
     find_controller_checkpoint,
     open_run_log,
+    trainer_checkpoint_steps,
 )
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.contextual import contextual_envs
@@ -117,6 +118,10 @@ class DistributedRun:
         if logdir is None:  # nowhere to checkpoint
             self.runtime = replace(self.runtime, checkpoint_every=None)
         self.resume_from = resume_from
+        #: a resumed run whose checkpoint reached ``frames`` trains no more and goes on to its
+        #: evaluation (``looprl run --resume`` of a run stopped in its final evaluation),
+        #: where ``False`` refuses it in one line
+        self.evaluate_at_budget = False
         self.result, self._started_ray = DistributedResult(), False
         self._log: Any = None  # the run's ExperimentLogger
         self._agent_logs: dict[str, Any] = {}  # its agents' (multi-agent envs; resumed ones)
@@ -164,10 +169,12 @@ class DistributedRun:
                                        self.frames, agents, self._agent_logs)
             self._checkpoint = _controller_checkpoint(self, counts)
             self._started_frames = self.frames
-            self._pool.start(self.result.log_dir, self.seed, self.frames - self.result.frames,
-                             self._actors_meta, self._schedules, self._checkpoint_steps,
-                             getattr(callback, "hold_every", lambda runtime: None)(self.runtime))
-            self._loop(callback)
+            if self.result.frames < self.frames:  # (else resumed to evaluate: nothing to train)
+                self._pool.start(self.result.log_dir, self.seed, self.frames - self.result.frames,
+                                 self._actors_meta, self._schedules, self._checkpoint_steps,
+                                 getattr(callback, "hold_every", lambda runtime: None)(
+                                     self.runtime))
+                self._loop(callback)
         except KeyboardInterrupt:  # (Ctrl-C: the workers stop; the logs until then are kept)
             raise TrainingInterrupted(self.result.log_dir, self.result.frames) from None
         except FloatingPointError as error:  # (a diverged loss: one line, as a local run's)
@@ -238,8 +245,7 @@ class DistributedRun:
         self.result.resumed_at = self.result.frames
         self._agent_logs = getattr(state, "agent_loggers", {})  # (older checkpoints: none)
         self._actors_meta, self._schedules = _meta_and_schedules(state)
-        steps = getattr(state, "checkpoint_steps", None)  # (older: the steps counted then)
-        self._checkpoint_steps = self.result.train_steps if steps is None else steps
+        self._checkpoint_steps = trainer_checkpoint_steps(state)
         self.seed += self.result.frames  # new env seeds: no replay of the first run's episodes
         logger.warning("resuming %s at frame %d (%d episodes)", self._log.log_dir,
                        self.result.frames, len(self.result.returns))
@@ -364,7 +370,10 @@ def _check_spec(spec: AlgorithmSpec, runtime: RuntimeConfig) -> list[str]:
 def _resumed_state(run: DistributedRun) -> ControllerState:
     """``run.resume_from``'s controller checkpoint, checked against ``run``."""
     state = load_checkpoint(find_controller_checkpoint(run.resume_from))
-    check_unfinished(run.resume_from, run.frames, state.result.frames)
+    trainer_checkpoint_steps(state)  # (one line where it is missing)
+    policy = Path(state.logger.log_dir) / "policy.pt"  # (the final one: budget reached)
+    if not (run.evaluate_at_budget and policy.is_file()):
+        check_unfinished(run.resume_from, run.frames, state.result.frames)
     ran = (state.logger.agent_name, state.logger.env_name)
     if ran != (run.name, run.spec.env_label):  # (its trainer checkpoint would not load)
         raise ValueError(f"resume_from={run.resume_from} holds a run of {ran[0]} on {ran[1]}, "

@@ -25,7 +25,7 @@ from looprl.experiments.run_files import append_lines
 __all__ = ["BUSY", "CONTROLLER_CHECKPOINT", "THROUGHPUT_HEADER", "TRAINER_CHECKPOINT",
            "ControllerCheckpoint", "ControllerState", "DistributedResult", "RunMonitor",
            "SampleCounts", "Throughput", "bottleneck", "find_controller_checkpoint",
-           "open_run_log"]
+           "open_run_log", "trainer_checkpoint_steps"]
 
 CONTROLLER_CHECKPOINT = "controller_checkpoint.pt"
 TRAINER_CHECKPOINT = "trainer_checkpoint.pt"  # (trainer 0's, which the controller writes)
@@ -88,6 +88,20 @@ def find_controller_checkpoint(run_dir: str | Path) -> Path:
                     f"No distributed run to resume in {Path(run_dir)}: no {CONTROLLER_CHECKPOINT} "
                     "(runs write one every checkpoint_every frames)",
                     f"distributed runs in {Path(run_dir)}; resume one at a time")
+
+
+def trainer_checkpoint_steps(state: Any) -> int:
+    """The train step of the trainer checkpoint beside ``state`` (a ``ControllerState``); a
+    one-line ``FileNotFoundError`` where it has one and the file is gone (was: the run went on
+    silently with a new, untrained trainer)."""
+    steps = getattr(state, "checkpoint_steps", None)  # (older: the steps counted then)
+    steps = state.result.train_steps if steps is None else steps
+    path = Path(state.logger.log_dir) / TRAINER_CHECKPOINT
+    if steps and not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: the run would go on from frame "
+                                f"{state.result.frames} with a new, untrained trainer; put the "
+                                "file back, or start a new run")
+    return steps
 
 
 class SampleCounts:

@@ -11,10 +11,10 @@ import torch
 
 from looprl.core import State, StateArray
 from looprl.core.leaves import as_numpy
-from looprl.core.suggest import check_device, check_seed
+from looprl.core.suggest import check_device, check_seed, is_whole
 from looprl.environments.ale import DEEPMIND_OPTIONS, game_name, make_ale_vector_env
 from looprl.environments.base import Environment, forwarded
-from looprl.environments.gym_helpers import discrete_actions
+from looprl.environments.gym_helpers import RenderModeError, discrete_actions
 from looprl.environments.vector import NumpyVectorEnvironment, state_array_from_numpy
 
 
@@ -41,6 +41,10 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
                  seed: int | None = None, num_threads: int | None = None, **options: Any):
         check_device(device)
         shown = game_name(name)
+        if not is_whole(n_envs) or n_envs < 1:  # (ale-py's: a crash at 0, a C++ error below)
+            raise TypeError(f"AtariVectorEnvironment({name!r}, n_envs) needs the number of "
+                            f"copies n_envs as an int >= 1, got {n_envs!r}")
+        n_envs = int(n_envs)
         seed = ale_seed(shown, seed, n_envs)  # (before the emulator, not at its reset)
         env = make_ale_vector_env(name, n_envs, num_threads=num_threads, **options)
         super().__init__(env, shown, n_envs, device, seed)
@@ -123,11 +127,19 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
 
 
 class AtariEnvironment(Environment):
-    """One Atari game (``'Breakout'``, ``'ALE/Breakout-v5'``; ``options``: ``DEEPMIND_OPTIONS``)."""
+    """One Atari game (``'Breakout'``, ``'ALE/Breakout-v5'``; ``options``: ``DEEPMIND_OPTIONS``);
+    ``render_mode``: ALL's argument, ``None`` or ``'rgb_array'`` (``render`` gives frames)."""
 
     def __init__(self, name: str, device: str | torch.device = "cpu", seed: int | None = None,
-                 **options: Any):
+                 render_mode: str | None = None, **options: Any):
+        if render_mode not in (None, "rgb_array"):  # (ALL's ``render_mode='human'``)
+            raise RenderModeError(
+                f"AtariEnvironment({name!r}) offers the render mode 'rgb_array' (or None), got "
+                f"render_mode={render_mode!r}: ale-py's vector environment draws no window; "
+                "watch the game in a GIF (watch(agent, env, gif='game.gif'), looprl watch "
+                "RUN_DIR --gif game.gif)")
         self._vector = AtariVectorEnvironment(name, 1, device, seed, num_threads=1, **options)
+        self.render_mode = render_mode  # (``render`` gives frames whatever the mode)
         self.name = self._vector.name
         self.device = device
         self.given_seed = seed

@@ -216,12 +216,18 @@ def check_same_config(run: str | Path, differences: Sequence[str]) -> None:
 def load_saved(path: str | Path, data: bytes | None = None) -> Any:
     """``torch.load`` of a checkpoint (``data``: its bytes); unreadable, one line of remedy."""
     path = Path(path)
+    stem = re.sub(r"_\d+$", "", path.stem)  # (a Ray run's controller_ and trainer_checkpoint)
     others = [] if data is not None or not path.parent.is_dir() else [
-        kept for kept in numbered_checkpoints(path.parent).values()
+        kept for kept in numbered_checkpoints(path.parent, stem).values()
         if not (path.exists() and os.path.samefile(kept, path))]  # (a hard link: damaged too)
     if others:
+        pair = {"controller_checkpoint": "trainer_checkpoint",
+                "trainer_checkpoint": "controller_checkpoint"}.get(stem)
+        frame = others[-1].stem.rpartition("_")[2]
         remedy = (f"{others[-1].name} beside it is the run's latest other checkpoint: resume "
-                  f"from it (in place of {CHECKPOINT}, for looprl run --resume)")
+                  f"from it (in place of {stem}.pt" + (
+                      f", with {pair}_{frame}.pt in place of {pair}.pt" if pair else "") +
+                  ", for looprl run --resume)")
     elif data is None and path.exists():  # (damaged: a new run beside it is refused)
         here = f", or in this one once you delete {path.name}" if path.name == CHECKPOINT else ""
         remedy = (f"nothing to resume from it: start the run again in a new directory{here} "

@@ -262,7 +262,7 @@ rainbow = PresetBuilder("rainbow", {
 }, RainbowAtariPreset)
 vqn = PresetBuilder("vqn", derived(
     classic_vqn.default_hyperparameters, drop=("hidden",), discount_factor=0.99, eps=1.5e-4,
-    n_envs=64, final_exploration=0.01, final_exploration_step=4000, test_exploration=0.001,
+    n_envs=64, final_exploration=0.01, final_exploration_step=250_000, test_exploration=0.001,
     target_update_frequency=0, linear_lr=False, clip_grad=0.0, huber=False, episodic_life=True,
     clip_rewards=True,
 ), OnlineAtariPreset)

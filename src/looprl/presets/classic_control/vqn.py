@@ -21,10 +21,11 @@ from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import derived, require_flat_observations
 from looprl.presets.off_policy import QNetworkPreset
 from looprl.presets.on_policy import OnPolicyAgentPreset, linear
+from looprl.presets.parts import epsilon_schedule
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.95, "lr": 1e-3, "eps": 1e-5, "n_envs": 16, "initial_exploration": 1.0,
-    "final_exploration": 0.02, "final_exploration_step": 2000, "test_exploration": 0.0,
+    "final_exploration": 0.02, "final_exploration_step": 32_000, "test_exploration": 0.0,
     "hidden": 64, "target_update_frequency": 25, "linear_lr": True, "clip_grad": 10.0,
     "huber": True,
     # ALL's model_constructor(env): the network instead of hidden's (models.dueling_fc_relu_q)
@@ -44,6 +45,14 @@ class OnlineClassicControlPreset(OnPolicyAgentPreset, QNetworkPreset):
         obs_dim = require_flat_observations(env, self.algorithm)
         hidden = self.hyperparameters["hidden"]
         return MLP(obs_dim, self.num_actions, hidden=(hidden, hidden), activation=nn.ReLU)
+
+    def _policy(self, q: Any) -> DQNPolicy:
+        """The exploring policy over ``q``: epsilon reaches ``final_exploration`` after
+        ``final_exploration_step`` frames, as ALL's (its schedule moves once per batched step
+        of the ``n_envs`` copies: ``final_exploration_step / n_envs`` of them)."""
+        hp = self.hyperparameters
+        steps = hp["final_exploration_step"] / self.n_envs
+        return self._q_policy(q, epsilon_schedule({**hp, "final_exploration_step": steps}))
 
     def trainer(self, policy: DQNPolicy, train_steps: float = math.inf) -> DQNTrainer:
         """One-step ``update`` on each ``[2, n_envs]`` batch; with ``linear_lr`` the learning
@@ -67,5 +76,5 @@ class VSarsaClassicControlPreset(OnlineClassicControlPreset):
 
 vsarsa = PresetBuilder("vsarsa", derived(
     default_hyperparameters, discount_factor=0.9, n_envs=32, lr=5e-4, final_exploration=0.05,
-    final_exploration_step=4000, linear_lr=False, target_update_frequency=50,
+    final_exploration_step=128_000, linear_lr=False, target_update_frequency=50,
 ), VSarsaClassicControlPreset)
