@@ -378,3 +378,38 @@ def test_a_users_trainer_counts_its_steps_with_inc_version_on_a_registered_polic
                          policy_args=dict(obs_dim={"obs": 4}, action_dim=2), trainer=MyTrainer)
     report = test_pipeline(spec, episodes=1, max_frames=200, segment_length=8)
     assert report.train_steps > 0
+
+
+def test_a_users_trainer_builds_its_optimizer_over_a_registered_policys_parameters() -> None:
+    """SRL's ``Adam(policy.parameters())`` and ``policy.net`` on the built-in policies (was an
+    ``AttributeError``: only ``SingleModelPytorchPolicy`` had them); ``test_pipeline`` runs its
+    steps."""
+    from looprl.core import Trainer, TrainerStepResult
+    from looprl.distributed import AlgorithmSpec, test_pipeline
+
+    class MyTrainer(Trainer):
+        def __init__(self, policy: Policy):
+            self._policy = policy
+            self.optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
+
+        @property
+        def policy(self) -> Policy:
+            return self._policy
+
+        def step(self, samples: SampleBatch) -> TrainerStepResult:
+            analyzed = self.policy.analyze(samples)
+            loss = (analyzed.value ** 2).mean()  # (anything that moves the parameters)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            self.policy.inc_version()
+            return TrainerStepResult(stats={"loss": loss.item()}, step=self.policy.version)
+
+    spec = AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate",
+                         policy_args=dict(obs_dim={"obs": 4}, action_dim=2), trainer=MyTrainer)
+    policy = spec.make_policy()
+    assert policy.net is policy.module
+    assert [p.data_ptr() for p in policy.parameters()] == [
+        p.data_ptr() for p in policy.module.parameters()]
+    report = test_pipeline(spec, episodes=1, max_frames=200, segment_length=8)
+    assert report.train_steps > 0 and report.stats["loss"] > 0

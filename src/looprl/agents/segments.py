@@ -21,6 +21,12 @@ class ApproximationPolicy(Policy):
     def module(self) -> nn.Module:
         return self.approximation.model
 
+    net = module  # (SRL's ``SingleModelPytorchPolicy`` names: a trainer of your own uses them)
+
+    def parameters(self) -> Any:
+        """The network's parameters (a trainer of your own builds its optimizer over them)."""
+        return self.module.parameters()
+
     def approximations(self) -> dict[str, Any]:
         return {self.approximation.name: self.approximation}
 

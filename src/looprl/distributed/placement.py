@@ -88,7 +88,8 @@ class WorkerPool:
         # controller it hands the checkpoints to, whichever other node is lost
         here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(),
                                               soft=False)
-        server = start("server", ParameterServer, (ray.cloudpickle.dumps(self.spec), saved),
+        server = start("server", ParameterServer,
+                       (ray.cloudpickle.dumps(self.spec), saved, meta_state),
                        scheduling_strategy=here)
         trainers = [start(name, trainer_worker.TrainerWorker, (rt, server, seed, rank, str(path)),
                           num_cpus=rt.cpus_per_trainer, num_gpus=rt.gpus_per_trainer, **grouped)
@@ -101,12 +102,12 @@ class WorkerPool:
         actors = [start(f"actor{i}", ActorWorker,  # (evaluation loads their statistics)
                         (i, rt, server, trainers[i % rt.trainers],
                          policies[i % len(policies)] if policies else None, seed, False, share,
-                         meta_state.get(i), (), hold if i == 0 else None),
+                         (), hold if i == 0 else None),
                         num_cpus=rt.cpus_per_actor, scheduling_strategy="SPREAD", **restart)
                   for i in range(rt.actors)]
         for i in range(rt.eval_workers):
             start(f"eval{i}", ActorWorker, (rt.actors + i, rt, server, None, None, seed, True,
-                                            None, None, actors),
+                                            None, actors),
                   num_cpus=rt.cpus_per_actor, **restart)
 
     def _start(self, name: str, cls: Any, args: tuple[Any, ...], **options: Any) -> str:
@@ -296,6 +297,7 @@ class Supervisor:
 
     def __init__(self, pool: WorkerPool) -> None:
         self.pool, self.runtime, self.result = pool, pool.runtime, pool.result
+        self._hung: dict[str, str] = {}  # why a worker was killed (its env call that hung)
 
     def check_workers(self, stats: dict[str, dict[str, Any]]) -> None:
         """Record one poll's policy worker restarts and env faults; kill hung actors; wait for
@@ -323,8 +325,8 @@ class Supervisor:
         timeout = self.runtime.env_timeout
         if call is None or timeout is None or call[0] <= timeout:
             return
-        logger.warning("%s: %s: killing %s (Ray restarts it)", name,
-                       hung(call, "runtime.env_timeout", timeout), name)
+        self._hung[name] = hung(call, "runtime.env_timeout", timeout)
+        logger.warning("%s: %s: killing %s (Ray restarts it)", name, self._hung[name], name)
         ray.kill(self.pool.workers[name], no_restart=False)
 
     def check_loops(self) -> None:
@@ -374,9 +376,10 @@ class Supervisor:
 
     def _restart(self, ray: Any, name: str, error: Exception) -> None:
         """Start the loop of worker ``name`` again once Ray has restarted it."""
-        self._check_restarts_left([name], f"{name} worker died", error_line(error))
+        why = self._hung.pop(name, None) or error_line(error)  # (killed: the call that hung)
+        self._check_restarts_left([name], f"{name} worker died", why)
         logger.warning("%s worker died at frame %d (%s); Ray restarts it and the run goes on",
-                       name, self.result.frames, error_line(error))
+                       name, self.result.frames, why)
         self.pool.placed(name, self._wait_restarted(ray, name))
         self.result.restarts.append((name, self.result.frames))
         self.pool.start_loop(name)

@@ -101,16 +101,24 @@ class ParameterServer:
     latest the driver asked for, which a periodic one taken since must not stand in for)."""
 
     def __init__(self, spec: bytes | None = None,
-                 checkpoint: tuple[int, bytes] | None = None) -> None:
+                 checkpoint: tuple[int, bytes] | None = None,
+                 actors_meta: dict[int, Any] | None = None) -> None:
         self.serial = 0
         self.latest: tuple[int, int, bytes] | None = None
         self._spec, self._checkpoint = spec, checkpoint
+        self._actors_meta = actors_meta or {}
         self._requested: tuple[int, bytes] | None = None
         self._warnings: dict[str, list[tuple[str, str]]] = {}  # (``keep_warnings``)
 
     def spec(self) -> bytes | None:
         """The run's ``AlgorithmSpec`` pickled (Ray may lose a worker's arguments over 100 KB)."""
         return self._spec
+
+    def actor_meta(self, index: int) -> Any:
+        """A resumed run's meta components' state of actor ``index`` (``None``: none), which
+        each (re)started actor fetches: an actor's constructor arguments a restart needs from
+        Ray's object store, which Ray warns about, and a resumed state can be large."""
+        return self._actors_meta.get(index)
 
     def keep(self, steps: int, checkpoint: bytes, requested: bool = False) -> None:
         """Keep trainer 0's latest checkpoint, taken at train step ``steps`` (``requested``:

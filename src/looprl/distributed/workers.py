@@ -144,8 +144,8 @@ class ActorWorker(Worker):
     @hands_over_warnings
     def __init__(self, index: int, runtime: RuntimeConfig, server: str, trainer: str | None,
                  policy_worker: str | None, seed: int, evaluation: bool = False,
-                 frames: int | None = None, meta_state: list[tuple[str, Any]] | None = None,
-                 normalizers: Sequence[str] = (), hold_every: int | None = None):
+                 frames: int | None = None, normalizers: Sequence[str] = (),
+                 hold_every: int | None = None):
         super().__init__(runtime.torch_threads, server)
         spec = run_spec(server)
         self.index, self.budget, self.evaluation = index, frames, evaluation
@@ -153,6 +153,7 @@ class ActorWorker(Worker):
         self.trainer, self.policy_worker = named(trainer), named(policy_worker)
         self.sync, self.timeout = runtime.sync, answer_timeout(runtime)
         meta = [] if evaluation else spec.make_meta()
+        meta_state = ray.get(named(server).actor_meta.remote(index)) if meta else None
         acts = policy_worker is None  # (else its copy, if any, loads what the hooks read)
         self.local = None if not (acts or meta) else PolicyCopy(
             spec, named(server), runtime.pull_interval)
