@@ -180,7 +180,8 @@ def test_faults_in_step_reset_and_a_hang_on_chosen_actors(local_ray, caplog):
     machine stalls for a second or more is not taken for a hang (was: 1 s)."""
     caplog.set_level(logging.WARNING, "looprl.distributed")
     result = run({1: "step", 0: ("hang", 6), 10_000: "reset"}, frames=600, env_timeout=10.0)
-    assert result.frames >= 600 and result.train_steps > 0
+    assert 600 <= result.frames <= 602 and result.train_steps > 0  # (was 610: the restarted
+    # actor took its whole share again, not what was left of it)
     assert sorted(name for name, _ in result.restarts) == [
         "actor0", "actor0/copy1", "actor1/copy0"], caplog.text
     assert (f"actor0: {GYM_ID} copy 1 raised in step (episode 1, step 3): RuntimeError: step "

@@ -49,6 +49,8 @@ class WorkerPool:
         self.meta_state: dict[int, Any] = {}  # each actor's latest (``actors_meta_state``)
         #: each actor's and policy worker's exploration schedules' steps, the furthest polled
         self.schedules: dict[str, list[int]] = {}
+        #: each training actor's env steps polled so far (this process's run)
+        self.acted = {f"actor{i}": 0 for i in range(runtime.actors)}
         self.trainers = ["trainer"] + [f"trainer{rank}" for rank in range(1, runtime.trainers)]
         self._rendezvous: list[str] = []  # rendezvous files of the trainer groups
         self._prefix = f"looprl-{uuid.uuid4().hex[:12]}-"
@@ -159,8 +161,11 @@ class WorkerPool:
             self._get(ref, name, extra=self.runtime.trainer_timeout)
 
     def start_loop(self, name: str) -> None:
-        """Start (or start again) worker ``name``'s loop."""
-        self.runs[name] = self.workers[name].run.remote()
+        """Start (or start again) worker ``name``'s loop; an actor Ray restarted goes on with
+        what is left of its share (was: its whole share again, a run past its budget)."""
+        worker = self.workers[name]
+        self.runs[name] = worker.run.remote(self.acted[name]) if name in self.acted else \
+            worker.run.remote()
 
     def stats(self) -> dict[str, dict[str, Any]]:
         """Each live worker's ``stats()`` answer (``died``: those found dead)."""
@@ -168,6 +173,8 @@ class WorkerPool:
         stats = answers({n: worker.stats.remote() for n, worker in self.workers.items()
                           if n != "server"}, answer_timeout(self.runtime), self.died)
         for name, s in stats.items():
+            if name in self.acted:
+                self.acted[name] += s.get("frames", 0)
             steps, known = s.get("schedules"), self.schedules.get(name)
             if steps:  # (a worker Ray restarted answers its first steps until ``explore_on``)
                 self.schedules[name] = [max(pair) for pair in zip(known, steps, strict=True)

@@ -235,8 +235,11 @@ class ActorWorker(Worker):
         components = self.runner.hooks.components if self.runner.hooks is not None else []
         return [(type(c).__name__, c.state_dict()) for c in components]
 
-    def run(self) -> None:
-        """Step envs until ``stop`` (or, its budget spent, send the last rows and wait for it)."""
+    def run(self, acted: int = 0) -> None:
+        """Step envs until ``stop`` (or, its budget spent, send the last rows and wait for it);
+        ``acted``: the env steps of its share a former process of it took (Ray restarted it)."""
+        if acted and self.budget is not None:
+            self.budget = max(self.budget - acted, 0)
         pending = None
         try:
             if self.local is not None:
