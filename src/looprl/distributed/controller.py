@@ -363,7 +363,7 @@ def _check_spec(spec: AlgorithmSpec, runtime: RuntimeConfig) -> list[str]:
         with closing(spec.collector_env(1)[0]()) as envs:  # (what an actor's components find)
             contextual_envs(envs if isinstance(envs, VectorEnvironment) else [envs])
     core = pipeline.trainer_core(spec, max_lag=runtime.max_lag)
-    pipeline.check_schedules(spec, core)
+    pipeline.check_meta_writes(spec, core)
     return spec.agent_names(core.policy)
 
 

@@ -28,7 +28,7 @@ from looprl.meta.hub import MetaHub, seed_hubs
 from looprl.meta.hyperparameters import agent_hyperparameters, check_writes
 
 __all__ = ["CHECKPOINT", "LossRecorder", "PendingWrites", "PipelineReport", "act",
-           "check_schedules", "collect", "evaluation_episodes", "evaluation_spec",
+           "check_meta_writes", "collect", "evaluation_episodes", "evaluation_spec",
            "hyperparameter_values", "load_parameters", "load_shared_state", "meta_states",
            "policy_parameters", "record_losses", "test_pipeline", "trainer_core"]
 
@@ -143,7 +143,7 @@ class PendingWrites:
                     hub.apply_writes(values)
 
 
-def check_schedules(spec: AlgorithmSpec, core: Any) -> None:
+def check_meta_writes(spec: AlgorithmSpec, core: Any) -> None:
     """The local run's check of the meta components' ``writes`` keys (``check_writes``: a
     schedule of a key the agent lacks is one line), on each learner of ``core`` (a
     ``trainer_core`` to throw away, holding the acting and the training keys), before the

@@ -11,11 +11,15 @@ import torch
 
 from looprl.core import State, StateArray
 from looprl.core.leaves import as_numpy
-from looprl.core.suggest import check_device, check_seed, is_whole
+from looprl.core.suggest import check_device, check_seed
 from looprl.environments.ale import DEEPMIND_OPTIONS, game_name, make_ale_vector_env
 from looprl.environments.base import Environment, forwarded
 from looprl.environments.gym_helpers import RenderModeError, discrete_actions
-from looprl.environments.vector import NumpyVectorEnvironment, state_array_from_numpy
+from looprl.environments.vector import (
+    NumpyVectorEnvironment,
+    check_copies,
+    state_array_from_numpy,
+)
 
 
 def derived_seed(root: int, frame: int, n_envs: int = 1) -> int:
@@ -41,10 +45,8 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
                  seed: int | None = None, num_threads: int | None = None, **options: Any):
         check_device(device)
         shown = game_name(name)
-        if not is_whole(n_envs) or n_envs < 1:  # (ale-py's: a crash at 0, a C++ error below)
-            raise TypeError(f"AtariVectorEnvironment({name!r}, n_envs) needs the number of "
-                            f"copies n_envs as an int >= 1, got {n_envs!r}")
-        n_envs = int(n_envs)
+        # (ale-py's: a crash at 0, a C++ error below)
+        n_envs = check_copies(f"AtariVectorEnvironment({name!r}, n_envs)", n_envs)
         seed = ale_seed(shown, seed, n_envs)  # (before the emulator, not at its reset)
         env = make_ale_vector_env(name, n_envs, num_threads=num_threads, **options)
         super().__init__(env, shown, n_envs, device, seed)

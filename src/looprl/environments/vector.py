@@ -37,6 +37,15 @@ from looprl.environments.gym_helpers import (
 )
 
 
+def check_copies(owner: str, n_envs: Any) -> int:
+    """``n_envs`` as an ``int`` (a NumPy integer too), or a one-line ``TypeError`` naming
+    ``owner`` for what is no whole number >= 1."""
+    if not is_whole(n_envs) or n_envs < 1:
+        raise TypeError(f"{owner} needs the number of copies n_envs as an int >= 1, got "
+                        f"{n_envs!r}")
+    return int(n_envs)
+
+
 def make_vector_env(env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: Any
                     ) -> gym.vector.VectorEnv:
     """Gymnasium's own vector env of ``env_id`` (next-step autoreset), else a ``SyncVectorEnv``."""
@@ -211,10 +220,7 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
                 raise TypeError(f"GymVectorEnvironment takes an id, a function that makes a "
                                 f"gym.Env or a gymnasium.vector.VectorEnv, got "
                                 f"{type(env).__name__}")
-            if not is_whole(n_envs) or n_envs < 1:
-                raise TypeError(f"GymVectorEnvironment({env!r}, n_envs) needs the number of "
-                                f"copies n_envs as an int >= 1, got {n_envs!r}")
-            n_envs = int(n_envs)  # (a NumPy integer too)
+            n_envs = check_copies(f"GymVectorEnvironment({env!r}, n_envs)", n_envs)
             vector_env = make_vector_env(env, n_envs, **make_kwargs)
         if name is None:
             name = env if isinstance(env, str) else env_name(vector_env.envs[0])
