@@ -314,8 +314,8 @@ def test_parse_hyperparameters_and_agents() -> None:
     parsed = parse_hyperparameters(["lr=1e-3", "hidden=128", "huber=False", "name=abc"])
     assert parsed == {"lr": 0.001, "hidden": 128, "huber": False, "name": "abc"}
     # YAML's spellings, as in looprl run (was: the strings 'true' and 'null', refused)
-    parsed = parse_hyperparameters(["huber=true", "linear_lr=false", "value_clip=null"])
-    assert parsed == {"huber": True, "linear_lr": False, "value_clip": None}
+    parsed = parse_hyperparameters(["huber=true", "linear_clip=false", "value_clip=null"])
+    assert parsed == {"huber": True, "linear_clip": False, "value_clip": None}
     agents = available_agents()
     assert {"dqn", "ppo", "classic_control.dqn", "classic_control.ppo"} <= set(agents)
     assert agents["ppo"] is agents["classic_control.ppo"]

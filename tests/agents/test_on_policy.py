@@ -395,7 +395,7 @@ def test_ppo_logs_the_entropy_it_leaves_out_of_the_analysis(minibatch_size):
 
 
 def test_ppo_clip_and_lr_schedules_anneal_with_progress():
-    from looprl.presets.on_policy import linear
+    from looprl.approximation import anneal as linear
 
     policy = RecordingPolicy()
     trainer = PPOTrainer(policy, epochs=1, minibatch_size=None, clip=linear(0.2),
@@ -414,7 +414,7 @@ def test_the_lr_schedule_sets_every_optimizer_step_until_hp_lr_is_set():
     and the update leaves ``lr((u + 1) / U)``, though a minibatch without valid rows takes no
     step; the schedule is the approximation's ``lr_scheduler``, dropped by ``hp/lr/<name>``."""
     from looprl.approximation import ProgressLR
-    from looprl.presets.on_policy import linear
+    from looprl.approximation import anneal as linear
 
     policy = RecurrentPolicy()
     sample = make_sample(policy, rows=3, streams=2, seed=1)
@@ -465,7 +465,7 @@ def test_ppo_clip_bounds_are_made_once_per_batch_and_always_of_the_minibatch(
     own advantages and clip."""
     from looprl.agents import ppo
     from looprl.agents.losses import ppo_clip_bounds
-    from looprl.presets.on_policy import linear
+    from looprl.approximation import anneal as linear
 
     made, checked = [], []
 

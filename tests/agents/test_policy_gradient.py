@@ -367,7 +367,7 @@ def test_preset_trains_saves_loads_and_evaluates(name: str, tmp_path: Path) -> N
 SCHEDULED = {
     "ppo": (ppo, "CartPole-v1", {}),
     "ppg": (ppg, "CartPole-v1", {"n_policy": 2, "aux_minibatch_size": 8}),
-    "continuous-ppo": (continuous_ppo, "Pendulum-v1", {"linear_lr": True}),
+    "continuous-ppo": (continuous_ppo, "Pendulum-v1", {"lr_schedule": "linear"}),
     "ppg-dropped-rows": (ppg, "CartPole-v1", {"n_policy": 2, "aux_minibatch_size": 6}),
 }
 

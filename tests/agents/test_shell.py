@@ -37,7 +37,7 @@ def test_linear_lr_of_a_narrower_batch_follows_the_frames_trained(builder, sizes
     learning rate reached 0 after 120 of 400 frames)."""
     seed_everything(0)
     env = GymEnvironment("CartPole-v1")
-    preset = builder.hyperparameters(n_envs=8, lr=1e-3, linear_lr=True, hidden=8,
+    preset = builder.hyperparameters(n_envs=8, lr=1e-3, lr_schedule="linear", hidden=8,
                                      **sizes).env(env).device("cpu").build()
     agent = preset.agent(train_steps=400)
     vector = env.duplicate(2)

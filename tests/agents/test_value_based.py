@@ -157,10 +157,10 @@ def _lr_after_50_updates(builder, train_steps: float, **hyperparameters) -> floa
 def test_vqn_linear_lr_decays_over_the_training_budget() -> None:
     # 400 steps of 4 environments are 100 updates: after 50 the rate is halved
     assert _lr_after_50_updates(vqn, 400) == pytest.approx(5e-4)
-    assert _lr_after_50_updates(vqn, 400, linear_lr=False) == 1e-3
+    assert _lr_after_50_updates(vqn, 400, lr_schedule="constant") == 1e-3
     assert _lr_after_50_updates(vqn, float("inf")) == 1e-3  # no budget, nothing to decay over
     assert _lr_after_50_updates(vsarsa, 400) == 1e-3  # vsarsa keeps a constant rate
-    assert _lr_after_50_updates(vsarsa, 400, linear_lr=True) == pytest.approx(5e-4)
+    assert _lr_after_50_updates(vsarsa, 400, lr_schedule="linear") == pytest.approx(5e-4)
 
 
 def test_noisy_layer_is_noisy_in_training_and_mean_in_eval() -> None:

@@ -10,7 +10,7 @@ from torch import nn, optim
 from torch.optim.lr_scheduler import LambdaLR
 
 from looprl.approximation import LinearScheduler, ProgressLR, linear_schedule
-from looprl.presets.on_policy import linear
+from looprl.approximation import anneal as linear
 
 
 def test_linear_schedule_function():

@@ -53,7 +53,7 @@ def test_a_step_puts_the_values_on_its_grid(small_ppo):
 
 
 def test_preset_targets_build_each_individual_with_its_values(small_ppo):
-    runner = _es(small_ppo.hyperparameters(linear_lr=False),
+    runner = _es(small_ppo.hyperparameters(lr_schedule="constant"),
                  search_targets={"minibatch_size": (16, 64), "lr": (1e-4, 1e-2)})
     seen = []
     evaluate = runner.evaluate

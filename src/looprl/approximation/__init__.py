@@ -1,10 +1,12 @@
 """Function approximation: ``Approximation`` and its wrappers, targets, schedules."""
 
-__all__ = ["Approximation", "Checkpointer", "DummyCheckpointer", "ExpectedQ", "FeatureModule",
-           "FeatureNetwork", "FixedTarget", "Identity", "JointApproximation", "LinearScheduler",
+__all__ = ["LR_SCHEDULES", "Approximation", "Checkpointer", "DummyCheckpointer", "ExpectedQ",
+           "FeatureModule", "FeatureNetwork", "FixedTarget", "Identity", "JointApproximation",
+           "LinearScheduler",
            "PeriodicCheckpointer", "PolyakTarget", "ProgressLR", "QContinuous", "QDist",
            "QDistModule", "QModule", "QNetwork", "Schedulable", "Schedule", "TargetNetwork",
-           "TrivialTarget", "VModule", "VNetwork", "gather_actions", "linear_schedule",
+           "TrivialTarget", "VModule", "VNetwork", "anneal", "check_lr_schedule",
+           "gather_actions", "linear_schedule",
            "project_distribution"]
 
 from looprl.approximation.approximation import Approximation, Identity, JointApproximation
@@ -20,10 +22,13 @@ from looprl.approximation.q_network import (
     gather_actions,
 )
 from looprl.approximation.schedules import (
+    LR_SCHEDULES,
     LinearScheduler,
     ProgressLR,
     Schedulable,
     Schedule,
+    anneal,
+    check_lr_schedule,
     linear_schedule,
 )
 from looprl.approximation.target import (

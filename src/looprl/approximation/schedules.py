@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 from torch.optim import Optimizer
 
-from looprl.core.suggest import check_positive
+from looprl.core.suggest import check_positive, did_you_mean
 
-__all__ = ["LinearScheduler", "ProgressLR", "Schedulable", "Schedule", "linear_schedule"]
+__all__ = ["LR_SCHEDULES", "LinearScheduler", "ProgressLR", "Schedulable", "Schedule", "anneal",
+           "check_lr_schedule", "linear_schedule"]
+
+#: a preset's ``lr_schedule``: its learning rates over the budget's updates (``anneal``'s shapes)
+LR_SCHEDULES = ("constant", "linear", "cosine")
 
 
 def linear_schedule(initial: float, final: float, start: int, end: int, step: int) -> float:
@@ -79,16 +84,46 @@ class Schedulable:
         return value.value if isinstance(value, Schedule) else value
 
 
+def check_lr_schedule(name: Any, owner: str) -> str:
+    """``name`` if it is one of ``LR_SCHEDULES``, else a one-line ``ValueError``."""
+    if name in LR_SCHEDULES:
+        return name
+    hint = did_you_mean(str(name), list(LR_SCHEDULES))
+    raise ValueError(f"Unknown lr_schedule {name!r} of {owner}.{hint} It takes: "
+                     f"{', '.join(LR_SCHEDULES)}")
+
+
+class anneal:  # noqa: N801 -- used like a function: anneal(3e-4, "cosine")
+    """A schedule of training progress ``p`` in ``[0, 1]`` from ``initial`` to 0: ``linear``
+    ``initial * (1 - p)``; ``cosine`` ``initial * (1 + cos(pi p)) / 2``, the rates of ALL's
+    ``CosineAnnealingLR(optimizer, n_updates)`` over the budget's updates (picklable: the
+    rates of ``ProgressLR``, PPO's clip range)."""
+
+    def __init__(self, initial: float, shape: str = "linear"):
+        if shape not in LR_SCHEDULES[1:]:
+            raise ValueError(f"anneal's shape must be 'linear' or 'cosine', got {shape!r}")
+        self.initial, self.shape = initial, shape
+
+    def __call__(self, progress: float) -> float:
+        if self.shape == "cosine":
+            return self.initial * (1.0 + math.cos(math.pi * progress)) / 2.0
+        return self.initial * (1.0 - progress)
+
+
 class ProgressLR:
     """An ``Approximation``'s ``lr_scheduler`` setting the learning rate to ``lr(progress)``,
     ``progress`` the fraction of ``total_updates`` done (each optimizer step its share, capped
-    at 1); ``start(updates, steps)`` before an update of ``steps`` steps, else one step each."""
+    at 1); ``start(updates, steps)`` before an update of ``steps`` steps, else one step each.
+    ``lr`` gives the first parameter group's rate; the others keep their ratio to it (an
+    actor's and a critic's rates)."""
 
     def __init__(self, optimizer: Optimizer, lr: Callable[[float], float],
                  total_updates: float):
         check_positive(total_updates=total_updates)
         self.optimizer, self.lr, self.total_updates = optimizer, lr, total_updates
         self._updates, self._steps, self._step = 0, 1, 0
+        rates = [group["lr"] for group in optimizer.param_groups]
+        self._ratios = [rate / rates[0] if rates[0] else 1.0 for rate in rates]
 
     def start(self, updates: int, steps: int = 1) -> None:
         """Set the learning rate at ``updates`` updates done, before ``steps`` optimizer steps."""
@@ -102,5 +137,6 @@ class ProgressLR:
 
     def _set(self) -> None:
         progress = min((self._updates + self._step / self._steps) / self.total_updates, 1.0)
-        for group in self.optimizer.param_groups:
-            group["lr"] = self.lr(progress)
+        rate = self.lr(progress)
+        for group, ratio in zip(self.optimizer.param_groups, self._ratios, strict=True):
+            group["lr"] = rate * ratio

@@ -13,6 +13,7 @@ import gymnasium as gym
 import numpy as np
 from torch import nn
 
+from looprl.approximation.schedules import ProgressLR, anneal, check_lr_schedule
 from looprl.core import Policy, Preset, Trainer
 from looprl.core.observations import observation_dtype
 from looprl.core.ranges import check_ranges
@@ -34,7 +35,31 @@ class FamilyPreset(Preset):
     def __init__(self, name: str, device: Any, hyperparameters: dict[str, Any]):
         check_ranges(hyperparameters, name)
         check_parts(hyperparameters, name, self.parts)
+        check_lr_schedule(hyperparameters.get("lr_schedule", "constant"), name)
         super().__init__(name, device, hyperparameters)
+
+    def lr_anneal(self, rate: float, updates: float) -> anneal | None:
+        """``rate`` annealed to 0 over the budget as ``lr_schedule`` says (``linear`` or
+        ``cosine``, ALL's); ``None`` (a constant rate) for ``constant`` or an unknown budget
+        (``updates``: ``inf``)."""
+        shape = self.hyperparameters.get("lr_schedule", "constant")
+        return None if shape == "constant" or not math.isfinite(updates) else anneal(rate, shape)
+
+    def anneal_rates(self, policy: Policy, trainer: Trainer, updates: float,
+                     skip: tuple[str, ...] = ()) -> Trainer:
+        """``trainer``; each optimizer of its and ``policy``'s approximations (but ``skip``)
+        annealed to 0 over ``updates`` trainer steps as ``lr_anneal`` says (a ``ProgressLR``
+        counting its optimizer steps: a TD3 actor's one every ``policy_delay`` updates)."""
+        delay = getattr(trainer, "policy_delay", 1)
+        for parts, steps in ((policy.approximations(), updates / delay),
+                             (trainer.approximations(), updates)):
+            for name, approximation in parts.items():
+                optimizer = approximation.optimizer
+                rates = None if optimizer is None or name in skip else self.lr_anneal(
+                    optimizer.param_groups[0]["lr"], updates)
+                if rates is not None:
+                    approximation.lr_scheduler = ProgressLR(optimizer, rates, max(steps, 1.0))
+        return trainer
 
     @abstractmethod
     def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False,

@@ -31,7 +31,7 @@ from looprl.presets.common import (
     value_bytes,
 )
 from looprl.presets.constructors import call_constructor, run_checked, space_sample
-from looprl.presets.parts import beta_schedule, epsilon_schedule
+from looprl.presets.parts import beta_schedule, epsilon_schedule, replay_updates
 
 __all__ = ["QNetworkPreset", "QPreset", "ReplayPreset"]
 
@@ -249,9 +249,14 @@ class QPreset(QNetworkPreset, ReplayPreset):
         return bool(self.hyperparameters.get("double", False))
 
     def trainer(self, policy: DQNPolicy, train_steps: float = math.inf) -> Trainer:
+        """The DQN (or C51) trainer; the rate anneals as ``lr_schedule`` says over the
+        budget's updates."""
         hp = self.hyperparameters
         if self.distributional:
-            return C51Trainer(policy, hp["discount_factor"], self.n_step, double=self.double)
-        return DQNTrainer(policy, hp["discount_factor"], self.n_step,
-                          update=hp.get("update", "q_learning"), double_q=self.double,
-                          huber=hp.get("huber", True))
+            trainer: Trainer = C51Trainer(policy, hp["discount_factor"], self.n_step,
+                                          double=self.double)
+        else:
+            trainer = DQNTrainer(policy, hp["discount_factor"], self.n_step,
+                                 update=hp.get("update", "q_learning"), double_q=self.double,
+                                 huber=hp.get("huber", True))
+        return self.anneal_rates(policy, trainer, replay_updates(hp, train_steps))

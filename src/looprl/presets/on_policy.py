@@ -20,24 +20,13 @@ from looprl.core.preset import check_train_steps
 from looprl.core.ranges import check_ranges
 from looprl.presets.common import FamilyPreset, cap_minibatch, check_memory, policy_network
 
-__all__ = ["EVALUATION", "ActorCriticPreset", "OnPolicyAgentPreset", "OnPolicyPreset", "linear"]
+__all__ = ["EVALUATION", "ActorCriticPreset", "OnPolicyAgentPreset", "OnPolicyPreset"]
 
 #: Every actor-critic preset's evaluation hyperparameter: ``True``, its test agent takes the
 #: policy's mode (SRL's ``is_evaluation``); ``False``, it samples its actions as ALL's test
 #: agents do (the Atari presets' default: a Breakout agent whose mode never presses FIRE after
 #: a lost life would wait out the 27,000-step cap), on every runtime.
 EVALUATION: dict[str, Any] = {"deterministic_test": True}
-
-
-class linear:  # noqa: N801 -- used like a function: linear(3e-4)
-    """A schedule of training progress ``p`` in ``[0, 1]``: ``initial * (1 - p)`` (picklable;
-    the learning rates of ``approximation.ProgressLR`` and PPO's clip range)."""
-
-    def __init__(self, initial: float):
-        self.initial = initial
-
-    def __call__(self, progress: float) -> float:
-        return self.initial * (1.0 - progress)
 
 
 class ActorCriticPreset(FamilyPreset):
@@ -92,6 +81,10 @@ class OnPolicyAgentPreset(FamilyPreset, ParallelPreset):
                               n_envs=self.n_envs, n_steps=self.n_steps, logger=logger)
         return self._wrap(agent)
 
+    def updates(self, train_steps: float) -> float:
+        """Trainer steps in ``train_steps`` env steps (one per ``n_envs * n_steps``)."""
+        return train_steps / (self.n_envs * self.n_steps)
+
     def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
                  ) -> dict[str, Any]:
         """On-policy: each trainer step takes ``n_envs`` fresh segments of ``n_steps`` rows."""
@@ -116,6 +109,3 @@ class OnPolicyPreset(ActorCriticPreset, OnPolicyAgentPreset):
         super().__init__(env, name, device, hyperparameters)
         self.n_steps = n_steps
 
-    def updates(self, train_steps: float) -> float:
-        """Trainer steps in ``train_steps`` env steps (one per ``n_envs * n_steps``)."""
-        return train_steps / (self.n_envs * self.n_steps)

@@ -5,6 +5,7 @@ takes those that fit its policy (``parts``), and ``choose`` names the valid ones
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +15,8 @@ from looprl.core.suggest import did_you_mean
 from looprl.policies import EXPLORATION, BoltzmannPolicy, EZGreedyPolicy, GreedyPolicy
 
 __all__ = ["BUFFERS", "EXPLORATION", "EXPLORATION_SETTINGS", "PARTS", "UPDATES", "beta_schedule",
-           "check_parts", "choose", "epsilon_schedule", "exploration_policy", "idle_exploration"]
+           "check_parts", "choose", "epsilon_schedule", "exploration_policy", "idle_exploration",
+           "replay_updates"]
 
 BUFFERS = ("uniform", "prioritized", "nstep", "rollout")
 UPDATES = (*tuple(Q_UPDATES)[:3], "ppo", "ppg", "sac")  # sarsa: VSarsa's own
@@ -83,11 +85,19 @@ def idle_exploration(hp: dict[str, Any]) -> dict[str, str]:
     return {key: "exploration=" + " or ".join(names) for key, names in readers.items()}
 
 
+def replay_updates(hp: dict[str, Any], train_steps: float) -> float:
+    """The trainer steps of a replay preset in ``train_steps`` env steps: ``gradient_steps``
+    per ``update_frequency`` steps after ``replay_start_size`` (at least 1; ``inf``: unknown)."""
+    if not math.isfinite(train_steps):
+        return math.inf
+    steps = max(train_steps - hp["replay_start_size"], 1)
+    return max(int(steps / hp["update_frequency"] * hp["gradient_steps"]), 1)
+
+
 def beta_schedule(hp: dict[str, Any], train_steps: float) -> Any:
     """Prioritized replay's ``hp['beta']``, annealed linearly to 1 over the gradient steps of
     ``train_steps`` steps (constant for an unknown budget)."""
-    if train_steps == float("inf"):
+    samples = replay_updates(hp, train_steps)
+    if samples == math.inf:
         return hp["beta"]
-    steps = max(train_steps - hp["replay_start_size"], 1)
-    samples = int(steps / hp["update_frequency"] * hp["gradient_steps"])
-    return LinearScheduler(hp["beta"], 1.0, 0, max(samples, 1), name="beta")
+    return LinearScheduler(hp["beta"], 1.0, 0, samples, name="beta")

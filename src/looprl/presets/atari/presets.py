@@ -143,6 +143,8 @@ replay_defaults: dict[str, Any] = {
     "replay_start_size": 80_000, "replay_buffer_size": 1_000_000, "initial_exploration": 1.0,
     "final_exploration": 0.01, "final_exploration_step": 250_000, "test_exploration": 0.001,
     "clip_grad": 0.0, "episodic_life": True, "clip_rewards": True,
+    # ALL's: CosineAnnealingLR over the budget's updates (looprl.approximation.anneal)
+    "lr_schedule": "cosine",
 }
 
 
@@ -263,18 +265,20 @@ rainbow = PresetBuilder("rainbow", {
 vqn = PresetBuilder("vqn", derived(
     classic_vqn.default_hyperparameters, drop=("hidden",), discount_factor=0.99, eps=1.5e-4,
     n_envs=64, final_exploration=0.01, final_exploration_step=250_000, test_exploration=0.001,
-    target_update_frequency=0, linear_lr=False, clip_grad=0.0, huber=False, episodic_life=True,
+    target_update_frequency=0, lr_schedule="cosine", clip_grad=0.0, huber=False, episodic_life=True,
     clip_rewards=True,
 ), OnlineAtariPreset)
 vsarsa = PresetBuilder("vsarsa", dict(vqn.default_hyperparameters), VSarsaAtariPreset)
 a2c = PresetBuilder("a2c", derived(
     classic_a2c.default_hyperparameters, drop=("hidden",), lr=7e-4, eps=1e-3, n_envs=16,
-    entropy_coef=0.01, clip_grad=0.5, episodic_life=True, clip_rewards=True, features="nature",
+    lr_schedule="cosine", entropy_coef=0.01, clip_grad=0.5, episodic_life=True,
+    clip_rewards=True, features="nature",
     deterministic_test=False,  # (ALL's test agents sample: ``on_policy.EVALUATION``)
 ), A2CAtariPreset)
 ppo = PresetBuilder("ppo", derived(
     classic_ppo.default_hyperparameters, drop=("hidden",), discount_factor=0.99, lam=0.95,
-    lr=2.5e-4, n_steps=128, epochs=4, clip=0.1, entropy_coef=0.01, features="nature",
+    lr=2.5e-4, lr_schedule="cosine", n_steps=128, epochs=4, clip=0.1, entropy_coef=0.01,
+    features="nature",
     episodic_life=True, clip_rewards=True, deterministic_test=False,
 ), PPOAtariPreset)
 ppg = PresetBuilder("ppg", derived(
@@ -283,7 +287,7 @@ ppg = PresetBuilder("ppg", derived(
 ), PPGAtariPreset)
 vac = PresetBuilder("vac", derived(
     classic_vac.default_hyperparameters, drop=("hidden",), discount_factor=0.99, lr_pi=1e-4,
-    lr_v=5e-4, eps=1.5e-4, value_coef=0.25, entropy_coef=0.01, clip_grad=0.5,
+    lr_v=5e-4, lr_schedule="cosine", eps=1.5e-4, value_coef=0.25, entropy_coef=0.01, clip_grad=0.5,
     episodic_life=True, clip_rewards=True, features="nature", deterministic_test=False,
 ), VACAtariPreset)
 vpg = PresetBuilder("vpg", derived(vac.default_hyperparameters, drop=("n_envs",),

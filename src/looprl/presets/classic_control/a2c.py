@@ -30,7 +30,7 @@ from looprl.presets.on_policy import EVALUATION, ActorCriticPreset, OnPolicyPres
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99, "lam": 1.0, "lr": 1e-3, "eps": 1e-5, "n_envs": 8, "n_steps": 5,
     "value_coef": 0.5, "entropy_coef": 0.0, "normalize_advantages": False, "clip_grad": 0.5,
-    "hidden": 64, **EVALUATION,
+    "hidden": 64, "lr_schedule": "constant", **EVALUATION,
     # ALL's model constructors (looprl.presets.constructors): None, the MLPs of `hidden`
     **dict.fromkeys(AC_NAMES),
 }
@@ -68,11 +68,15 @@ class SeparateMLPs:
     gae_lambda = 1.0
 
     def trainer(self, policy: Any, train_steps: float = math.inf) -> A2CTrainer:
+        """``trainer_class``; its rates (the actor's, the critic's in proportion) anneal as
+        ``lr_schedule`` says over the budget's ``updates``."""
         hp = self.hyperparameters
+        updates = self.updates(train_steps)
         return self.trainer_class(
             policy, value_coef=hp["value_coef"], entropy_coef=hp["entropy_coef"],
             normalize_advantages=hp["normalize_advantages"],
-            discount_factor=hp["discount_factor"], gae_lambda=hp.get("lam", self.gae_lambda))
+            discount_factor=hp["discount_factor"], gae_lambda=hp.get("lam", self.gae_lambda),
+            total_updates=updates, lr=self.lr_anneal(hp[self.lr_keys[0]], updates))
 
     def _build(self, env: Any) -> tuple[ActorCritic | SharedActorCritic, CategoricalHead]:
         return (custom_classic(self.hyperparameters, env, self.algorithm)
@@ -111,7 +115,7 @@ class VACClassicControlPreset(SeparateMLPs, OnPolicyPreset):
 vac = PresetBuilder("vac", {
     "discount_factor": 0.98, "lr_pi": 5e-4, "lr_v": 1e-2, "eps": 1e-5, "n_envs": 16,
     "value_coef": 0.5, "entropy_coef": 0.0, "normalize_advantages": False, "clip_grad": 0.0,
-    "hidden": 64, **EVALUATION, **dict.fromkeys(AC_NAMES),
+    "hidden": 64, "lr_schedule": "constant", **EVALUATION, **dict.fromkeys(AC_NAMES),
 }, VACClassicControlPreset)
 
 
@@ -133,6 +137,10 @@ class VPGClassicControlPreset(SeparateMLPs, ActorCriticPreset):
                 "whole_episodes": True,
                 "segment_length": self.hyperparameters["min_batch_size"]}
 
+    def updates(self, train_steps: float) -> float:
+        """Trainer steps in ``train_steps`` env steps (about one per ``min_batch_size``)."""
+        return train_steps / self.hyperparameters["min_batch_size"]
+
     def agent(self, logger: Any = None, train_steps: float = math.inf) -> VPG:
         check_train_steps(train_steps, self.name)
         policy = self.policy(logger)
@@ -144,6 +152,6 @@ class VPGClassicControlPreset(SeparateMLPs, ActorCriticPreset):
 vpg = PresetBuilder("vpg", {
     "discount_factor": 0.99, "lr_pi": 3e-3, "lr_v": 5e-3, "eps": 1e-5,
     "min_batch_size": 500, "value_coef": 0.5, "entropy_coef": 0.0,
-    "normalize_advantages": True, "clip_grad": 0.5, "hidden": 64, **EVALUATION,
-    **dict.fromkeys(AC_NAMES),
+    "normalize_advantages": True, "clip_grad": 0.5, "hidden": 64, "lr_schedule": "constant",
+    **EVALUATION, **dict.fromkeys(AC_NAMES),
 }, VPGClassicControlPreset)

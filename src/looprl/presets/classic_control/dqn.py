@@ -35,6 +35,8 @@ replay_defaults: dict[str, Any] = {
     "gradient_steps": 128, "target_update_frequency": 128, "replay_start_size": 1000,
     "replay_buffer_size": 100_000, "initial_exploration": 1.0, "final_exploration": 0.04,
     "final_exploration_step": 8000, "test_exploration": 0.0, "hidden": 256, "clip_grad": 10.0,
+    # the learning rate over the budget's updates: constant, linear or cosine (ALL's Atari)
+    "lr_schedule": "constant",
 }
 
 default_hyperparameters: dict[str, Any] = {

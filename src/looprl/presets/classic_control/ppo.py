@@ -12,6 +12,7 @@ from torch import nn
 
 from looprl.agents.ppg import PPGTrainer
 from looprl.agents.ppo import PPOTrainer
+from looprl.approximation import anneal
 from looprl.nn import MLP, PPGNetwork, feature_extractor
 from looprl.nn.cnn import actor_critic_heads, shared_actor_critic
 from looprl.policies.distributions import CategoricalHead
@@ -24,10 +25,10 @@ from looprl.presets.common import (
     require_flat_observations,
 )
 from looprl.presets.constructors import AC_NAMES
-from looprl.presets.on_policy import EVALUATION, OnPolicyPreset, linear
+from looprl.presets.on_policy import EVALUATION, OnPolicyPreset
 
 default_hyperparameters: dict[str, Any] = {
-    "discount_factor": 0.98, "lam": 0.8, "lr": 1e-3, "linear_lr": True, "eps": 1e-5,
+    "discount_factor": 0.98, "lam": 0.8, "lr": 1e-3, "lr_schedule": "linear", "eps": 1e-5,
     "n_envs": 8, "n_steps": 32, "epochs": 20, "minibatch_size": 256, "clip": 0.2,
     "linear_clip": True, "value_coef": 0.5, "entropy_coef": 0.0, "value_clip": None,
     "clip_grad": 0.5, "hidden": 64, **EVALUATION,
@@ -64,14 +65,14 @@ class PPOClassicControlPreset(OnPolicyPreset):
         return PPOTrainer(policy, **self._ppo_arguments(self.updates(train_steps)))
 
     def _ppo_arguments(self, updates: float) -> dict[str, Any]:
-        """``PPOTrainer``'s arguments; with a known budget, ``linear_clip`` and ``linear_lr``
-        anneal the clip range and learning rate to 0."""
+        """``PPOTrainer``'s arguments; with a known budget, ``linear_clip`` anneals the clip
+        range to 0 and ``lr_schedule`` the learning rate (``FamilyPreset.lr_anneal``)."""
         hp = self.hyperparameters
         known = math.isfinite(updates)
         return dict(
             epochs=hp["epochs"], minibatch_size=hp["minibatch_size"],
-            clip=linear(hp["clip"]) if hp["linear_clip"] and known else hp["clip"],
-            lr=linear(hp["lr"]) if hp["linear_lr"] and known else None,
+            clip=anneal(hp["clip"]) if hp["linear_clip"] and known else hp["clip"],
+            lr=self.lr_anneal(hp["lr"], updates),
             value_coef=hp["value_coef"], entropy_coef=hp["entropy_coef"],
             value_clip=hp["value_clip"], total_updates=updates,
             discount_factor=hp["discount_factor"], gae_lambda=hp["lam"],

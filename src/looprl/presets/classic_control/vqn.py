@@ -2,7 +2,8 @@
 without replay (the autonomous-learning-library's VQN).
 
 Each step of the ``n_envs`` environments is one batch. A target network (every
-``target_update_frequency`` updates; without one it diverges on CartPole), ``linear_lr`` and
+``target_update_frequency`` updates; without one it diverges on CartPole), a linear
+``lr_schedule`` and
 a short horizon (0.95) keep the online updates stable. VSarsa (``vsarsa``) takes SARSA's
 on-policy target ``Q(s', a')`` of the action taken next, with more cautious settings.
 """
@@ -15,18 +16,17 @@ from typing import Any
 from torch import nn
 
 from looprl.agents.dqn import DQNPolicy, DQNTrainer
-from looprl.approximation import ProgressLR
 from looprl.nn import MLP
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import derived, require_flat_observations
 from looprl.presets.off_policy import QNetworkPreset
-from looprl.presets.on_policy import OnPolicyAgentPreset, linear
+from looprl.presets.on_policy import OnPolicyAgentPreset
 from looprl.presets.parts import epsilon_schedule
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.95, "lr": 1e-3, "eps": 1e-5, "n_envs": 16, "initial_exploration": 1.0,
     "final_exploration": 0.02, "final_exploration_step": 32_000, "test_exploration": 0.0,
-    "hidden": 64, "target_update_frequency": 25, "linear_lr": True, "clip_grad": 10.0,
+    "hidden": 64, "target_update_frequency": 25, "lr_schedule": "linear", "clip_grad": 10.0,
     "huber": True,
     # ALL's model_constructor(env): the network instead of hidden's (models.dueling_fc_relu_q)
     "model_constructor": None,
@@ -55,13 +55,12 @@ class OnlineClassicControlPreset(OnPolicyAgentPreset, QNetworkPreset):
         return self._q_policy(q, epsilon_schedule({**hp, "final_exploration_step": steps}))
 
     def trainer(self, policy: DQNPolicy, train_steps: float = math.inf) -> DQNTrainer:
-        """One-step ``update`` on each ``[2, n_envs]`` batch; with ``linear_lr`` the learning
-        rate decays to 0 over the ``train_steps / n_envs`` updates of the budget."""
+        """One-step ``update`` on each ``[2, n_envs]`` batch; the learning rate anneals as
+        ``lr_schedule`` says over the ``train_steps / n_envs`` updates of the budget."""
         hp = self.hyperparameters
-        if hp["linear_lr"] and math.isfinite(train_steps):
-            updates = max(int(train_steps / self.n_envs), 1)
-            policy.q.lr_scheduler = ProgressLR(policy.q.optimizer, linear(hp["lr"]), updates)
-        return DQNTrainer(policy, hp["discount_factor"], update=self.update, huber=hp["huber"])
+        trainer = DQNTrainer(policy, hp["discount_factor"], update=self.update,
+                             huber=hp["huber"])
+        return self.anneal_rates(policy, trainer, self.updates(train_steps))
 
 
 vqn = PresetBuilder("vqn", default_hyperparameters, OnlineClassicControlPreset)
@@ -76,5 +75,5 @@ class VSarsaClassicControlPreset(OnlineClassicControlPreset):
 
 vsarsa = PresetBuilder("vsarsa", derived(
     default_hyperparameters, discount_factor=0.9, n_envs=32, lr=5e-4, final_exploration=0.05,
-    final_exploration_step=128_000, linear_lr=False, target_update_frequency=50,
+    final_exploration_step=128_000, lr_schedule="constant", target_update_frequency=50,
 ), VSarsaClassicControlPreset)

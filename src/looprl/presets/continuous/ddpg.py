@@ -40,6 +40,7 @@ from looprl.presets.constructors import (
     space_sample,
 )
 from looprl.presets.off_policy import ReplayPreset
+from looprl.presets.parts import replay_updates
 
 
 def mlp(in_dim: int, out_dim: int, hidden: int) -> MLP:
@@ -128,6 +129,8 @@ default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99, "lr_actor": 1e-3, "lr_critic": 1e-3, "minibatch_size": 256,
     "replay_start_size": 1000, "replay_buffer_size": 1_000_000, "update_frequency": 1,
     "gradient_steps": 1, "polyak_rate": 0.005, "noise": 0.1, "hidden": 256,
+    # the learning rates over the budget's updates: constant, linear or cosine (ALL's)
+    "lr_schedule": "constant",
     # ALL's model constructors (looprl.presets.continuous.models): None, the MLPs of `hidden`
     **dict.fromkeys(DDPG_MODELS),
 }
@@ -146,7 +149,10 @@ class DDPGContinuousPreset(OffPolicyContinuousPreset):
         ), hp["replay_start_size"])
 
     def trainer(self, policy: DDPGPolicy, train_steps: float = math.inf) -> DDPGTrainer:
-        return DDPGTrainer(policy, self._q(policy), self.hyperparameters["discount_factor"])
+        hp = self.hyperparameters
+        return self.anneal_rates(policy, DDPGTrainer(policy, self._q(policy),
+                                                     hp["discount_factor"]),
+                                 replay_updates(hp, train_steps))
 
     def test_agent(self) -> Actor:
         """An evaluation ``Actor`` over a copy of the actor (``mu(s)``, no noise)."""
@@ -166,9 +172,10 @@ class TD3ContinuousPreset(DDPGContinuousPreset):
     def trainer(self, policy: DDPGPolicy, train_steps: float = math.inf) -> TD3Trainer:
         hp = self.hyperparameters
         target = DelayedPolyakTarget(hp["polyak_rate"], hp["policy_delay"])
-        return TD3Trainer(policy, self._q(policy, target), hp["discount_factor"],
-                          policy_delay=hp["policy_delay"], target_noise=hp["target_noise"],
-                          noise_clip=hp["noise_clip"])
+        trainer = TD3Trainer(policy, self._q(policy, target), hp["discount_factor"],
+                             policy_delay=hp["policy_delay"], target_noise=hp["target_noise"],
+                             noise_clip=hp["noise_clip"])
+        return self.anneal_rates(policy, trainer, replay_updates(hp, train_steps))
 
 
 td3 = PresetBuilder("td3", derived(default_hyperparameters, policy_delay=2, target_noise=0.2,
@@ -221,8 +228,11 @@ class SACContinuousPreset(OffPolicyContinuousPreset):
         optimizer = adam(temperature, hp["lr_temperature"]) if hp["entropy_tuning"] else None
         temperature = Approximation(temperature, optimizer, name="temperature",
                                     logger=policy.actor.logger)
-        return SACTrainer(policy, self._q(policy), temperature, hp["discount_factor"],
-                          target_entropy=self.target_entropy)
+        trainer = SACTrainer(policy, self._q(policy), temperature, hp["discount_factor"],
+                             target_entropy=self.target_entropy)
+        # (the networks' rates, as ALL's; the temperature's stays)
+        return self.anneal_rates(policy, trainer, replay_updates(hp, train_steps),
+                                 skip=("temperature",))
 
     def test_agent(self) -> Actor:
         """An evaluation ``Actor`` over a copy of the actor (``center + scale * tanh(mean)``)."""

@@ -25,7 +25,7 @@ from looprl.presets.constructors import (
 
 default_hyperparameters: dict[str, Any] = derived(
     classic_defaults, drop=("features", AC_NAMES[0]), discount_factor=0.9, lam=0.95,
-    linear_lr=False, n_steps=256, epochs=10, linear_clip=False, log_std_init=0.0,
+    lr_schedule="constant", n_steps=256, epochs=10, linear_clip=False, log_std_init=0.0,
 )
 
 
