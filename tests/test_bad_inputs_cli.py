@@ -347,6 +347,9 @@ def test_too_few_cpus_for_the_workers_says_to_raise_num_cpus_not_lower_it() -> N
     (["plot", "/nonexistent/runs"], "no directory /nonexistent/runs: give the one looprl"),
     (["train", "ppo"], "looprl train: error: the following arguments are required"),
     (["bogus"], "invalid choice: 'bogus'"),
+    # (was: both presets' keys merged, "Unknown hyperparameter 'update_frequency' for ppo")
+    (["run", "algorithm=[dqn,ppo]"], "algorithm=[dqn,ppo]: algorithm takes one option; a "
+                                     "sweep over several is -m algorithm=dqn,ppo"),
 ])
 def test_bad_command_lines_are_one_line(argv: list[str], expected: str, tmp_path: Path,
                                        capfd: pytest.CaptureFixture[str],

@@ -58,6 +58,9 @@ def config_dir(tmp_path: Path) -> Path:
     (directory / "experiment" / "commented.yaml").write_text(  # (the header read too late)
         "# my_configs/experiment/commented.yaml\n" + EXPERIMENT)
     (directory / "my_run.yaml").write_text(OWN_CONFIG)
+    (directory / "algorithm").mkdir()  # (algorithm configs without a preset's name)
+    (directory / "algorithm" / "nameless.yaml").write_text("lr: 0.1\n")
+    (directory / "algorithm" / "numbered.yaml").write_text("preset: 12\nlr: 0.1\n")
     return directory
 
 
@@ -101,8 +104,8 @@ def test_a_config_of_ones_own_starts_from_looprls(config_dir, tmp_path) -> None:
 
 def test_an_algorithm_file_of_ones_own_runs_without_hydras_warning(config_dir, tmp_path
                                                                    ) -> None:
-    (config_dir / "algorithm").mkdir()  # (checked against looprl's algorithm/dqn: Hydra warned
-    (config_dir / "algorithm" / "dqn.yaml").write_text(  # twice, at every run, before)
+    # (checked against looprl's algorithm/dqn: Hydra warned twice, at every run, before)
+    (config_dir / "algorithm" / "dqn.yaml").write_text(
         "preset: classic_control.dqn\nlr: 0.0042\nhidden: 8\nreplay_start_size: 32\n")
     out = tmp_path / "run"
     with warnings.catch_warnings(record=True) as caught:
@@ -114,7 +117,35 @@ def test_an_algorithm_file_of_ones_own_runs_without_hydras_warning(config_dir, t
     assert described["hyperparameters"]["lr"] == 0.0042
 
 
+def test_a_meta_file_of_ones_own_is_one_components_arguments(config_dir, tmp_path, capsys
+                                                              ) -> None:
+    """``meta/NAME.yaml`` under ``# @package meta.NAME`` attaches that component; without the
+    header its keys land in ``meta`` itself: one line that names the header (was:
+    ``AttributeError: 'str' object has no attribute 'items'``)."""
+    (config_dir / "meta").mkdir()
+    body = "_target_: looprl.meta.RND\nlr: 2.0e-4\n"
+    (config_dir / "meta" / "my_rnd.yaml").write_text("# @package meta.my_rnd\n" + body)
+    (config_dir / "meta" / "bare.yaml").write_text(body)
+    out = tmp_path / "run"
+    assert cli(["run", "-cd", str(config_dir), "meta=[my_rnd]", "frames=64", "test_episodes=0",
+                *QUIET, f"hydra.run.dir={out}"]) == 0
+    described = json.loads((out / "ppo" / "CartPole-v1" / "run.json").read_text())
+    assert described["meta"] == ["RND(internal_reward_weight=0.1, normalize=False, "
+                                 "network='auto', lr=0.0002)"]
+    capsys.readouterr()
+    assert cli(["run", "-cd", str(config_dir), "meta=[bare]", "frames=64", *QUIET,
+                f"hydra.run.dir={tmp_path / 'bare'}"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "needs '# @package meta.NAME' as its first line" in error[0]
+
+
 @pytest.mark.parametrize("arguments, message", [
+    # (was OmegaConf's "Key 'preset' is not in struct", "'int' object is not iterable")
+    (["algorithm=nameless", *QUIET], "algorithm.preset is none: an algorithm config names the "
+                                     "preset it sets (preset: classic_control.dqn"),
+    (["algorithm=numbered", *QUIET], "algorithm.preset is 12: an algorithm config names"),
+    (["meta=[rnd]", "meta.rnd=5"], "meta.rnd holds the arguments of rnd: set one with "
+                                   "meta.rnd.ARG=VALUE (Valid ARG: internal_reward_weight,"),
     (["+experiment=acrobot_dq"], "Unknown experiment 'acrobot_dq'. Did you mean 'acrobot_dqn'?"),
     (["experiment=acrobot_dqn"], "add it with +experiment=acrobot_dqn"),
     (["-cn", "my_rn"], "--config-name 'my_rn': no my_rn.yaml in"),

@@ -164,6 +164,17 @@ def test_results_json_is_strict_json_with_null_for_nan(tmp_path: Path) -> None:
     assert not list(tmp_path.rglob("test_returns.csv"))
 
 
+def test_arrays_in_results_json_are_lists_of_numbers() -> None:
+    """ES's best parameter vector (``search_params=true``) and other arrays are written whole,
+    NaN as null (was: NumPy's shortened repr, ``"array([-0.127, ..., 0.044], shape=(9155,))"``)."""
+    from looprl.experiments.run_files import json_text
+    vector = np.linspace(-1.0, 1.0, 2000)
+    text = json_text({"parameters": vector, "tensor": torch.tensor([1.5, float("nan")]),
+                      "scalar": np.float32(0.5)}, indent=1)
+    assert json.loads(text) == {"parameters": vector.tolist(), "tensor": [1.5, None],
+                                "scalar": 0.5}
+
+
 def test_a_multirun_over_two_seeds_makes_two_run_directories(tmp_path: Path) -> None:
     run(["-m", "seed=0,1", "meta=[rnd]", *SMALL, f"hydra.sweep.dir={tmp_path}"])
     runs = sorted(p for p in tmp_path.iterdir() if p.is_dir() and p.name.isdigit())

@@ -18,9 +18,14 @@ import time
 import warnings
 from typing import Any
 
+import gymnasium as gym
+import numpy as np
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
+from looprl.environments.srl import Environment, StepResult
+
 PATH = "tests.distributed.faulty_env:FaultyCartPole"
+SRL_PATH = "tests.distributed.faulty_env:FaultySRLCartPole"
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +67,39 @@ class FaultyCartPole(CartPoleEnv):
             if self.fault == "exit":
                 os._exit(1)
         return super().step(action)
+
+
+class FaultySRLCartPole(Environment):
+    """``FaultyCartPole`` (its ``faults``) as a one-agent SRL environment (seed 004's API)."""
+
+    def __init__(self, faults: dict[int, str | tuple[str, int]] | None = None):
+        self.env, self._seed = FaultyCartPole(faults), None
+
+    @property
+    def agent_count(self) -> int:
+        return 1
+
+    @property
+    def observation_spaces(self) -> list[gym.spaces.Dict]:
+        return [gym.spaces.Dict({"obs": self.env.observation_space})]
+
+    @property
+    def action_spaces(self) -> list[gym.Space]:
+        return [self.env.action_space]
+
+    def seed(self, seed: int | None = None) -> int | None:
+        self._seed = seed
+        return seed
+
+    def reset(self) -> list[StepResult]:
+        obs, _ = self.env.reset(seed=self._seed)
+        return [StepResult(obs={"obs": obs}, reward=np.zeros(1, np.float32),
+                           done=np.zeros(1, bool), info={})]
+
+    def step(self, actions: list[Any]) -> list[StepResult]:
+        obs, reward, terminated, truncated, _ = self.env.step(int(np.ravel(actions[0])[0]))
+        return [StepResult(obs={"obs": obs}, reward=np.array([reward], np.float32),
+                           done=np.array([terminated]), info={}, truncated=np.array([truncated]))]
 
 
 def faulty_policy(**args: Any) -> Any:

@@ -104,3 +104,16 @@ def test_a_trainer_waits_answer_timeout_for_its_last_publication(monkeypatch) ->
                             publisher=SimpleNamespace(flush=flushed.append))
     trainer.run()  # (stopped: no batch)
     assert flushed == [TINY]
+
+
+def test_a_worker_error_is_named_by_its_first_line_and_rays_by_its_last() -> None:
+    """A multi-line error of the user's (torch's NaN check) keeps its summary, the first line
+    (was: the last, ``ValueError: [nan, nan, nan]])``); Ray's wrappers end with the original
+    message."""
+    from looprl.distributed.cluster import error_line
+    raised = ValueError("Expected parameter logits ... but found invalid values:\n"
+                        "tensor([[nan, nan, nan]])")
+    assert error_line(raised) == "Expected parameter logits ... but found invalid values:"
+    wrapped = ray.exceptions.RayTaskError("step", "Traceback ...\nValueError: boom", raised)
+    assert error_line(wrapped) == str(wrapped).strip().splitlines()[-1]
+    assert error_line(RuntimeError()) == "RuntimeError"

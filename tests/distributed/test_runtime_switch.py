@@ -85,7 +85,12 @@ def _ray_parameters(run: Path) -> dict[str, torch.Tensor]:
      0, 0),  # (PLR's levels, seeded; the held-out set)
     (["algorithm=ppo", "algorithm.n_envs=4", "algorithm.n_steps=32", "algorithm.hidden=16",
       "algorithm.minibatch_size=32"], "CartPole-v1", 4, FRAMES, 0, 3),
-], ids=["dqn", "sac", "multiagent_dqn", "ppo_on_contexts_with_plr", "ppo"])
+    # a user's SRL environment whose copy 1 raises: the same vector of views rebuilt whole
+    # on both (was: locally all copies, on Ray the one, other episodes from there)
+    (["algorithm=ppo", "algorithm.n_envs=4", "algorithm.n_steps=32", "algorithm.hidden=16",
+      "algorithm.minibatch_size=32", "env_kwargs.faults={1:step}"],
+     "tests.distributed.faulty_env:FaultySRLCartPole", 4, FRAMES, 0, 3),
+], ids=["dqn", "sac", "multiagent_dqn", "ppo_on_contexts_with_plr", "ppo", "ppo_on_srl_faults"])
 def test_one_synchronous_ray_actor_gives_the_local_run_bit_for_bit(local_ray, tmp_path,
                                                                     algorithm, env, copies,
                                                                     frames, seed,
@@ -123,8 +128,9 @@ def test_one_synchronous_ray_actor_gives_the_local_run_bit_for_bit(local_ray, tm
     # env copy that raised: rebuilt on both, ``runtime.max_restarts``, where and at which frame)
     assert {key: trained[key] for key in local_train if key != "wall_time"} == {
         key: value for key, value in local_train.items() if key != "wall_time"}
+    faults = "faults" in str(algorithm)  # (a vector of SRL views: rebuilt whole, "env")
     assert [where for where, _ in local_train["restarts"]] == (
-        ["actor0/copy0"] if "faults" in str(algorithm) else [])
+        [] if not faults else ["actor0/env"] if "SRL" in env else ["actor0/copy0"])
     # the final evaluation: the same episodes (its actor and env resets seeded alike)
     assert results["ray"]["eval"] == results["local"]["eval"]
     if not test_episodes:  # (each of the 2 held-out instances once)

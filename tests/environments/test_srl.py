@@ -125,6 +125,25 @@ def test_an_argument_of_the_wrong_type_is_one_line_when_the_env_is_made():
     assert env.length == 3 and type(env.length) is int and env.scale == 0.5
 
 
+def test_a_constructor_that_raises_names_the_environment_in_one_line():
+    """A simulator that cannot start (``looprl run env=my_envs:Sim``: was Hydra's 76-line
+    traceback, locally and on Ray); a bad argument stays the constructor's own error."""
+    from looprl.environments.faults import EnvironmentFailure
+
+    class Sim(Countdown):
+        def __init__(self, length: int = 4):
+            if length < 0:
+                raise ValueError("length must be >= 0")
+            raise RuntimeError("cannot open simulator")
+
+    register("sim-test", Sim)
+    with pytest.raises(EnvironmentFailure, match=r"^sim-test\.__init__\(\) raised "
+                                                 r"RuntimeError: cannot open simulator$"):
+        make("sim-test")
+    with pytest.raises(ValueError, match="^length must be >= 0$"):
+        make("sim-test", length=-1)
+
+
 def test_duplicate_name_is_refused():
     register("dup-test", Countdown)
     with pytest.raises(ValueError, match="environment 'dup-test' is already registered"):

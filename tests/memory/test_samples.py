@@ -56,6 +56,22 @@ def test_on_policy_buffer_of_one_stream_takes_segments_of_any_length():
                                          r"T \+ 1 = 5 rows, got 9 .*batch_streams=1"):
         several.put(segment(1, rows=9), 0)
 
+def test_on_policy_batches_are_writable_where_ray_delivered_read_only_arrays():
+    """A trainer may edit its batch in place on Ray as locally (SRL's reward scaling): the
+    read-only arrays of Ray's zero-copy transfer come as copies (was: "assignment destination
+    is read-only" in the trainer worker); writable ones are not copied."""
+    buffer = OnPolicyBuffer(batch_streams=2)
+    received = segment(2, numpy=True)
+    for leaf in (received.reward, received.obs.obs):
+        leaf.flags.writeable = False
+    buffer.put(received, 0)
+    batch = buffer.get()
+    batch.reward[:] = batch.reward * 2.0
+    np.clip(batch.obs.obs, 0, 0.5, out=batch.obs.obs)
+    assert batch.reward[0].tolist() == [0.0, 2.0] and received.reward[0].tolist() == [0.0, 1.0]
+    assert batch.action is received.action  # (writable: as it came)
+
+
 @pytest.mark.parametrize("numpy", [False, True])
 def test_on_policy_buffer_concatenates_streams(numpy):
     buffer = OnPolicyBuffer(batch_streams=4)

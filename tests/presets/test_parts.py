@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -94,9 +95,14 @@ def test_update_by_name(cartpole, name: str) -> None:
     (ppo, {"update": "double_q"}, "ppo cannot use the update 'double_q'; it takes: ppo"),
     (ppo, {"exploration": "ez_greedy"}, "it takes: stochastic"),
     (ppo, {"buffer": "nsteps"}, "Unknown buffer 'nsteps'. Did you mean 'nstep'"),
+    # Mighty's class names, by name or import path (was: "Did you mean 'q_learning'?")
+    (dqn, {"update": "DoubleQLearning"}, "Unknown update 'DoubleQLearning'. Did you mean "
+     "'double_q' (Mighty's DoubleQLearning)?"),
+    (dqn, {"exploration": "mighty.mighty_exploration.EZGreedy"}, "Did you mean 'ez_greedy' "
+     "(Mighty's EZGreedy)? dqn takes:"),
 ])
 def test_wrong_part_names_say_what_is_valid(cartpole, builder, hp, message) -> None:
-    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         builder.env(cartpole).hyperparameters(**hp).device("cpu").build()
 
 

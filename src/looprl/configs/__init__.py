@@ -273,6 +273,11 @@ def make_components(cfg: Any, env: Any = None) -> list[Any]:
     from looprl.meta.registry import make_component
     meta = {name: kwargs or {} for name, kwargs in (_plain(cfg.get("meta")) or {}).items()}
     for name, kwargs in meta.items():
+        if not isinstance(kwargs, dict):  # (a meta/NAME.yaml of the user's, no header)
+            raise ValueError(f"meta.{name} is {kwargs!r:.40}, where meta holds one mapping "
+                             "of arguments per component: a meta/NAME.yaml file of your "
+                             "config directory needs '# @package meta.NAME' as its first "
+                             "line (without it Hydra merges its keys into meta itself)")
         check_required(kwargs, f"meta {name}", f"meta.{name}")
     components = [make_component(name, **kwargs) for name, kwargs in meta.items()]
     curricula = [c for c in components if getattr(c, "needs_contexts", False)]

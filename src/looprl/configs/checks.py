@@ -76,6 +76,9 @@ def check_overrides(overrides: list[str]) -> None:
     _check_appended(overrides, [group for group in mine if group not in builtin])
     for key, value in pairs:
         if key in options:
+            if key != "meta" and value.strip().startswith("["):  # (Hydra merges a list's)
+                raise ValueError(f"{key}={value}: {key} takes one option; a sweep over "
+                                 f"several is -m {key}={','.join(_choices(value))}")
             chosen[key] = _choices(value)
             for choice in chosen[key]:
                 check_choice(key, choice, options[key], _mighty_hint(key, choice, options[key]))
@@ -239,6 +242,10 @@ def _check_field(group: str, field: str, chosen: list[str]) -> None:
             raise ValueError(f"meta.{field} sets an argument of {name!r}, which is not "
                              f"attached: add it with meta=[{','.join([*chosen, name])}]")
         chosen, head = [keys[name]], argument.split(".")[0]
+        if not argument:
+            valid = [k for k in ConfigStore.instance().load(f"meta/{chosen[0]}.yaml").node]
+            raise ValueError(f"meta.{name} holds the arguments of {chosen[0]}: set one with "
+                             f"meta.{name}.ARG=VALUE (Valid ARG: {', '.join(valid) or 'none'})")
     if not chosen:  # an empty choice (algorithm=): Hydra names the group's options
         return
     for option in chosen:

@@ -134,7 +134,8 @@ def key_hint(key: str, valid: list[str]) -> str:
 
 def check_config_keys(cfg: Any) -> None:
     """A one-line ``ValueError`` for a group of ``cfg`` set to a plain value (Mighty's
-    ``algorithm: DQN``) or a top-level key the ``looprl`` config lacks."""
+    ``algorithm: DQN``), an algorithm config without its ``preset``'s name, or a top-level key
+    the ``looprl`` config lacks."""
     from omegaconf import OmegaConf
     for group in GROUPS:
         value = cfg.get(group)
@@ -145,6 +146,12 @@ def check_config_keys(cfg: Any) -> None:
                              f"{group} config: choose the option in the file's defaults "
                              f"(- override /{group}: {option}) or with {group}={option}, and "
                              f"set its keys under {group}:")
+    preset = cfg.algorithm.get("preset") if cfg.get("algorithm") is not None else None
+    if not isinstance(preset, str):  # (an algorithm/NAME.yaml of the user's)
+        got = "none" if preset is None else repr(preset)
+        raise ValueError(f"algorithm.preset is {got}: an algorithm config names the preset it "
+                         "sets (preset: classic_control.dqn, as looprl run --help's algorithm "
+                         "options do), then its hyperparameters")
     valid = [*config_keys(), *GROUPS]
     for key in cfg:
         if key not in valid:

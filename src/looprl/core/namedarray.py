@@ -23,7 +23,8 @@ T = TypeVar("T", bound="NamedArray")
 class NamedArray:
     """A record of named arrays: ``NamedArray(obs=x, reward=r)``; fields keep their order and
     cannot be added later. ``ValueError`` if a name clashes with an attribute (``values``) or
-    the leading (batch) dimensions differ."""
+    the leading (batch) dimensions differ (not checked where a ``@namedarray`` class gets all
+    its fields by keyword: the hot loops' fast path; positional fields are checked)."""
 
     _field_names: tuple[str, ...] | None = None  # set by @namedarray on decorated classes
     _defaults: dict[str, Any] = {}

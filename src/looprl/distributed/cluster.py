@@ -134,9 +134,14 @@ def answers(refs: dict[Any, Any], timeout: float, died: set[Any] | None = None,
 
 
 def error_line(error: BaseException) -> str:
-    """The last line of ``error``'s text (Ray's errors end with the original message)."""
+    """One line of ``error``'s text: a Ray error's last (it ends with the original message),
+    another's first (its summary: torch's "Expected parameter logits ... but found invalid
+    values:" above the tensor)."""
     text = str(error).strip()
-    return text.splitlines()[-1] if text else type(error).__name__
+    if not text:
+        return type(error).__name__
+    lines = text.splitlines()
+    return lines[-1] if type(error).__module__.startswith("ray.") else lines[0]
 
 
 def _check_runtime_env(runtime_env: dict[str, Any] | None) -> None:

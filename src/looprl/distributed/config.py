@@ -226,17 +226,21 @@ def _registries(entries: bool = True) -> dict[str, Any]:
 
 
 def _local_copies(preset: Any, env: str, env_args: dict[str, Any]) -> Any:
-    """``copies`` of ``preset`` for a Gymnasium id, an Atari game or a contextual env."""
+    """``copies`` of ``preset`` for a Gymnasium id, an Atari game, a contextual env or (a
+    single-agent preset's) an SRL environment's view: what a local run steps."""
     import gymnasium as gym
 
     from looprl.environments.contextual import contextual_copies
-    from looprl.environments.duplicate import atari_copies, gym_copies
+    from looprl.environments.duplicate import atari_copies, gym_copies, srl_agent_copies
     from looprl.environments.srl import registered_environments
+    from looprl.presets.multiagent.independent import IndependentMultiagentPreset
     one_by_one = not isinstance(preset, ParallelPreset)
     if env == "atari":
         return functools.partial(atari_copies, dict(env_args), one_by_one)
     if env == "contextual":
         return functools.partial(contextual_copies, dict(env_args), one_by_one)
+    if env in registered_environments() and not isinstance(preset, IndependentMultiagentPreset):
+        return functools.partial(srl_agent_copies, env, dict(env_args), one_by_one)
     if env not in gym.registry or env in registered_environments():
         return None
     return functools.partial(gym_copies, env, dict(env_args), one_by_one)

@@ -18,6 +18,7 @@ from looprl.environments.faults import EnvironmentFailure, failure
 from looprl.environments.gym import GymEnvironment
 from looprl.environments.gym_helpers import deep_copy, shape_changed
 from looprl.environments.mujoco import MujocoEnvironment
+from looprl.environments.srl_adapters import SRLAgentEnvironment
 from looprl.environments.vector import state_array_from_numpy
 
 __all__ = ["DuplicateEnvironment", "atari_copies", "gym_copies", "local_copies", "state_arrays"]
@@ -183,6 +184,14 @@ def gym_copies(env_id: str, make_kwargs: dict[str, Any], one_by_one: bool,
                n: int) -> VectorEnvironment:
     """``local_copies`` of ``GymEnvironment(env_id, **make_kwargs)``."""
     return local_copies(functools.partial(GymEnvironment, env_id, **make_kwargs), one_by_one, n)
+
+
+def srl_agent_copies(name: str, env_args: dict[str, Any], one_by_one: bool,
+                     n: int) -> VectorEnvironment:
+    """``local_copies`` of the one-agent SRL environment ``name``'s view (a single-agent
+    preset's, as a local run steps it)."""
+    return local_copies(functools.partial(SRLAgentEnvironment.made, name, env_args),
+                        one_by_one, n)
 
 
 def atari_copies(env_args: dict[str, Any], one_by_one: bool, n: int) -> VectorEnvironment:

@@ -18,7 +18,8 @@ from looprl.core.imports import import_module, is_import_path
 from looprl.core.leaves import as_numpy
 from looprl.core.namedarray import NamedArray
 from looprl.core.registry import Registry
-from looprl.environments.faults import EnvironmentOutputError
+from looprl.core.suggest import is_bad_input
+from looprl.environments.faults import EnvironmentOutputError, failure
 from looprl.environments.gym_helpers import check_argument_types, makeable_ids
 
 
@@ -214,7 +215,12 @@ def make(name: str, /, **env_args: Any) -> Environment:
     else:  # (``UnknownName`` if it is not registered)
         creator = environments.get(name, also=makeable_ids(), n=3)
         check_argument_types(name, creator, env_args)  # (text for a number, 2.5 for an int)
-        env = creator(**env_args)
+        try:
+            env = creator(**env_args)
+        except Exception as error:  # (the user's simulator that cannot start: one line)
+            if is_bad_input(error):
+                raise
+            raise failure(name, "__init__", error) from error
     if not isinstance(env, Environment):
         raise TypeError(f"environment {name!r} built a {type(env).__name__}, not a looprl."
                         "environments.SRLEnvironment; wrap a Gymnasium env in GymnasiumEnvironment")

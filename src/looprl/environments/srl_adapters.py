@@ -295,10 +295,14 @@ class SRLAgentEnvironment(GymEnvironment):
     def remote_env(self) -> tuple[str, dict[str, Any]]:
         return self._remote
 
+    @classmethod
+    def made(cls, name: str, env_args: dict[str, Any]) -> SRLAgentEnvironment:
+        """The view of ``make(name, **env_args)`` (on a copy of ``env_args``)."""
+        return cls(make(name, **copy.deepcopy(env_args)), (name, env_args))
+
     def remade(self) -> SRLAgentEnvironment:
         """A new view of ``make(*remote)``."""
-        name, env_args = self._remote
-        return SRLAgentEnvironment(make(name, **copy.deepcopy(env_args)), self._remote)
+        return self.made(*self._remote)
 
     def duplicate(self, n: int) -> GymVectorEnvironment:
         """``n`` copies, each made from ``remote`` (as Ray's actors make theirs)."""

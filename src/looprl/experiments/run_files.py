@@ -37,9 +37,10 @@ def safe_component(name: str) -> str:
 
 
 def json_value(value: Any) -> Any:
-    """``json.dumps``' ``default``: a number for NumPy and torch scalars, else ``object_path``."""
-    with contextlib.suppress(AttributeError, ValueError, RuntimeError):
-        return _finite(value.item())  # numpy and torch scalars
+    """``json.dumps``' ``default``: a number for NumPy and torch scalars, a list of numbers for
+    their arrays (ES's best parameter vector), else ``object_path``."""
+    with contextlib.suppress(AttributeError, ValueError, RuntimeError, TypeError):
+        return _finite(value.tolist())  # numpy and torch scalars and arrays
     return object_path(value)
 
 

@@ -84,7 +84,8 @@ class OnPolicyBuffer:
         return len(self) >= self.batch_streams
 
     def get(self) -> SampleBatch:
-        """The oldest ``batch_streams`` pending streams as one batch (not ``ready``: an error)."""
+        """The oldest ``batch_streams`` pending streams as one batch, its arrays writable
+        (not ``ready``: an error)."""
         if not self.ready():
             raise RuntimeError(f"OnPolicyBuffer holds {len(self)} of {self.batch_streams} streams")
         parts, need = [], self.batch_streams
@@ -96,7 +97,14 @@ class OnPolicyBuffer:
                 sample = _columns(sample, slice(0, need))
             parts.append(sample)
             need -= min(streams, need)
-        return parts[0] if len(parts) == 1 else NamedArray.cat(parts, dim=1)
+        return _writable(parts[0]) if len(parts) == 1 else NamedArray.cat(parts, dim=1)
+
+
+def _writable(sample: SampleBatch) -> SampleBatch:
+    """``sample`` with a writable copy of each read-only array (Ray's, zero-copy), which a
+    trainer may edit in place as it may locally (the others kept: no copy locally)."""
+    return recursive_apply(sample, lambda leaf: leaf.copy() if isinstance(leaf, np.ndarray)
+                           and not leaf.flags.writeable else leaf)
 
 
 #: The buffer of each kind a trainer names.

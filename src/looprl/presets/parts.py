@@ -14,9 +14,9 @@ from looprl.approximation import LinearScheduler
 from looprl.core.suggest import did_you_mean
 from looprl.policies import EXPLORATION, BoltzmannPolicy, EZGreedyPolicy, GreedyPolicy
 
-__all__ = ["BUFFERS", "EXPLORATION", "EXPLORATION_SETTINGS", "PARTS", "UPDATES", "beta_schedule",
-           "check_parts", "choose", "epsilon_schedule", "exploration_policy", "idle_exploration",
-           "replay_updates"]
+__all__ = ["BUFFERS", "EXPLORATION", "EXPLORATION_SETTINGS", "MIGHTY_PARTS", "PARTS", "UPDATES",
+           "beta_schedule", "check_parts", "choose", "epsilon_schedule", "exploration_policy",
+           "idle_exploration", "replay_updates"]
 
 BUFFERS = ("uniform", "prioritized", "nstep", "rollout")
 UPDATES = (*tuple(Q_UPDATES)[:3], "ppo", "ppg", "sac")  # sarsa: VSarsa's own
@@ -31,14 +31,26 @@ EXPLORATION_SETTINGS: dict[str, tuple[str, ...]] = {
     "ez_greedy": ("epsilon", "ez_mu"), "stochastic": ("temperature",)}
 
 
+#: Mighty's class names of its parts (``mighty.mighty_update.DoubleQLearning``) -> looprl's
+MIGHTY_PARTS = {
+    "EpsilonGreedy": "epsilon_greedy", "DecayingEpsilonGreedy": "decaying_epsilon_greedy",
+    "EZGreedy": "ez_greedy", "StochasticPolicy": "stochastic", "MightyReplay": "uniform",
+    "PrioritizedReplay": "prioritized", "MightyRolloutBuffer": "rollout",
+    "QLearning": "q_learning", "DoubleQLearning": "double_q",
+    "ClippedDoubleQLearning": "clipped_double_q", "PPOUpdate": "ppo", "SACUpdate": "sac"}
+
+
 def choose(kind: str, name: str, valid: Sequence[str], algorithm: str) -> str:
-    """``name`` if ``algorithm`` takes it as its ``kind`` part, else a one-line ``ValueError``."""
+    """``name`` if ``algorithm`` takes it as its ``kind`` part, else a one-line ``ValueError``
+    (naming looprl's name of a Mighty class)."""
     if name in valid:
         return name
     choices = ", ".join(valid)
     if name in PARTS[kind]:
         raise ValueError(f"{algorithm} cannot use the {kind} {name!r}; it takes: {choices}")
-    hint = did_you_mean(name, list(PARTS[kind]))
+    mighty = MIGHTY_PARTS.get(str(name).rpartition(".")[2])
+    hint = (f" Did you mean {mighty!r} (Mighty's {str(name).rpartition('.')[2]})?"
+            if mighty in PARTS[kind] else did_you_mean(name, list(PARTS[kind])))
     raise ValueError(f"Unknown {kind} {name!r}.{hint} {algorithm} takes: {choices}")
 
 
