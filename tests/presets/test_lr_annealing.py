@@ -16,16 +16,9 @@ from looprl.presets.continuous import sac, td3
 
 @pytest.mark.parametrize("builder", [vqn, vsarsa], ids=["vqn", "vsarsa"])
 def test_vqn_anneals_linearly_over_its_updates_at_every_optimizer_step(builder, monkeypatch):
-    """``lr_schedule="linear"``: ``lr * (1 - k / updates)`` at the ``k``-th optimizer step (one per
-    update, ``train_steps / n_envs`` of them), then 0: the rates of the ``LambdaLR`` VQN had."""
-    rates = []
-    optimizer_step = Approximation._optimizer_step
-
-    def recording(approximation: Approximation, functional: bool) -> None:
-        rates.append(approximation.optimizer.param_groups[0]["lr"])
-        optimizer_step(approximation, functional)
-
-    monkeypatch.setattr(Approximation, "_optimizer_step", recording)
+    """``lr_schedule="linear"``: ``lr * (1 - k / updates)`` at the ``k``-th optimizer step (one
+    per update, ``train_steps / n_envs`` of them), then 0: the rates of the ``LambdaLR`` VQN had."""
+    recorded = _rates_of_each_step(monkeypatch)
     preset = builder.env(GymEnvironment("CartPole-v1")).hyperparameters(
         n_envs=4, lr=1e-3, lr_schedule="linear").device("cpu").build()
     agent = preset.agent(train_steps=400)  # 100 updates
@@ -34,6 +27,7 @@ def test_vqn_anneals_linearly_over_its_updates_at_every_optimizer_step(builder, 
                          "done": torch.zeros(4, dtype=torch.bool)}, (4,))
     for _ in range(121):  # the first call only acts; the next 120 each take one update
         agent.act(states)
+    rates = [groups[0] for groups in recorded["q"]]
     assert rates == [1e-3 * (1.0 - min(k / 100, 1.0)) for k in range(120)]
     assert rates[50] == pytest.approx(5e-4) and rates[100:] == [0.0] * 20
 

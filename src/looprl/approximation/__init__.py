@@ -2,12 +2,10 @@
 
 __all__ = ["LR_SCHEDULES", "Approximation", "Checkpointer", "DummyCheckpointer", "ExpectedQ",
            "FeatureModule", "FeatureNetwork", "FixedTarget", "Identity", "JointApproximation",
-           "LinearScheduler",
-           "PeriodicCheckpointer", "PolyakTarget", "ProgressLR", "QContinuous", "QDist",
-           "QDistModule", "QModule", "QNetwork", "Schedulable", "Schedule", "TargetNetwork",
-           "TrivialTarget", "VModule", "VNetwork", "anneal", "check_lr_schedule",
-           "gather_actions", "linear_schedule",
-           "project_distribution"]
+           "LinearScheduler", "PeriodicCheckpointer", "PolyakTarget", "ProgressLR",
+           "QContinuous", "QDist", "QDistModule", "QModule", "QNetwork", "Schedulable",
+           "Schedule", "TargetNetwork", "TrivialTarget", "VModule", "VNetwork", "anneal",
+           "check_lr_schedule", "gather_actions", "linear_schedule", "project_distribution"]
 
 from looprl.approximation.approximation import Approximation, Identity, JointApproximation
 from looprl.approximation.q_continuous import QContinuous
