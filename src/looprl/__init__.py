@@ -26,6 +26,8 @@ def _is_program(name: str) -> bool:
 #: the looprl program or one of its console scripts (else a user's program)
 _PROGRAM = _is_program(os.path.basename(sys.argv[0]))
 
+import looprl.all_paths  # noqa: E402, F401  (ALL's module paths: ``looprl.presets.preset``...)
+
 try:
     import numpy  # noqa: F401  (before torch, whose import of it swallows a Ctrl-C)
 

@@ -95,7 +95,8 @@ def test_dqn_and_ddqn_as_alls(agent_class: type) -> None:
     policy = GreedyPolicy(q, 2, epsilon=LinearScheduler(1.0, 0.02, 0, 3000, name="epsilon"))
     agent = agent_class(q, policy, ExperienceReplayBuffer(10000, device="cpu"),
                         discount_factor=0.99, minibatch_size=64, replay_start_size=500)
-    assert agent.q is q and agent.minibatch_size == 64
+    assert agent.q is q and agent.minibatch_size == 64 and agent.replay_start_size == 500
+    assert agent.discount_factor == 0.99 and agent.update_frequency == 1  # (was: None)
     assert last(episodes(agent, 6000)) > 150  # (seeds 0, 1, 2: DQN 201, 299, 262)
     assert agent.eval(GymEnvironment("CartPole-v1").reset()) in (0, 1)  # (ALL's eval)
 
@@ -115,9 +116,32 @@ def test_c51_and_rainbow_as_alls(agent_class: type) -> None:
         buffer = NStepReplayBuffer(2, 0.99, PrioritizedReplayBuffer(10000, 0.5, 0.5,
                                                                     device="cpu"))
         discount = 0.99 ** 2
+    # ALL's presets give Rainbow's (and C51's) exploration as a LinearScheduler, read once the
+    # replay_start_size random actions are done (was: a TypeError there)
+    exploration = (LinearScheduler(0.5, 0.02, 0, 1500, name="exploration")
+                   if agent_class is Rainbow else 0.02)
     agent = agent_class(q_dist, buffer, discount_factor=discount, minibatch_size=64,
-                        replay_start_size=500)
+                        replay_start_size=500, exploration=exploration)
     assert last(episodes(agent, 6000)) > 120  # (seeds 0, 1, 2: C51 173, 134, 199)
+    if agent_class is Rainbow:
+        assert exploration.step >= 6000 - 500 and exploration.current == 0.02  # (read on)
+
+
+def test_preset_agents_have_alls_attributes() -> None:
+    """A preset's agent has the attributes of ALL's class (was: ``agent.q`` missing)."""
+    from looprl.presets import classic_control
+    env = GymEnvironment("CartPole-v1")
+    dqn = classic_control.dqn.env(env).device("cpu").hyperparameters(replay_start_size=300).build()
+    agent = dqn.agent()
+    assert isinstance(agent.q, QNetwork) and agent.q is agent.policy.q
+    assert agent.replay_start_size == 300 and agent.discount_factor == 0.99
+    with pytest.raises(AttributeError, match="has no q_dist: it is not distributional"):
+        agent.q_dist  # noqa: B018
+    rainbow = classic_control.rainbow.env(env).device("cpu").build()
+    agent = rainbow.agent()
+    n, gamma = rainbow.hyperparameters["n_steps"], rainbow.hyperparameters["discount_factor"]
+    assert isinstance(agent.q_dist, QDist) and n > 1
+    assert agent.discount_factor == pytest.approx(gamma ** n)  # (ALL's Rainbow's gamma ** n)
 
 
 def parallel_episodes(agent: Any, n_envs: int, steps: int) -> list[float]:

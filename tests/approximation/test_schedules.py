@@ -9,7 +9,7 @@ import pytest
 from torch import nn, optim
 from torch.optim.lr_scheduler import LambdaLR
 
-from looprl.approximation import LinearScheduler, ProgressLR, linear_schedule
+from looprl.approximation import LinearScheduler, ProgressLR, Warmup, linear_schedule
 from looprl.approximation import anneal as linear
 
 
@@ -38,6 +38,21 @@ def test_linear_scheduler_without_decay_is_final_from_decay_end_as_alls():
     epsilon = LinearScheduler(1.0, 0.1, 0, 0)
     assert [epsilon.value for _ in range(2)] == [0.1, 0.1]
     assert [LinearScheduler(1.0, 0.1, 3, 3)(t) for t in range(2, 5)] == [1.0, 0.1, 0.1]
+
+
+def test_warmup_then_a_float_or_a_schedule_read_from_its_start():
+    """C51's epsilon: 1 for the warm-up, then its ``exploration``, whose counter starts there."""
+    assert [Warmup(2, 0.1).value for _ in range(1)] == [1.0]
+    fixed = Warmup(2, 0.1)
+    assert [fixed.value for _ in range(4)] == [1.0, 1.0, 0.1, 0.1]
+    then = LinearScheduler(0.5, 0.1, 0, 2)
+    warmup = Warmup(2, then, name="epsilon")
+    assert [warmup.value for _ in range(5)] == pytest.approx([1.0, 1.0, 0.5, 0.3, 0.1])
+    assert then.step == 3 and warmup.step == 5
+    assert warmup.at(3) == pytest.approx(0.3) and warmup.current == pytest.approx(0.1)
+    with pytest.raises(TypeError, match=r"^Warmup's value after the warm-up \(epsilon\) is a "
+                                        r"float or a schedule"):
+        Warmup(2, "0.1", name="epsilon")
 
 
 def test_schedule_logs_every_log_every_reads():

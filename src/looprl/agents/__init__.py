@@ -11,6 +11,20 @@ from looprl.agents.actor_critic import (
     variant,
 )
 from looprl.agents.all_agents import A2C, PPO, VAC
+from looprl.agents.all_test_agents import (
+    A2CTestAgent,
+    C51TestAgent,
+    DDPGTestAgent,
+    DDQNTestAgent,
+    DQNTestAgent,
+    PPOTestAgent,
+    RainbowTestAgent,
+    SACTestAgent,
+    VACTestAgent,
+    VPGTestAgent,
+    VQNTestAgent,
+    VSarsaTestAgent,
+)
 from looprl.agents.c51 import C51, C51Policy, C51Trainer, Rainbow
 from looprl.agents.ddpg import DDPG, ContinuousPolicy, ContinuousQ, DDPGPolicy, DDPGTrainer, TwinQ
 from looprl.agents.dqn import DDQN, DQN, VQN, DQNPolicy, DQNTrainer, VSarsa, q_network_policy
@@ -43,7 +57,9 @@ __all__ = ["Agent", "Multiagent", "ParallelAgent", "A2C", "C51", "DDQN", "PPO", 
            "RandomAgent", "LearningAgent", "ReplayAgent", "ReplaySchedule", "SegmentAgent", "SAC",
            "SACPolicy", "SACTrainer", "SingleStateAgent", "TD3", "TD3Trainer", "Temperature",
            "TwinQ", "VACTrainer", "VPG", "SingleModelPytorchPolicy", "actor_critic_policy",
-           "q_network_policy"]
+           "q_network_policy", "A2CTestAgent", "C51TestAgent", "DDPGTestAgent", "DDQNTestAgent",
+           "DQNTestAgent", "PPOTestAgent", "RainbowTestAgent", "SACTestAgent", "VACTestAgent",
+           "VPGTestAgent", "VQNTestAgent", "VSarsaTestAgent"]
 
 # Trainers and ready-made policies by name (seed 004): Trainer(type_=name, ...) and
 # Policy(type_=name, args=dict(...)).

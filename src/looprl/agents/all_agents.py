@@ -25,14 +25,19 @@ __all__ = ["A2C", "PPO", "VAC", "all_actor_critic"]
 
 def all_actor_critic(agent: Any, features: Any, v: Any, policy: Any) -> ActorCriticPolicy:
     """ALL's ``features``, ``v`` and ``policy`` as an ``ActorCriticPolicy`` over their networks,
-    each stepped by its own optimizer; ``agent`` gets ALL's attributes ``features`` and ``v``."""
-    name = type(agent).__name__
-    if not (isinstance(features, FeatureNetwork | Identity) and isinstance(v, VNetwork)
+    each stepped by its own optimizer; ``agent`` gets ALL's attributes ``features`` and ``v``.
+    ``agent`` a name and ``v`` ``None``: a test agent's policy, whose values are zeros."""
+    test_agent = isinstance(agent, str)
+    name = agent if test_agent else type(agent).__name__
+    if not (isinstance(features, FeatureNetwork | Identity)
+            and (v is None if test_agent else isinstance(v, VNetwork))
             and isinstance(policy, SoftmaxPolicy | GaussianPolicy)):
-        raise TypeError(f"{name} takes ALL's (features, v, policy, ...): a FeatureNetwork, a "
-                        f"VNetwork and a SoftmaxPolicy or GaussianPolicy, got "
-                        f"{type(features).__name__}, {type(v).__name__} and "
-                        f"{type(policy).__name__}")
+        wanted = ("(features, policy): a FeatureNetwork and" if test_agent
+                  else "(features, v, policy, ...): a FeatureNetwork, a VNetwork and")
+        given = [type(part).__name__ for part in ((features, policy) if test_agent
+                                                  else (features, v, policy))]
+        raise TypeError(f"{name} takes ALL's {wanted} a SoftmaxPolicy or GaussianPolicy, got "
+                        f"{', '.join(given[:-1])} and {given[-1]}")
     if isinstance(policy, GaussianPolicy):
         bounds = policy.model.bounds
         policy_model, head = (_AllsGaussian(policy.model.model, bounds.scale),
@@ -45,10 +50,19 @@ def all_actor_critic(agent: Any, features: Any, v: Any, policy: Any) -> ActorCri
                              "actions by: end its model with nn.Linear(features, n_actions)")
         policy_model, head = policy.model.model, CategoricalHead(logits[-1])
     model = SharedActorCritic(getattr(features.model, "model", features.model), policy_model,
-                              v.model.model)
-    parts = [part for part in (features, v, policy) if not isinstance(part, Identity)]
-    agent.features, agent.v = features, v
+                              _NoValue() if v is None else v.model.model)
+    parts = [part for part in (features, v, policy)
+             if part is not None and not isinstance(part, Identity)]
+    if not test_agent:
+        agent.features, agent.v = features, v
     return ActorCriticPolicy(JointApproximation(model, parts, "actor_critic"), head)
+
+
+class _NoValue(nn.Module):
+    """A test agent's value head: zeros (it acts only)."""
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return features.new_zeros(*features.shape[:-1], 1)
 
 
 class _AllsGaussian(nn.Module):

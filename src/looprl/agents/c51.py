@@ -12,7 +12,7 @@ from looprl.agents.losses.value import c51_loss, categorical_kl_divergence, cate
 from looprl.agents.segments import on_device
 from looprl.agents.shell import ReplayAgent, all_replay
 from looprl.approximation.q_dist import QDist
-from looprl.approximation.schedules import LinearScheduler
+from looprl.approximation.schedules import Warmup
 from looprl.core import Logger, SampleBatch, TrainerStepResult
 from looprl.nn import single_field
 
@@ -66,7 +66,8 @@ class C51Trainer(DQNTrainer):
 
 class C51(ReplayAgent):
     """ALL's ``C51``: random actions for ``replay_start_size`` steps, then epsilon-greedy at
-    ``exploration``; the online network picks the target's next action (ALL's)."""
+    ``exploration`` (a float, or a schedule such as ALL's presets' ``LinearScheduler``, read from
+    there on); the online network picks the target's next action (ALL's)."""
 
     def __init__(self, q_dist: QDist, replay_buffer: Any, discount_factor: float = 0.99,
                  eps: float = 1e-5, exploration: float = 0.02, minibatch_size: int = 32,
@@ -81,8 +82,7 @@ class C51(ReplayAgent):
             raise ValueError(f"{name}'s eps is ALL's default (1e-5) only, got {eps!r}: looprl "
                              "clamps the probabilities of its loss at 1e-6; leave eps out")
         buffer, n_step, gamma = all_replay(name, replay_buffer, discount_factor)
-        epsilon = LinearScheduler(1.0, exploration, replay_start_size, replay_start_size,
-                                  name="epsilon")
+        epsilon = Warmup(replay_start_size, exploration, name="epsilon")
         policy = C51Policy(q_dist, q_dist.num_actions, epsilon)
         super().__init__(policy, C51Trainer(policy, gamma, n_step, double=True), buffer,
                          minibatch_size, replay_start_size, update_frequency, logger=logger)

@@ -262,7 +262,21 @@ class DQN(AllForm, ReplayAgent):
         buffer, n_step, gamma = all_replay(type(self).__name__, replay_buffer, discount_factor)
         self._units(*q_units(self, q, policy, gamma, loss, n_step), buffer, minibatch_size,
                     replay_start_size, update_frequency)
-        self.q, self.replay_buffer = q, replay_buffer  # (ALL's attributes)
+        self.replay_buffer = replay_buffer  # (ALL's: the NStepReplayBuffer given)
+
+    @property
+    def q(self) -> Any:
+        """ALL's ``agent.q``: the policy's Q-network (a C51 preset's: its ``QDist``'s expected
+        values, ``ExpectedQ``)."""
+        return self.policy.q
+
+    @property
+    def q_dist(self) -> Any:
+        """ALL's ``agent.q_dist`` of a C51 or Rainbow preset's agent: its ``QDist``."""
+        if not hasattr(self.policy, "dist"):
+            raise AttributeError(f"{type(self).__name__} of a {type(self.policy).__name__} has no "
+                                 "q_dist: it is not distributional (a C51 or Rainbow's has)")
+        return self.policy.dist
 
 
 class DDQN(DQN):

@@ -148,6 +148,13 @@ class LearningAgent(AgentBase):
         """The learner's ``hp/*`` keys: the policy's, the trainer's and the schedule's."""
         return self.learner.hyperparameters()
 
+    @property
+    def discount_factor(self) -> float:
+        """ALL's ``agent.discount_factor``: the trainer's, to the power of its n-step returns
+        (ALL's ``gamma ** n`` beside an ``NStepReplayBuffer``)."""
+        trainer = self.trainer
+        return trainer.discount_factor ** getattr(trainer, "n_step", 1)
+
 
 class ReplayAgent(LearningAgent, Agent):
     """A replay agent (single environment): the learner trains as its ``ReplaySchedule`` says
@@ -168,6 +175,16 @@ class ReplayAgent(LearningAgent, Agent):
     def minibatch_size(self) -> int:
         """Transitions per gradient step (the schedule's ``batch_size``)."""
         return self.learner.schedule.batch_size
+
+    @property
+    def replay_start_size(self) -> int:
+        """Transitions stored before the first update (the schedule's ``min_size``)."""
+        return self.learner.schedule.min_size
+
+    @property
+    def update_frequency(self) -> int:
+        """Transitions per update (the schedule's)."""
+        return self.learner.schedule.update_frequency
 
 
 class SegmentAgent(LearningAgent):

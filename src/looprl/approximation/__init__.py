@@ -4,7 +4,7 @@ __all__ = ["LR_SCHEDULES", "Approximation", "Checkpointer", "DummyCheckpointer",
            "FeatureModule", "FeatureNetwork", "FixedTarget", "Identity", "JointApproximation",
            "LinearScheduler", "PeriodicCheckpointer", "PolyakTarget", "ProgressLR",
            "QContinuous", "QDist", "QDistModule", "QModule", "QNetwork", "Schedulable",
-           "Schedule", "TargetNetwork", "TrivialTarget", "VModule", "VNetwork", "anneal",
+           "Schedule", "TargetNetwork", "TrivialTarget", "VModule", "VNetwork", "Warmup", "anneal",
            "check_lr_schedule", "gather_actions", "linear_schedule", "project_distribution"]
 
 from looprl.approximation.approximation import Approximation, Identity, JointApproximation
@@ -25,6 +25,7 @@ from looprl.approximation.schedules import (
     ProgressLR,
     Schedulable,
     Schedule,
+    Warmup,
     anneal,
     check_lr_schedule,
     linear_schedule,

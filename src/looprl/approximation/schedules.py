@@ -10,8 +10,8 @@ from torch.optim import Optimizer
 
 from looprl.core.suggest import check_positive, did_you_mean
 
-__all__ = ["LR_SCHEDULES", "LinearScheduler", "ProgressLR", "Schedulable", "Schedule", "anneal",
-           "check_lr_schedule", "linear_schedule"]
+__all__ = ["LR_SCHEDULES", "LinearScheduler", "ProgressLR", "Schedulable", "Schedule", "Warmup",
+           "anneal", "check_lr_schedule", "linear_schedule"]
 
 #: a preset's ``lr_schedule``: its learning rates over the budget's updates (``anneal``'s shapes)
 LR_SCHEDULES = ("constant", "linear", "cosine")
@@ -74,6 +74,35 @@ class LinearScheduler(Schedule):
     def at(self, step: int) -> float:
         return linear_schedule(self.initial_value, self.final_value, self.decay_start,
                                self.decay_end, step)
+
+
+class Warmup(Schedule):
+    """``initial_value`` for the first ``steps`` steps, then ``then``: a float, or a schedule
+    whose own counter starts there (each read of ``value`` past the warm-up reads its ``value``,
+    logging as it logs): ALL's C51 explores at random until ``replay_start_size``, then reads its
+    ``exploration``, a float or a ``LinearScheduler``."""
+
+    def __init__(self, steps: int, then: Any, initial_value: float = 1.0,
+                 name: str = "variable", logger: Any = None, **kwargs: Any):
+        if not (isinstance(then, int | float) or hasattr(type(then), "value")):
+            raise TypeError(f"Warmup's value after the warm-up ({name}) is a float or a "
+                            f"schedule (LinearScheduler(...)), got {type(then).__name__}")
+        super().__init__(name=name, logger=logger, **kwargs)
+        self.steps, self.then, self.initial_value = steps, then, initial_value
+
+    def at(self, step: int) -> float:
+        if step < self.steps:
+            return self.initial_value
+        then = self.then
+        return float(then.at(step - self.steps) if isinstance(then, Schedule) else then)
+
+    @property
+    def value(self) -> float:
+        """As ``Schedule.value``; past the warm-up, a schedule's ``value`` (advancing it)."""
+        if self.step < self.steps or isinstance(self.then, int | float):
+            return super().value
+        self.step += 1
+        return float(self.then.value)
 
 
 class Schedulable:
