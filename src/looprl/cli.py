@@ -251,7 +251,7 @@ def watch_saved(args: argparse.Namespace) -> Path | None:
             load_normalization(env, preset_normalization(preset_file, env), env_id)
             gif = None if window else args.gif or str(preset_file.parent / "watch.gif")
             episodes = args.episodes or (sys.maxsize if window else 1)  # (None: ALL's, forever)
-            returns, path = watch.watch(preset.test_agent(), env, episodes, args.fps, gif,
+            returns, path = watch.watch(preset.test_agent(), env, args.fps, episodes, gif=gif,
                                         max_steps=args.max_steps)
     print_episodes(returns, path)
     return path

@@ -280,6 +280,8 @@ def test_the_slurm_launcher_without_slurm_is_one_line(tmp_path: Path, capsys,
     (["algorithm.lrr=1"], "'lrr' is not a hyperparameter of ppo. Did you mean 'lr'?"),
     (["algorithm=", "algorithm.lr=1"], "Could not find 'algorithm/'"),
     (["frame=10"], "Unknown config key 'frame'. Did you mean 'frames'?"),
+    (["algoritm.lr=1"], "Unknown config key 'algoritm'. Did you mean 'algorithm'?"),
+    (["frmaes=1"], "logging, algorithm, meta, runner, runtime"),  # (was: the groups left out)
     # Mighty's names (its examples/*.sh, base.yaml, algorithm/*.yaml): looprl's way in the line
     (["num_steps=10"], "Unknown config key 'num_steps'. looprl's way for Mighty's 'num_steps': "
                        "frames=N."),

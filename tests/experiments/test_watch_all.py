@@ -20,12 +20,14 @@ def test_watch_is_callable_as_alls() -> None:
     env = GymEnvironment("CartPole-v1")
     returns, path = watch(_Left(), env, fps=1e6, n_episodes=2)
     assert len(returns) == 2 and path is None
+    assert len(watch(_Left(), env, 1e6, 3)[0]) == 3  # (ALL's order: fps, n_episodes; was 1e6
+    # episodes at 3 frames a second)
     assert all(5 <= r <= 30 for r in returns)  # always pushing left falls quickly
     assert callable(watch.watch_env)  # the module's helpers stay
     with pytest.raises(ValueError, match="watch plays a whole number of episodes >= 1"):
         watch(_Left(), GymEnvironment("CartPole-v1"), n_episodes=0)
     with pytest.raises(ValueError, match="episodes=3 and n_episodes=2 are one argument under two"):
-        watch(_Left(), GymEnvironment("CartPole-v1"), 3, n_episodes=2)  # (2 silently won)
+        watch(_Left(), GymEnvironment("CartPole-v1"), episodes=3, n_episodes=2)  # (2 won)
 
 
 def test_watch_of_a_preset_or_a_builder_says_to_give_its_test_agent() -> None:

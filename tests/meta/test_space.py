@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from types import SimpleNamespace
 
 import pytest
@@ -92,13 +93,15 @@ def test_bad_inputs():
         SPaCE().setup({"env": GymEnvironment("CartPole-v1")})
 
 
-def test_an_initial_size_above_the_instances_warns_and_starts_with_all():
+def test_an_initial_size_above_the_instances_warns_and_starts_with_all(caplog):
     env = two_copies()  # 6 instances
     space = SPaCE(initial_size=10, measure="return")
-    with pytest.warns(UserWarning, match="SPaCE initial_size=10 is more than the environment's "
-                      r"6 context instances: it starts with all 6 \(pass initial_size <= 6"):
-        space.setup({"env": env, "policy": None})  # was: 6 without a word
+    caplog.set_level(logging.WARNING, "looprl")
+    space.setup({"env": env, "policy": None})  # was: 6 without a word
     assert space.size == 6
+    assert caplog.messages == ["SPaCE initial_size=10 is more than the environment's 6 context "
+                               "instances: it starts with all 6 (pass initial_size <= 6 to start "
+                               "with fewer)"]  # (one line: was Python's warning, two)
 
 
 def test_space_in_an_env_runner_plays_only_its_current_set():

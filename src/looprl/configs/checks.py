@@ -100,7 +100,8 @@ def check_overrides(overrides: list[str]) -> None:
             for number in _swept_numbers(key, value):
                 check_run_value(key, number)
         elif group not in options and group not in primary:
-            check_choice("config key", group, list(primary), key_hint(group, list(primary)))
+            valid = [*primary, *sorted(options)]
+            check_choice("config key", group, valid, key_hint(group, valid))
         elif field and group in ("context", "logging"):  # nodes of fixed keys
             check_choice(f"{group} key", field.split(".")[0], list(primary[group]))
     trials = [runner for runner in chosen.get("runner", ()) if runner in ("es", "optuna", "pbt")]

@@ -163,11 +163,12 @@ def default_fps(env: Any) -> float:
 
 
 @rendering_kept()
-def watch(agent: Any, env: Any, episodes: int | None = None, fps: float | None = None,
-          gif: str | Path | None = None, max_steps: int = 10_000, n_episodes: int | None = None,
+def watch(agent: Any, env: Any, fps: float | None = None, n_episodes: int | None = None,
+          episodes: int | None = None, gif: str | Path | None = None, max_steps: int = 10_000,
           ) -> tuple[list[float] | list[dict[str, float]], Path | None]:
-    """Play ``episodes`` (ALL: ``n_episodes``) episodes of ``agent`` in ``env``, shown in its
-    window at ``fps`` or written to ``gif``; the returns (per agent in a game) and the GIF."""
+    """Play ``n_episodes`` (or ``episodes``; 1 if neither) episodes of ``agent`` in ``env``,
+    shown in its window at ``fps`` or written to ``gif``; the returns (per agent in a game) and
+    the GIF. ALL's positional order: ``watch(agent, env, fps, n_episodes)``."""
     episodes = either("episodes", episodes, "n_episodes", n_episodes, 1)
     check_episodes(episodes, "watch", least=1)
     check_agent(agent, "watch")

@@ -28,8 +28,8 @@ criterion), the set grows by ``increment`` instances, highest ``V(s_0)`` first. 
 from __future__ import annotations
 
 import copy
+import logging
 import math
-import warnings
 from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
@@ -38,7 +38,14 @@ import numpy as np
 import torch
 
 from looprl.core.ranges import POSITIVE, SHARE, UNIT
-from looprl.core.suggest import check_choice, check_count, check_seed, is_number, is_whole
+from looprl.core.suggest import (
+    check_choice,
+    check_count,
+    check_seed,
+    is_number,
+    is_whole,
+    warn_once,
+)
 from looprl.environments.contextual import Context, contextual_envs
 from looprl.memory.returns import generalized_advantage_estimate
 from looprl.meta.component import MetaComponent
@@ -56,6 +63,8 @@ STRATEGIES = ("random", *PROBABILITY_SCORES, *VALUE_STRATEGIES)
 _PLR_STREAM = 0x91A  # (PLR's draws apart from the other users of the run's seed)
 #: How many of the latest level choices ``PLR.choices`` keeps (a long run makes millions).
 KEPT_CHOICES = 1000
+
+log = logging.getLogger(__name__)
 
 
 def episode_score(strategy: str, rewards: torch.Tensor, logits: torch.Tensor | None = None,
@@ -361,10 +370,9 @@ class SPaCE(MetaComponent):
         if not self.contexts:
             self.contexts = contextual_envs(metrics["env"])[0].contexts
             if self.initial_size > len(self.contexts):
-                warnings.warn(f"SPaCE initial_size={self.initial_size} is more than the "
-                              f"environment's {len(self.contexts)} context instances: it starts "
-                              f"with all {len(self.contexts)} (pass initial_size <= "
-                              f"{len(self.contexts)} to start with fewer)", stacklevel=2)
+                warn_once(log, "SPaCE initial_size=%d is more than the environment's %d context "
+                          "instances: it starts with all %d (pass initial_size <= %d to start "
+                          "with fewer)", self.initial_size, *[len(self.contexts)] * 3)
             self.current = self._by_value(metrics, list(self.contexts))[: self.initial_size]
         if not self._placed:
             self._write(metrics)
