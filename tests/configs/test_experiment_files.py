@@ -160,6 +160,8 @@ def test_a_meta_file_of_ones_own_is_one_components_arguments(config_dir, tmp_pat
                                         "above every other line"),
     (["+experiment=acrobot_dqn", "keep_checkpoints=0", *QUIET],
      "keep_checkpoints must be positive"),
+    # (was: trained runner.iterations generations, the file's frames silently left unread)
+    (["+experiment=acrobot_dqn", "runner=es", *QUIET], "frames does not apply to runner=es"),
     (["keep_checkpoints=2", *QUIET], "keep_checkpoints=2 keeps the checkpoints checkpoint_every"),
     (["runtime=ray", "keep_checkpoints=2", *QUIET],  # (checked on Ray as locally)
      "keep_checkpoints=2 keeps the checkpoints checkpoint_every"),

@@ -475,6 +475,20 @@ def test_log_rows_after_a_checkpoint_are_dropped_on_resume(tmp_path: Path) -> No
     assert rows == ["frame,name,value", "10,my_bonus,0.5", "10,my_bonus,0.6"]
 
 
+def test_a_log_name_with_a_comma_a_quote_or_a_line_break_is_one_csv_cell(tmp_path: Path) -> None:
+    """(was: ``log/a,b`` wrote a row of four columns; a line break, two rows)"""
+    import csv
+
+    logger = ExperimentLogger("ppo", "CartPole-v1", logdir=str(tmp_path))
+    for name in ("a,b", 'say "hi"', "two\nlines"):
+        logger.add_log(name, 1.0)
+    logger.close()
+    with open(Path(logger.log_dir) / "log.csv", newline="") as file:
+        rows = list(csv.reader(file))
+    assert rows == [["frame", "name", "value"], ["0", "a,b", "1.0"], ["0", 'say "hi"', "1.0"],
+                    ["0", "two lines", "1.0"]]
+
+
 def test_a_resumed_runs_scalars_read_back_whole_in_wall_clock_order(tmp_path: Path) -> None:
     """The events cut back to the checkpoint keep their scalars as written, wall-clock times
     included (was: rewritten as TensorBoard's tensors, which ``EventAccumulator.Scalars``

@@ -248,6 +248,8 @@ def test_an_exception_in_a_components_code_names_its_method_hook_and_line(
     (SMALL_DQN.hyperparameters(exploration="stochastic"), "hp/temperature", 0.0,
      r"hp/temperature must be positive \(> 0\), got 0.0"),
     (SMALL_PPO, "hp/clip", float("nan"), "hp/clip must be >= 0, got nan"),
+    (SMALL_DQN, "hp/lr", True, "hp/lr must be >= 0, got True"),  # (was: trained at lr 1)
+    (SMALL_DQN, "hp/batch_size", True, "hp/batch_size must be a whole number >= 1, got True"),
 ])
 def test_a_hyperparameter_value_the_agent_cannot_take_is_one_line(builder, key, value, message,
                                                                   tmp_path: Path) -> None:

@@ -148,3 +148,14 @@ def test_a_resumed_env_runner_plays_the_loaded_set():
                        seed=1, meta_state=[saved.state_dict()])
     assert resumed.current == [0, 1, 5]
     assert [w.instance_ids for w in contextual_envs(runner.envs)] == [[0, 1, 5]] * 2
+
+
+def test_plr_and_space_together_are_one_line_at_the_start():
+    """(was: ``next_instance 1 is not in the instance set`` mid-run: each picked instances)"""
+    from looprl.meta import PLR
+    from looprl.meta.component import MetaStack
+
+    with pytest.raises(ValueError, match=r"^PLR and SPaCE each pick the instances of the "
+                                         r"contextual environment, and a run has one "
+                                         r"curriculum: attach one of them$"):
+        MetaStack([PLR(), SPaCE()])

@@ -53,6 +53,20 @@ def test_a_study_resumes_from_its_storage(small_ppo, tmp_path, kind):
     assert eval_results["mean_eval_reward"] >= 1
 
 
+def test_a_stored_study_of_another_search_is_one_line(small_ppo, tmp_path):
+    """(was: the second search loaded the first's study and reported its trial as its best)"""
+    storage = f"sqlite:///{tmp_path / 'search.db'}"
+    _runner(small_ppo, storage, n_trials=1, n_evaluations=1, num_steps=64).run()
+    other = OptunaRunner(small_ppo, "CartPole-v1", {"lr": SPACE["lr"]}, n_trials=1,
+                         num_steps=64, n_evaluations=1, storage=storage, seed=0)
+    with pytest.raises(ValueError, match=r"^OptunaRunner's study 'looprl' in 'sqlite:///.*' "
+                                         r"searched ppo on CartPole-v1 over another space; this "
+                                         r"search is ppo on CartPole-v1 over lr: give it a study "
+                                         r"of its own \(study_name=NAME"):
+        other.run()
+    assert len(optuna.load_study(study_name="looprl", storage=storage).trials) == 1
+
+
 def test_trials_are_pruned_from_their_intermediate_evaluations(small_ppo, tmp_path):
     storage = f"sqlite:///{tmp_path / 'pruned.db'}"
     results, eval_results = _runner(small_ppo, storage, n_evaluations=4,

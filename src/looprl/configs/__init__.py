@@ -91,6 +91,13 @@ def runners() -> dict[str, type]:
     return {cls.name: cls for cls in (OnlineRunner, ESRunner, OptunaRunner, PBTRunner)}
 
 
+#: the ``looprl`` config's ``frames``
+DEFAULT_FRAMES = 100_000
+#: why ``frames`` is refused with ``runner=es``
+ES_FRAMES = ("frames does not apply to runner=es: each individual trains "
+             "runner.num_steps_per_iteration steps (default 10000) in each of "
+             "runner.iterations generations; set those instead")
+
 #: Runner arguments a run fills from the top-level config, not from the ``runner`` node.
 RUN_ARGUMENTS = ("agent", "env", "seed", "logdir", "meta", "device", "quiet", "eval_episodes",
                  "checkpoint_every", "keep_checkpoints", "checkpoint_replay", "resume_from",
@@ -162,7 +169,7 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
                      {"runtime": "local"}, {"override hydra/job_logging": "looprl"}],
         "env": "CartPole-v1", "env_kwargs": {}, "env_wrappers": [],
         "context": {"train": None, "test": None, **CONTEXT_DEFAULTS},
-        "frames": 100_000, "seed": 0, "test_episodes": 10, "device": None, "threads": None,
+        "frames": DEFAULT_FRAMES, "seed": 0, "test_episodes": 10, "device": None, "threads": None,
         "checkpoint_every": None, "keep_checkpoints": None, "checkpoint_replay": True,
         "resume": False,
         "logging": {"quiet": False, "verbose": True, "wandb": None},
@@ -357,6 +364,8 @@ def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
     components = make_components(cfg, env)
     options = dict(_plain(cfg.runner))
     name = options.pop("name")
+    if name == "es" and cfg.frames != DEFAULT_FRAMES:  # (set by an experiment file: else checks')
+        raise ValueError(ES_FRAMES)
     if cfg.resume:
         options["resume_from"] = find_checkpoint(output_dir, name)
     if name == "pbt" or (cfg.runtime.name == "ray" and name != "online"):  # trials on Ray

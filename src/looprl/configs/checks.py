@@ -9,6 +9,7 @@ from pathlib import Path
 
 from looprl.configs import (
     _VALUED_FLAGS,
+    ES_FRAMES,
     HYDRA_FLAGS,
     RUN_MINIMUMS,
     _choices,
@@ -109,9 +110,7 @@ def check_overrides(overrides: list[str]) -> None:
         check_trial_options([key[8:] for key, _ in pairs if key.startswith("runtime.")],
                             trials[0])
     if "es" in chosen.get("runner", ()) and any(key == "frames" for key, _ in pairs):
-        raise ValueError("frames does not apply to runner=es: each individual trains "
-                         "runner.num_steps_per_iteration steps (default 10000) in each of "
-                         "runner.iterations generations; set those instead")
+        raise ValueError(ES_FRAMES)
 
 
 def _check_flag_value(flag: str, after: list[str]) -> None:

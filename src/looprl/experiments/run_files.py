@@ -196,6 +196,12 @@ def _cell(value: Any) -> str:
         return '"' + str(value).replace('"', "'") + '"'
 
 
+def _name(name: str) -> str:
+    """A ``name`` column's cell: one line, quoted (CSV's way) if it holds a comma or a quote."""
+    name = " ".join(name.splitlines())
+    return '"' + name.replace('"', '""') + '"' if "," in name or '"' in name else name
+
+
 def write_tables(run_dir: Path, loss_rows: list[tuple[int, str, Any]],
                  log_rows: list[tuple[int, str, float]],
                  hp_rows: list[tuple[int, dict[str, Any]]], hp_columns: list[str] | None
@@ -205,7 +211,7 @@ def write_tables(run_dir: Path, loss_rows: list[tuple[int, str, Any]],
         if rows:
             path = run_dir / table
             lines = [] if path.exists() else ["frame,name,value\n"]
-            lines += [f"{frame},{name},{float(value)!r}\n" for frame, name, value in rows]
+            lines += [f"{frame},{_name(name)},{float(value)!r}\n" for frame, name, value in rows]
             append_lines(path, lines)
             rows.clear()
     if hp_rows:

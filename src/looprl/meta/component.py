@@ -125,6 +125,11 @@ class MetaStack:
                 raise TypeError(f"{component!r} is not a MetaComponent: attach instances of "
                                 "looprl.meta components (e.g. RND()), or subclass MetaComponent")
             check_hooks(component)
+        curricula = [type(c).__name__ for c in self.components if c.needs_contexts]
+        if len(curricula) > 1:
+            raise ValueError(f"{' and '.join(curricula)} each pick the instances of the "
+                             "contextual environment, and a run has one curriculum: attach one "
+                             "of them")
         self._hooks = {hook: [m for c in self.components for m in c.methods(hook)]
                        for hook in HOOKS}
 

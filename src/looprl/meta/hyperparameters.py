@@ -85,7 +85,8 @@ def set_hyperparameter(found: dict[str, Hyperparameter], key: str, value: Any) -
     cannot take (``HP_RANGES``: text, a NaN, an epsilon above 1, a batch size of 0, ...)."""
     valid = range_of(key)
     values = value if isinstance(value, list | tuple) else (value,)  # (one epsilon per copy)
-    if valid is not None and not all(valid.holds(number) for number in values):
+    if valid is not None and not all(valid.holds(number) and not isinstance(number, bool)
+                                     for number in values):  # (True is no learning rate)
         raise ValueError(f"{key} must be {valid.text}, got {value!r}")
     try:
         found[key].set(value)

@@ -85,10 +85,28 @@ class OptunaRunner(Runner):
                              "(sqlite:///search.db), a journal file path, or None (in memory)"
                              ) from None
         existing = next((s.n_trials for s in studies if s.study_name == self.study_name), 0)
-        return self.optuna.create_study(
+        study = self.optuna.create_study(
             storage=storage, study_name=self.study_name, direction="maximize",
             sampler=self._named(self.sampler, "samplers", SAMPLERS, seed=self.seed + existing),
             pruner=self._named(self.pruner, "pruners", PRUNERS), load_if_exists=True)
+        self._check_search(study)
+        return study
+
+    def _check_search(self, study: Any) -> None:
+        """Note what the study searches (preset, environment, space) in a new study; a stored
+        one that searched something else is a one-line ``ValueError`` (its trials would mix)."""
+        search = {"preset": self.builder.default_name, "env": self.env.name,
+                  "search_space": [repr(d) for d in self.dimensions]}
+        stored = study.user_attrs.get("looprl_search")
+        if stored is None:
+            study.set_user_attr("looprl_search", search)
+        elif stored != search:
+            names = ", ".join(d.name for d in self.dimensions)
+            raise ValueError(f"OptunaRunner's study {self.study_name!r} in {self.storage!r} "
+                             f"searched {stored['preset']} on {stored['env']} over another "
+                             f"space; this search is {search['preset']} on {search['env']} over "
+                             f"{names}: give it a study of its own (study_name=NAME, "
+                             "runner.study_name=NAME) or another storage")
 
     def _storage(self) -> Any:
         storage = self.storage
