@@ -258,6 +258,20 @@ def test_a_hyperparameter_value_the_agent_cannot_take_is_one_line(builder, key, 
     assert "\n" not in str(info.value)
 
 
+class DeleteReward(MetaComponent):
+    def __init__(self):
+        super().__init__()
+        self.post_step_methods.append(lambda m: m["transition"].pop("reward"))
+
+
+def test_a_hook_that_deletes_a_transition_key_is_named_in_one_line(tmp_path: Path) -> None:
+    # was: "looprl: error: reward", a KeyError naming neither the component nor the hook
+    with pytest.raises(ValueError, match=r"^DeleteReward at post_step: metrics\['transition'\] "
+                                         r"lost its key 'reward' \(change its values, keep its "
+                                         r"keys\)$"):
+        _experiment(SMALL_DQN, "CartPole-v1", tmp_path, 100, meta=[DeleteReward()])
+
+
 class WrongBatch(MetaComponent):
     def __init__(self):
         super().__init__()

@@ -100,6 +100,23 @@ def test_custom_initializer():
     assert bool((net.body[2].bias == 0).all())
 
 
+def zero_weights(layer: nn.Module) -> None:
+    nn.init.zeros_(layer.weight)
+
+
+def test_an_initializer_by_import_path_as_a_config_gives_it():
+    """(was: the string kept, ``'str' object is not callable`` at the first reset)"""
+    net = model()
+    NetworkReset(every=1, layers=["body.0"], initializer=f"{__name__}:zero_weights"
+                 ).maybe_reset({"model": net})
+    assert bool((net.body[0].weight == 0).all())
+    with pytest.raises(TypeError, match=r"^NetworkReset's initializer re-initializes a layer: a "
+                                        r"function of the layer \(or its import path\), got 3$"):
+        NetworkReset(every=1, initializer=3)
+    with pytest.raises(ImportError, match=r"^NetworkReset's initializer 'torch.nn.init:nope'"):
+        NetworkReset(every=1, initializer="torch.nn.init:nope")
+
+
 def test_period_is_respected_through_the_hook():
     net = model()
     reset = NetworkReset(every=3, layers=["head.2"])

@@ -11,6 +11,8 @@ import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import torch
+
 from looprl.core.suggest import check_choice, did_you_mean
 
 #: The hook points, in the order they occur around one step, update and episode.
@@ -192,3 +194,13 @@ def _instances(method: Hook) -> list[Any]:
         with contextlib.suppress(ValueError):  # (a cell not filled yet)
             values.append(cell.cell_contents)
     return values
+
+
+def check_transition(reward: Any, n: int) -> None:
+    """``ValueError`` if a hook left ``transition['reward']`` with the wrong shape or type."""
+    if not isinstance(reward, torch.Tensor) or tuple(reward.shape) != (n,):
+        shape = tuple(reward.shape) if hasattr(reward, "shape") else type(reward).__name__
+        raise ValueError(f"A meta component wrote transition['reward'] as {shape}; it must "
+                         f"stay a float tensor of shape ({n},), one reward per environment copy")
+    if not reward.is_floating_point():
+        raise ValueError(f"transition['reward'] must be a float tensor, got {reward.dtype}")

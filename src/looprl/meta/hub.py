@@ -18,7 +18,7 @@ from looprl.core import AgentBase, Hyperparameter, SampleBatch, Trainer, Trainer
 from looprl.core.leaves import as_tensor
 from looprl.core.namedarray import NamedArray, recursive_apply
 from looprl.environments.base import wrapped_seed
-from looprl.meta.component import MetaComponent, MetaStack
+from looprl.meta.component import MetaComponent, MetaStack, check_transition
 from looprl.meta.hyperparameters import (
     agent_hyperparameters,
     check_writes,
@@ -271,8 +271,13 @@ class MetaHub:
         if len(transition) != known:
             self._means = self._means or TransitionMeans()
             self._means.add(transition, known)
-        reward = transition["reward"]
-        check_transition(reward, len(transition["terminated"]))
+        try:
+            reward, terminated = transition["reward"], transition["terminated"]
+        except KeyError as key:  # (a hook deleted it: it may change the loop's keys, not delete)
+            raise written_by(ValueError(f"metrics['transition'] lost its key {key} (change "
+                                        "its values, keep its keys)"), self.components,
+                             "post_step") from None
+        check_transition(reward, len(terminated))
         if ended is not None and bool(ended.any()):
             self.end_episodes(ended, list(returns), list(lengths))
         return reward
@@ -414,16 +419,6 @@ def log_value(key: str, value: Any) -> float | None:
     shape = f" of shape {tuple(value.shape)}" if hasattr(value, "shape") else ""
     raise ValueError(f"metrics[{key!r}] is a {type(value).__name__}{shape}: a log/ key holds a "
                      "number or a 0-d or 1-d tensor (logged as its mean)")
-
-
-def check_transition(reward: Any, n: int) -> None:
-    """``ValueError`` if a hook left ``transition['reward']`` with the wrong shape or type."""
-    if not isinstance(reward, torch.Tensor) or tuple(reward.shape) != (n,):
-        shape = tuple(reward.shape) if hasattr(reward, "shape") else type(reward).__name__
-        raise ValueError(f"A meta component wrote transition['reward'] as {shape}; it must "
-                         f"stay a float tensor of shape ({n},), one reward per environment copy")
-    if not reward.is_floating_point():
-        raise ValueError(f"transition['reward'] must be a float tensor, got {reward.dtype}")
 
 
 def hook_tensor(value: Any) -> torch.Tensor:

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from looprl.core.imports import import_object
 from looprl.core.ranges import NON_NEGATIVE, UNIT
 from looprl.core.suggest import check_choice, check_count
 from looprl.meta.component import MetaComponent
@@ -56,6 +57,11 @@ class NetworkReset(MetaComponent):
         self.every, self.mode = int(every), check_choice("mode", mode, ("reset", "shrink_perturb"))
         self.layers = None if layers is None else tuple(layers)
         self.last = 1 if layers is None and last is None else last
+        if isinstance(initializer, str):  # (an import path: a config's)
+            initializer = import_object(initializer, "NetworkReset's initializer")
+        if initializer is not None and not callable(initializer):
+            raise TypeError(f"NetworkReset's initializer re-initializes a layer: a function of "
+                            f"the layer (or its import path), got {initializer!r:.40}")
         self.initializer = initializer
         self.updates = self.resets = 0
         self._chosen: tuple[int, dict[str, nn.Module]] | None = None
