@@ -82,7 +82,7 @@ def test_alls_dqn_preset_file_learns_cartpole_and_its_test_agent_plays_it(tmp_pa
     builder = dqn.device("cpu").hyperparameters(replay_start_size=500, final_exploration_step=3000)
     [result] = run_experiment(builder, env, 7000, logdir=str(tmp_path), quiet=True,
                               test_episodes=5, seed=0)
-    assert sum(result.test_returns) / 5 > 120  # (seeds 0, 1, 2: 500, 189, 364)
+    assert sum(result.test_returns) / 5 > 100  # (seeds 0, 1, 2: 144, 428, 373)
 
 
 def test_alls_module_paths_hold_the_names_of_alls_modules() -> None:
