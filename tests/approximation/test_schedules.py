@@ -40,6 +40,15 @@ def test_linear_scheduler_without_decay_is_final_from_decay_end_as_alls():
     assert [LinearScheduler(1.0, 0.1, 3, 3)(t) for t in range(2, 5)] == [1.0, 0.1, 0.1]
 
 
+def test_linear_scheduler_ending_before_its_start_jumps_at_the_start_as_alls():
+    """ALL's DQN presets decay from ``replay_start_size`` to ``final_exploration_step -
+    replay_start_size``, which may come first: ALL holds the initial value, then the final one
+    (was: a ValueError, so those preset files failed at the start)."""
+    epsilon = LinearScheduler(1.0, 0.1, 4, 2)
+    assert [epsilon.value for _ in range(6)] == [1.0, 1.0, 1.0, 1.0, 0.1, 0.1]
+    assert linear_schedule(1.0, 0.0, 10, 5, 9) == 1.0
+
+
 def test_warmup_then_a_float_or_a_schedule_read_from_its_start():
     """C51's epsilon: 1 for the warm-up, then its ``exploration``, whose counter starts there."""
     assert [Warmup(2, 0.1).value for _ in range(1)] == [1.0]

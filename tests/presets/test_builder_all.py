@@ -61,6 +61,42 @@ def test_call_api(builder: PresetBuilder) -> None:
         builder(lr=0.01)
 
 
+def test_call_with_none_keeps_what_was_set(builder: PresetBuilder) -> None:
+    """ALL's ``builder(hyperparameters=None)`` keeps the values (was: a TypeError)."""
+    configured = builder.hyperparameters(lr=0.01).name("mine")
+    preset = configured(hyperparameters=None, name=None, device=None).env("e").build()
+    assert preset.hyperparameters == {**DEFAULTS, "lr": 0.01} and preset.name == "mine"
+
+
+def _model(env: Any, hidden: int = 4) -> nn.Module:
+    return nn.Linear(1, hidden)
+
+
+def test_a_users_preset_takes_alls_values_of_its_keys() -> None:
+    """A user's (ALL) preset: a ``functools.partial`` or a class for a function default, NumPy
+    numbers, and its own keys' values outside looprl's ranges of the same names (was: refused:
+    rainbow's ``sigma=0``, ``replay_start_size=np.int64(...)``, ``partial(model, hidden=8)``)."""
+    import functools
+
+    import numpy as np
+    defaults = {"model_constructor": _model, "replay_start_size": 100, "sigma": 0.5,
+                "lr": 1e-3, "hidden": 64}
+    builder = PresetBuilder("users", defaults, MockPreset)
+    preset = builder.hyperparameters(
+        model_constructor=functools.partial(_model, hidden=8), replay_start_size=np.int64(50),
+        sigma=0, lr=np.float32(0.5), hidden=0).env("e").build()
+    given = preset.hyperparameters
+    assert given["model_constructor"](None).out_features == 8
+    assert type(given["replay_start_size"]) is int and given["replay_start_size"] == 50
+    assert (given["sigma"], given["hidden"], given["lr"]) == (0, 0, 0.5)
+    assert builder.hyperparameters(model_constructor=nn.Linear).env("e").build() \
+        .hyperparameters["model_constructor"] is nn.Linear
+    with pytest.raises(TypeError, match="Hyperparameter 'replay_start_size' must be int"):
+        builder.hyperparameters(replay_start_size="many")
+    with pytest.raises(ValueError, match="Hyperparameter 'sigma' of rainbow must be"):
+        classic_control.rainbow.hyperparameters(sigma=-1)  # (looprl's own: still ranged)
+
+
 def test_alls_constructor_keywords() -> None:
     """(was: ``PresetBuilder(name, defaults, constructor, device="cpu")``, ALL's signature, raised
     a TypeError)"""

@@ -18,11 +18,12 @@ LR_SCHEDULES = ("constant", "linear", "cosine")
 
 
 def linear_schedule(initial: float, final: float, start: int, end: int, step: int) -> float:
-    """At ``step``: ``initial`` up to ``start``, linearly to ``final`` at ``end``, ``final`` on."""
+    """At ``step``: ``initial`` before ``start``, linearly to ``final`` at ``end``, ``final`` on.
+    As ALL's, an ``end`` before ``start`` holds ``initial`` until ``start``, then ``final``."""
+    if step < start:
+        return initial
     if step >= end:
         return final
-    if step <= start:
-        return initial
     alpha = (step - start) / (end - start)
     return initial + alpha * (final - initial)
 
@@ -59,12 +60,12 @@ class Schedule:
 
 
 class LinearScheduler(Schedule):
-    """Linear decay from ``initial_value`` (at ``decay_start``) to ``final_value``."""
+    """Linear decay from ``initial_value`` (at ``decay_start``) to ``final_value`` (at
+    ``decay_end``); as ALL's, a ``decay_end`` before ``decay_start`` jumps at ``decay_start``
+    (ALL's DQN presets pass ``final_exploration_step - replay_start_size``)."""
 
     def __init__(self, initial_value: float, final_value: float, decay_start: int,
                  decay_end: int, name: str = "variable", logger: Any = None, **kwargs: Any):
-        if decay_end < decay_start:
-            raise ValueError(f"decay_end ({decay_end}) must be >= decay_start ({decay_start})")
         super().__init__(name=name, logger=logger, **kwargs)
         self.initial_value = initial_value
         self.final_value = final_value

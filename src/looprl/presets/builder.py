@@ -33,22 +33,28 @@ from looprl.presets.constructors import given_constructors
 log = logging.getLogger(__name__)
 
 
-def check_type(key: str, value: Any, default: Any, owner: str) -> Any:
-    """``value`` of the default's kind (a whole float as an int: ALL's ``replay_buffer_size=1e6``),
-    else ``TypeError`` (a number of another kind: ``check_ranges``' ``ValueError`` naming
-    ``owner``'s range); a ``None`` default takes any value but a list, ``True``, ... for a key
-    with a range (``value_clip``)."""
+def check_type(key: str, value: Any, default: Any, owner: str, ranged: bool = True) -> Any:
+    """``value`` of the default's kind (a whole float as an int: ALL's ``replay_buffer_size=1e6``;
+    NumPy's numbers as Python's; any callable for a callable default: a ``functools.partial``
+    or a class for ALL's ``model_constructor``), else ``TypeError`` (a number of another kind:
+    ``check_ranges``' ``ValueError`` naming ``owner``'s range); a ``None`` default takes any
+    value but a list, ``True``, ... for a key with a range (``value_clip``). ``ranged=False``
+    (a user's preset): looprl's ranges do not apply."""
+    if isinstance(value, numbers.Number) and type(value).__module__ == "numpy":
+        value = value.item()  # (np.int64(1000) from a NumPy computation: ALL's presets take it)
     if default is None:
-        valid = range_of(key)
+        valid = range_of(key) if ranged else None
         if valid is None or value is None or isinstance(value, str) or (
                 isinstance(value, numbers.Real) and not isinstance(value, bool)):
             return value
         raise TypeError(f"Hyperparameter {key!r} must be {valid.text} or None, got {value!r}")
     if type(default) is int and isinstance(value, float) and value.is_integer():
         return int(value)
+    if callable(default) and callable(value):
+        return value
     kind = (int, float) if isinstance(default, float) else type(default)
     if isinstance(value, bool) != isinstance(default, bool) or not isinstance(value, kind):
-        if is_number(value):
+        if ranged and is_number(value):
             check_ranges({key: value}, owner)
         kind = type(default).__name__
         raise TypeError(f"Hyperparameter {key!r} must be {kind} (like {default!r}), got {value!r}")
@@ -98,13 +104,15 @@ class PresetBuilder:
 
     def __call__(self, **settings: Any) -> PresetBuilder:
         """Several settings at once, as ALL's ``builder(device=..., name=..., env=...,
-        hyperparameters={...})``."""
+        hyperparameters={...})``; a setting given as ``None`` keeps its value."""
         unknown = sorted(set(settings) - {"device", "env", "hyperparameters", "name"})
         if unknown:
             raise TypeError(f"PresetBuilder() takes device, env, hyperparameters and name, got "
                             f"{', '.join(unknown)}")
         builder = self
         for key, value in settings.items():
+            if value is None:  # (ALL's: keeps what was set)
+                continue
             builder = (builder.hyperparameters(**value) if key == "hyperparameters"
                        else getattr(builder, key)(value))
         return builder
@@ -156,14 +164,18 @@ class PresetBuilder:
 
     def hyperparameters(self, **hyperparameters: Any) -> PresetBuilder:
         """Override hyperparameters (``UnknownHyperparameterError``, a ``KeyError``, for
-        unknown names); ALL 0.9's names work too (``looprl.presets.all_names``)."""
+        unknown names); ALL 0.9's names work too (``looprl.presets.all_names``). Values are
+        checked against looprl's ranges only for looprl's presets: a user's preset's ``sigma``
+        or ``hidden`` is its own."""
         hyperparameters, all_given = self._from_all_names(hyperparameters)
+        ours = family_of(self) is not None
         for key, value in hyperparameters.items():
             if key not in self.default_hyperparameters:
                 raise no_such_hyperparameter(key, self.default_name, self.default_hyperparameters)
             hyperparameters[key] = check_type(key, value, self.default_hyperparameters[key],
-                                              self.default_name)
-        check_ranges(hyperparameters, self.default_name)
+                                              self.default_name, ranged=ours)
+        if ours:
+            check_ranges(hyperparameters, self.default_name)
         return self._preset_builder(hyperparameters={**self._hyperparameters, **hyperparameters},
                                     all_given=all_given)
 
@@ -194,7 +206,8 @@ class PresetBuilder:
         all_given = {**kept, **{name: value for name, value in given.items()
                                 if name in converted and name not in own}}
         current = {**self.hyperparameter_defaults,  # (typed: n_envs='abc' is not converted)
-                   **{key: check_type(key, value, own[key], self.default_name)
+                   **{key: check_type(key, value, own[key], self.default_name,
+                                      ranged=family_of(self) is not None)
                       for key, value in ours.items() if key in own}}
         for name, value in all_given.items():
             ours.update(converted[name].convert(value, current))
