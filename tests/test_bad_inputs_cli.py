@@ -558,6 +558,15 @@ def test_plot_over_a_damaged_returns100_csv_names_it(content: str, tmp_path: Pat
     (["--cfg"], "Hydra's flag --cfg takes job, hydra or all after it (looprl run --help)"),
     (["--cfg", "bogus"], "--cfg takes job, hydra or all after it, got 'bogus'"),
     (["--package", "seed=1"], "Hydra's flag --package takes a value after it, got 'seed=1'"),
+    # (was: "... convert it with int(...), or give the argparse option type=int")
+    (["checkpoint_every=abc"], "got 'abc' (text, not a number)"),
+    # (was: "runtime.num_cpus must be ...", the key not given)
+    (["runner=pbt", "runner.num_cpus=0"], "runner.num_cpus must be positive"),
+    # Mighty's names (was: "Did you mean 'clip_grad'?", "'polyak_rate'?")
+    (["algorithm=ppo", "algorithm.clip_range=0.1"], "Did you mean 'clip' (Mighty's "
+                                                    "'clip_range')?"),
+    (["algorithm=continuous/sac", "algorithm.policy_lr=0.1"],
+     "Did you mean 'lr_actor' (Mighty's 'policy_lr')?"),
 ])
 def test_bad_run_overrides_are_one_line(overrides: list[str], expected: str, tmp_path: Path,
                                         capfd: pytest.CaptureFixture[str],

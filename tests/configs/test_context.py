@@ -68,7 +68,8 @@ def test_a_run_reports_train_set_and_test_set_returns(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("overrides, message", [
     (["context.trian=4"], "Unknown context key 'trian'. Did you mean 'train'?"),
-    (["context.train=nofile.yaml"], "is a number of instances or a YAML/JSON file"),
+    (["context.train=nofile.yaml"], "context.train / context.test: no file 'nofile.yaml' in "),
+    (["context.train=abc"], "is a number of instances or a YAML/JSON file"),
     (["context.train=4", "context.ranges.lenght=[0.2,0.8]"], "lenght"),
     (["env={id: CartPole-v1}"], "env is an id or an import path"),
     # (was: "CartPoleVectorEnv has no list of environments to search for a ContextualEnv;

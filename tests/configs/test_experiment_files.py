@@ -58,6 +58,12 @@ def config_dir(tmp_path: Path) -> Path:
     (directory / "experiment" / "commented.yaml").write_text(  # (the header read too late)
         "# my_configs/experiment/commented.yaml\n" + EXPERIMENT)
     (directory / "my_run.yaml").write_text(OWN_CONFIG)
+    (directory / "bare_run.yaml").write_text("env: Acrobot-v1\nframes: 64\n")  # (no - looprl)
+    (directory / "experiment" / "headless.yaml").write_text(EXPERIMENT.partition("\n")[2])
+    for name, line in (("mighty_sac", "algorithm: SAC"), ("mighty_runner", "runner: standard"),
+                       ("mighty_env", "environment: pendulum"), ("algo", "algo: dqn")):
+        (directory / "experiment" / f"{name}.yaml").write_text(
+            f"# @package _global_\ndefaults:\n  - override /{line}\nframes: 64\n")
     (directory / "algorithm").mkdir()  # (algorithm configs without a preset's name)
     (directory / "algorithm" / "nameless.yaml").write_text("lr: 0.1\n")
     (directory / "algorithm" / "numbered.yaml").write_text("preset: 12\nlr: 0.1\n")
@@ -149,6 +155,28 @@ def test_a_meta_file_of_ones_own_is_one_components_arguments(config_dir, tmp_pat
     (["+experiment=acrobot_dq"], "Unknown experiment 'acrobot_dq'. Did you mean 'acrobot_dqn'?"),
     (["experiment=acrobot_dqn"], "add it with +experiment=acrobot_dqn"),
     (["-cn", "my_rn"], "--config-name 'my_rn': no my_rn.yaml in"),
+    # (was OmegaConf's "Key 'resume' is not in struct")
+    (["-cn", "bare_run"], "The composed config lacks looprl's env_kwargs, env_wrappers,"
+                                  " context, seed, ...: a config of your own (-cn) extends "
+                                  "looprl's, with '- looprl' first in its defaults list"),
+    # Mighty's names in an experiment file's defaults list (was Hydra's "In 'looprl': Could not
+    # find 'runner/standard' ... Config search path: ...", the command line's hint left out)
+    (["+experiment=mighty_sac", *QUIET], "Unknown algorithm 'SAC' (a defaults list's '- "
+                                         "override /algorithm: SAC'). Did you mean "
+                                         "'continuous/sac'? Valid: a2c,"),
+    (["+experiment=mighty_runner", *QUIET], "Unknown runner 'standard' (a defaults list's '- "
+                                            "override /runner: standard'). Did you mean "
+                                            "'online'?"),
+    (["+experiment=mighty_env", *QUIET], "looprl has no config group 'environment' (a defaults"
+                                         " list's '- override /environment: ...'): looprl's "
+                                         "way for Mighty's 'environment': env=ID"),
+    (["+experiment=algo", *QUIET], "its groups: algorithm, meta, runner, runtime. Did you "
+                                   "mean 'algorithm'?"),
+    # (was Hydra's "Could not override 'algorithm@experiment.algorithm'", or an unknown key
+    # 'experiment' for a file without a defaults list)
+    (["+experiment=headless", *QUIET], "headless.yaml needs '# @package _global_' as its first "
+                                       "line: without it, Hydra puts its keys under "
+                                       "'experiment:'"),
     (["+experiment=typo", *QUIET], "Unknown config key 'frame' in the composed config"),
     # a group set to a plain value (was: "dictionary update sequence element #0 ...",
     # AttributeError tracebacks for meta: [rnd] and runtime: ray)

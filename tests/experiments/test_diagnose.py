@@ -96,6 +96,29 @@ def test_a_ray_trainer_that_cannot_see_the_returns_names_both_sources() -> None:
     assert plain.startswith("The environment CartPole-v1 returned NaN or infinite rewards")
 
 
+class NaNObservation(MetaComponent):
+    """A meta component that makes the observations of every batch NaN (a user's bug)."""
+
+    def __init__(self):
+        super().__init__()
+        self.pre_update_methods.append(self.corrupt)
+
+    def corrupt(self, metrics):
+        metrics["batch"].obs = metrics["batch"].obs * float("nan")
+        return metrics
+
+
+def test_nan_observations_a_meta_component_wrote_name_it_too(tmp_path) -> None:
+    """(Was: "The environment CartPole-v1 returned NaN or infinite observations": the
+    environment's observations are not watched, so both sources are named.)"""
+    torch.manual_seed(0)
+    with pytest.raises(FloatingPointError, match=r"NaN or infinite observations reached training "
+                       r"at frame [\d,]+: CartPole-v1 returned them, or a meta component of the "
+                       r"run \(NaNObservation\) wrote them"):
+        run_experiment(SMALL_DQN, GymEnvironment("CartPole-v1"), 3000, logdir=str(tmp_path),
+                       quiet=True, test_episodes=0, seed=0, meta=[NaNObservation()])
+
+
 class Scaled(gymnasium.Wrapper):
     """CartPole whose rewards are multiplied by ``scale``: finite, but their squares are not."""
 

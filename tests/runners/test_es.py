@@ -147,6 +147,8 @@ def test_bad_inputs_are_one_line_errors(small_ppo):
          "valid: raw, centered_ranks, z_score"),
         (dict(search_targets={"lr": (1e-4, 1e-2)}, strategy="pso"), ValueError,
          "valid: cma, openai"),
+        (dict(search_targets={"lr": (1e-4, 1e-2)}, es="cma"), TypeError,  # (Mighty's name)
+         "^ESRunner takes the strategy as strategy='cma' \\(Mighty's es\\); valid: cma"),
         (dict(), ValueError, "Nothing to search"),
         (dict(search_targets={"lr": (1e-4, 1e-2)}, reset_agent=False), ValueError,
          "need a fresh agent"),

@@ -89,7 +89,8 @@ def test_evaluate_before_any_agent_and_bad_inputs_are_clear_errors(small_ppo):
 def test_meta_components_run_and_hp_keys_reach_the_trainer_under_them(small_ppo):
     schedule = HPSchedule("hp/entropy_coef", "linear", 0.01, 0.0, duration=100, per="step")
     runner = Runner(small_ppo.hyperparameters(linear_clip=False), "CartPole-v1",
-                    meta=[schedule], quiet=True)
+                    meta=schedule, quiet=True)  # (one component, as Mighty's: was not iterable)
+    assert runner.meta == (schedule,)
     runner.new_agent(train_steps=128)
     runner.set_hyperparameters({"hp/clip": 0.33})
     runner.train(64)
@@ -98,6 +99,9 @@ def test_meta_components_run_and_hp_keys_reach_the_trainer_under_them(small_ppo)
     assert 0.0 <= metrics["hp/entropy_coef"] < 0.01
     with pytest.raises(KeyError, match="'hp/nope' is not a hyperparameter.*hp/clip"):
         runner.set_hyperparameters({"hp/nope": 1})
+    with pytest.raises(KeyError, match="'clip' is not a hyperparameter of this agent. Did you "
+                                       "mean 'hp/clip'\\?"):
+        runner.set_hyperparameters({"clip": 0.2})
     with pytest.raises(ValueError, match="hp/clip must be >= 0, got -0.1"):  # (as the hub's)
         runner.set_hyperparameters({"hp/clip": -0.1})
 

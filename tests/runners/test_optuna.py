@@ -101,7 +101,9 @@ def test_the_preset_values_reach_the_agent(small_ppo):
     ({"lr": {"type": "normal", "low": 0, "high": 1}},
      "unknown type 'normal'. Valid: categorical, float, int"),
     ({"learning_rate": {"type": "float", "low": 0, "high": 1}},
-     "'learning_rate' is not a hyperparameter of ppo.* Valid: .*clip.*lr.*n_steps"),
+     "'learning_rate' is not a hyperparameter of ppo. Did you mean 'lr' \\(Mighty's "
+     "'learning_rate'\\)\\? Valid: .*clip.*lr.*n_steps"),
+    ({"n_units": (8, 64)}, "Did you mean 'hidden' \\(Mighty's 'n_units'\\)"),
     ({"n_steps": {"type": "float", "low": 8, "high": 32}}, "int hyperparameter"),
     ({"lr": {"type": "float", "lo": 0, "high": 1}}, "unknown key 'lo'; valid keys"),
     ({"lr": {"type": "float", "low": 0.0, "high": 1.0, "log": True}}, "needs low > 0"),

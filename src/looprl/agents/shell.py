@@ -24,6 +24,7 @@ from looprl.core import (
 from looprl.core.observations import check_default_dtype
 from looprl.core.state import StateArray
 from looprl.environments.base import wrapped_seed
+from looprl.memory.atari_replay import frame_ring
 from looprl.memory.n_step import NStepReplayBuffer
 from looprl.memory.samples import OnPolicyBuffer
 from looprl.memory.segments import SegmentBuffer
@@ -185,6 +186,16 @@ class ReplayAgent(LearningAgent, Agent):
     def update_frequency(self) -> int:
         """Transitions per update (the schedule's)."""
         return self.learner.schedule.update_frequency
+
+    def store_frames_once(self) -> None:
+        """ALL's ``DeepmindAtariBody(agent, lazy_frames=True)``: an empty
+        ``ExperienceReplayBuffer`` or ``PrioritizedReplayBuffer`` becomes the Atari frame ring
+        of its size and settings (``memory.atari_replay.frame_ring``), for stacked frames."""
+        ring = self.learner.buffer = self.buffer = frame_ring(self.learner.buffer)
+        if isinstance(self.replay_buffer, NStepReplayBuffer):
+            self.replay_buffer.buffer = ring
+        else:
+            self.replay_buffer = ring
 
 
 class SegmentAgent(LearningAgent):

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from looprl import configs
-from looprl.configs.checks import check_given_once, check_overrides
+from looprl.configs.checks import check_given_once, check_overrides, composition_error
 from looprl.configs.run_dirs import check_run_dir, claim_run_dir, path_value, run_dir_key
 from looprl.configs.runtimes import runtime_help
 from looprl.configs.sources import check_config_keys, compose, saved_sources, user_groups
@@ -259,6 +259,7 @@ def main(argv: list[str]) -> int:
     """Run the Hydra application on ``argv`` (overrides and Hydra flags)."""
     import hydra
     from hydra.core.hydra_config import HydraConfig
+    from hydra.errors import ConfigCompositionException
     from hydra.types import RunMode
     argv = [f"++{a}" if a.startswith(("context.ranges.", "env_kwargs.", "env_kwargs=")) else a
             for a in argv]  # (new keys: env_kwargs's default is {})
@@ -302,7 +303,7 @@ def main(argv: list[str]) -> int:
                                           f"{one_line(error)}")
                 if os.getpid() != here:  # a launcher's process (joblib, submitit): Hydra hands
                     raise failures[-1] from None  # its error back, as text
-            elif not cfg.resume:
+            elif not cfg.get("resume"):  # (a config without looprl's keys: none)
                 _remove_if_empty(Path(output_dir))
             return math.nan
         # (null in results.json: not finite; absent: nothing evaluated, as an Optuna search
@@ -316,6 +317,11 @@ def main(argv: list[str]) -> int:
     sys.argv = ["looprl run", *flags, *overrides]  # seed=0,1 -m hydra.sweep.dir=... was not)
     try:
         app()
+    except ConfigCompositionException as error:  # (a group or option a file's defaults name)
+        better = composition_error(error)
+        if better is error:
+            raise
+        raise better from None
     finally:  # Hydra configures logging for its jobs: leave the caller's as it was
         sys.argv = saved
         for handler in set(root.handlers) - set(handlers):  # (its app.log: a file left open)

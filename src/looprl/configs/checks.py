@@ -22,6 +22,8 @@ from looprl.configs import (
 )
 from looprl.configs.runtimes import check_trial_options
 from looprl.configs.sources import (
+    GROUPS,
+    MIGHTY_KEYS,
     PRIMARY,
     check_package_header,
     config_dir,
@@ -35,7 +37,7 @@ from looprl.core.suggest import check_choice, check_once, did_you_mean
 from looprl.meta.registry import own_name
 from looprl.presets.all_names import hyperparameter_hint
 
-__all__ = ["check_given_once", "check_overrides"]
+__all__ = ["check_given_once", "check_overrides", "composition_error"]
 
 #: the long names of Hydra's valued flags that have a short one
 _LONG_FLAGS = {"-c": "--cfg", "-p": "--package", "-i": "--info", "-cp": "--config-path",
@@ -146,6 +148,38 @@ def _mighty_hint(group: str, choice: str, options: list[str]) -> str:
     name = (mighty or choice).lower()
     same = [o for o in options if o.rpartition("/")[2] == name]
     return f" Did you mean {', '.join(map(repr, same))}?" if same else ""
+
+
+def composition_error(error: Exception) -> Exception:
+    """Hydra's error for a group or option a config file's defaults list names (an experiment
+    file's ``- override /algorithm: SAC``, ``- override /environment: ...``) as the command
+    line's one line, with its hint for Mighty's names; any other error as it is."""
+    from looprl.configs.runtimes import runtimes
+    missing = getattr(error, "missing_cfg_file", None)  # (MissingConfigException's)
+    unmatched = re.search(r"Could not override '([^']+)'\. No match in the defaults", str(error))
+    if missing:
+        group, _, choice = str(missing).strip("/").rpartition("/")
+    elif unmatched:
+        group, choice = unmatched.group(1).strip("/"), "..."
+    else:
+        return error
+    listed = f"(a defaults list's '- override /{group}: {choice}')"
+    if group in MIGHTY_KEYS:  # (Mighty's environment group: looprl's env key)
+        return ValueError(f"looprl has no config group {group!r} {listed}: looprl's way for "
+                          f"Mighty's {group!r}: {MIGHTY_KEYS[group]}")
+    builtin = {"algorithm": algorithm_options, "runner": runners, "runtime": runtimes}
+    if unmatched:
+        return ValueError(f"looprl has no config group {group!r} {listed}; its groups: "
+                          f"{', '.join(GROUPS)}.{did_you_mean(group, list(GROUPS))}")
+    if group not in builtin and group != "meta":
+        return error
+    options = list(dict.fromkeys([*(builtin[group]() if group in builtin else ()),
+                                  *(getattr(error, "options", None) or ())]))
+    try:
+        check_choice(group, choice, options, _mighty_hint(group, choice, options))
+    except ValueError as unknown:
+        return ValueError(str(unknown).replace(f"{choice!r}.", f"{choice!r} {listed}.", 1))
+    return error
 
 
 def _flag_hint(flag: str, value: str) -> str:

@@ -9,6 +9,8 @@ import textwrap
 from collections.abc import Iterable
 from typing import Any
 
+from looprl.core.suggest import check_count
+
 __all__ = ["TRIAL_OPTIONS", "distributed_options", "ray_trials", "runtime_help", "runtimes",
            "trial_gpus"]
 
@@ -114,7 +116,10 @@ def ray_trials(runtime: dict[str, Any], runner: str, device: Any, options: dict[
     defaults = runtimes()["ray"]  # (a config file's options; overrides: each one given)
     check_trial_options([key for key, value in runtime.items() if value != defaults.get(key)],
                         runner)
-    cpus = runtime.get("num_cpus") or options.get("num_cpus")
+    cpus = runtime.get("num_cpus")
+    if cpus is None and options.get("num_cpus") is not None:  # (PBT's runner.num_cpus)
+        check_count(**{"runner.num_cpus": options["num_cpus"]})
+        cpus = options["num_cpus"]
     gpus = trial_gpus(runner, device, runtime.get("gpus_per_trial"))
     if gpus and starts_local(runtime.get("address")):  # (a local instance: this machine's)
         import torch

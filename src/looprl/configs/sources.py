@@ -81,10 +81,15 @@ def user_groups(argv: list[str] | tuple[str, ...]) -> dict[str, list[str]]:
 
 
 def check_package_header(path: Path) -> None:
-    """A ``# @package`` line of ``path`` below another line (a comment too), which Hydra
-    ignores, is a one-line ``ValueError``."""
+    """A ``# @package`` line of ``path`` (a file of a user's group, ``+experiment=NAME``)
+    below another line (a comment too), which Hydra ignores, or none, is a one-line
+    ``ValueError``."""
     lines = [line.strip() for line in path.read_text().splitlines() if line.strip()]
-    header = next((at for at, line in enumerate(lines) if re.match(r"#\s*@package", line)), 0)
+    header = next((at for at, line in enumerate(lines) if re.match(r"#\s*@package", line)), None)
+    if header is None:  # (Hydra puts its keys under the group's name: experiment.frames)
+        raise ValueError(f"{path} needs '# @package _global_' as its first line: without it, "
+                         f"Hydra puts its keys under '{path.parent.name}:', which looprl's "
+                         "config does not have")
     other = next((at for at, line in enumerate(lines) if not re.match(r"#\s*@", line)), header)
     if other < header:
         raise ValueError(f"{path}: Hydra reads its {lines[header]!r} line only above every "
@@ -133,10 +138,17 @@ def key_hint(key: str, valid: list[str]) -> str:
 
 
 def check_config_keys(cfg: Any) -> None:
-    """A one-line ``ValueError`` for a group of ``cfg`` set to a plain value (Mighty's
+    """A one-line ``ValueError`` for a config missing looprl's keys (a ``-cn`` config without
+    ``- looprl`` in its defaults), a group of ``cfg`` set to a plain value (Mighty's
     ``algorithm: DQN``), an algorithm config without its ``preset``'s name, or a top-level key
     the ``looprl`` config lacks."""
     from omegaconf import OmegaConf
+    missing = [key for key in config_keys() if key not in cfg]
+    if missing:  # (a -cn config of the user's that does not start from looprl's)
+        raise ValueError(f"The composed config lacks looprl's {', '.join(missing[:4])}"
+                         f"{', ...' if len(missing) > 4 else ''}: a config of your own (-cn) "
+                         "extends looprl's, with '- looprl' first in its defaults list "
+                         "(docs/coming-from-mighty.md, 'A config of your own')")
     for group in GROUPS:
         value = cfg.get(group)
         if value is not None and not OmegaConf.is_dict(value):

@@ -204,9 +204,16 @@ def check_positive(optional: bool = False, **values: Any) -> None:
 
 
 def text_hint(value: Any, kind: str) -> str:
-    """For a number given as text (an argparse option without ``type=``), how to convert it."""
+    """For a number given as text (an argparse option without ``type=``), how to convert it;
+    for other text (``checkpoint_every=abc``), that it is no number."""
+    if not isinstance(value, str):
+        return ""
+    try:
+        float(value)
+    except ValueError:
+        return " (text, not a number)"
     return (f" (text, not a number: convert it with {kind}(...), or give the argparse option "
-            f"type={kind})" if isinstance(value, str) else "")
+            f"type={kind})")
 
 
 def a_type(value: Any) -> str:

@@ -88,15 +88,15 @@ def blamed_data(error: FloatingPointError, env_name: str, frame: int,
     if not kinds:
         return None
     names = ", ".join(dict.fromkeys(type(c).__name__ for c in components))
-    if names and kinds == ["rewards"] and not where:  # (none seen in the env's returns)
-        if returns_seen:
-            return (f"NaN or infinite rewards reached training at frame {frame:,}, though "
-                    f"{env_name} returned finite ones: a meta component of the run ({names}) "
-                    "wrote them into metrics['transition'] or metrics['batch']; make it write "
-                    "finite rewards.")
-        return (f"NaN or infinite rewards reached training at frame {frame:,}: {env_name} "
-                f"returned them, or a meta component of the run ({names}) wrote them into "
-                "metrics['transition'] or metrics['batch']; check the environment with "
+    if names and kinds == ["rewards"] and not where and returns_seen:  # (the env's were seen)
+        return (f"NaN or infinite rewards reached training at frame {frame:,}, though "
+                f"{env_name} returned finite ones: a meta component of the run ({names}) "
+                "wrote them into metrics['transition'] or metrics['batch']; make it write "
+                "finite rewards.")
+    if names and not where:  # (the environment's observations are not watched)
+        return (f"NaN or infinite {' and '.join(kinds)} reached training at frame {frame:,}: "
+                f"{env_name} returned them, or a meta component of the run ({names}) wrote them "
+                "into metrics['transition'] or metrics['batch']; check the environment with "
                 "looprl.distributed.test_environment, and run without the components.")
     return (f"The environment {env_name} returned NaN or infinite {' and '.join(kinds)}{where}, "
             f"and training diverged on them at frame {frame}; this is not a learning-rate "

@@ -16,11 +16,12 @@ import torch
 
 from looprl.core import NamedArray, SampleBatch, State
 from looprl.core.leaves import as_numpy
-from looprl.memory.prioritized import Prioritized
-from looprl.memory.replay import STORE_CHUNK, ReplayBuffer
+from looprl.memory.prioritized import Prioritized, PrioritizedReplayBuffer
+from looprl.memory.replay import STORE_CHUNK, ExperienceReplayBuffer, ReplayBuffer
 from looprl.memory.store import check_transition, n_step_windows, stream_numbers, window_rows
 
-__all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer", "check_room", "slot_bytes"]
+__all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer", "check_room", "frame_ring",
+           "slot_bytes"]
 
 log = logging.getLogger(__name__)
 
@@ -395,3 +396,18 @@ def check_room(size: int, stack: int, n_step: int, owner: str = "AtariReplayBuff
         raise ValueError(f"Replay size {size} is too small for stacks of {stack} and "
                          f"{n_step}-step returns: give it at least {stack + n_step + 1} (a "
                          "preset's replay_buffer_size)")
+
+
+def frame_ring(buffer: Any) -> Any:
+    """ALL's ``lazy_frames=True`` for ``buffer``: an empty ``ExperienceReplayBuffer`` or
+    ``PrioritizedReplayBuffer`` as the frame ring of as many frames with its settings (each
+    stacked frame stored once: ALL's Atari presets' 1M transitions in 7.1 GB, not 56 GB); any
+    other ``buffer`` (a ring already, one holding transitions) as it is."""
+    ring = {ExperienceReplayBuffer: AtariReplayBuffer,
+            PrioritizedReplayBuffer: PrioritizedAtariReplayBuffer}.get(type(buffer))
+    if ring is None or len(buffer):
+        return buffer
+    settings = {"device": buffer.device, "generator": buffer.generator, "n_step": buffer.n_step}
+    if ring is PrioritizedAtariReplayBuffer:
+        return ring(buffer.size, buffer.alpha, buffer.beta, buffer.epsilon, **settings)
+    return ring(buffer.size, **settings)

@@ -64,8 +64,11 @@ def acting_schedules(policy: Any) -> list[Any]:
 
 
 def unknown_hyperparameter(key: str, found: dict[str, Any]) -> KeyError:
-    """The ``KeyError`` for ``key``, which the agent (keys ``found``) does not have."""
-    return KeyError(f"{key!r} is not a hyperparameter of this agent.{did_you_mean(key, found)} "
+    """The ``KeyError`` for ``key``, which the agent (keys ``found``) does not have (``lr``:
+    "did you mean 'hp/lr'?")."""
+    hint = (f" Did you mean 'hp/{key}'?" if f"hp/{key}" in found
+            else did_you_mean(key, found))
+    return KeyError(f"{key!r} is not a hyperparameter of this agent.{hint} "
                     f"It has: {', '.join(sorted(found))}")
 
 

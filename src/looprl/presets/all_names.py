@@ -32,14 +32,23 @@ MIGHTY_NAMES = {"zipf_param": "ez_mu", "epsilon_start": "initial_exploration",
                 "td_update_class": "update", "replay_buffer_class": "buffer",
                 "learning_rate": "lr", "gamma": "discount_factor", "max_grad_norm": "clip_grad",
                 "n_units": "hidden", "n_gradient_steps": "epochs", "policy_class": "exploration",
-                "es": "strategy"}
+                "es": "strategy", "clip_range": "clip", "ppo_clip": "clip",
+                "ent_coef": "entropy_coef", "vf_coef": "value_coef",
+                "value_loss_coef": "value_coef", "policy_lr": "lr_actor", "q_lr": "lr_critic",
+                "tau": "polyak_rate", "soft_update_weight": "polyak_rate",
+                "batch_size": "minibatch_size", "learning_starts": "replay_start_size",
+                "buffer_size": "replay_buffer_size", "capacity": "replay_buffer_size",
+                "target_update_freq": "target_update_frequency"}
 
 
 def hyperparameter_hint(name: str, valid: list[str]) -> str:
     """``did_you_mean`` for an unknown hyperparameter: looprl's name of a Mighty one
-    (``MIGHTY_NAMES``) where the preset has it, else the closest of ``valid``."""
-    if MIGHTY_NAMES.get(name) in valid:
-        return f" Did you mean {MIGHTY_NAMES[name]!r} (Mighty's {name!r})?"
+    (``MIGHTY_NAMES``; its ``hp/*`` key where ``valid`` holds those) where the preset has it,
+    else the closest of ``valid``."""
+    ours = MIGHTY_NAMES.get(name.removeprefix("hp/"))
+    for mine in (ours, f"hp/{ours}"):
+        if ours is not None and mine in valid:
+            return f" Did you mean {mine!r} (Mighty's {name!r})?"
     return did_you_mean(name, valid)
 
 

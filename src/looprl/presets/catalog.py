@@ -228,6 +228,10 @@ def _contexts_file(path: Any) -> dict[int, dict[str, float]]:
     from pathlib import Path
 
     import yaml
+    if isinstance(path, str) and path.endswith((".yaml", ".yml", ".json")) and \
+            not Path(path).is_file():  # (a file name: relative to where looprl runs)
+        raise ValueError(f"context.train / context.test: no file {path!r} in {Path.cwd()} "
+                         "(give its path, absolute or from the directory looprl runs in)")
     if not isinstance(path, str) or not Path(path).is_file():
         raise ValueError(f"context.train / context.test is a number of instances or a YAML/JSON "
                          f"file of contexts, got {path!r}")

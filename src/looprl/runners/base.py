@@ -90,7 +90,7 @@ class Runner:
         env: an environment, or an id (``"CartPole-v1"``, ``"tictactoe_v3"``, ``"Pong"``).
         seed: seeds every new agent (``run()`` leaves the global random generators as found).
         logdir: a directory for run directories; ``None``: nothing is written.
-        meta: meta components (``looprl.meta``) hooked into every agent's experiment.
+        meta: meta components (``looprl.meta``; or one) hooked into every agent's experiment.
         eval_episodes: the default number of episodes of ``evaluate``.
         wandb: ``wandb.init`` arguments, to log to W&B too; needs a ``logdir``.
         test_env: a held-out environment of the same spaces (or an id) ``evaluate`` plays too
@@ -104,7 +104,7 @@ class Runner:
     scores: str = ""
 
     def __init__(self, agent: Any, env: Any, seed: int = 0, logdir: str | None = None,
-                 meta: Sequence[Any] = (), device: str | None = None, quiet: bool = False,
+                 meta: Sequence[Any] | Any = (), device: str | None = None, quiet: bool = False,
                  eval_episodes: int = 10, checkpoint_every: int | None = None,
                  checkpoint_replay: bool = True, verbose: bool = False,
                  wandb: dict[str, Any] | None = None, test_env: Any = None,
@@ -118,7 +118,7 @@ class Runner:
         self.test_env = None if test_env is None else _environment(agent, test_env, "test_env")
         self.seed = check_seed(type(self).__name__, seed, optional=False)
         self.logdir = logdir
-        self.meta = tuple(meta)
+        self.meta = tuple(meta) if isinstance(meta, list | tuple) else (meta,)  # (meta=RND())
         self.quiet = check_flag("quiet (looprl run's logging.quiet)", quiet)
         # each new agent's components start as given (a trial does not go on from the last's)
         self._fresh_meta = fresh_components(self.builder, self.meta)

@@ -181,6 +181,9 @@ class ESRunner(Runner):
                  sigma: float = 0.1, fitness_shaping: str = "centered_ranks",
                  strategy_options: dict[str, Any] | None = None,
                  reset_agent: bool | None = None, trials: Any = None, **kwargs: Any):
+        if "es" in kwargs:  # (Mighty's name)
+            raise TypeError(f"ESRunner takes the strategy as strategy={kwargs['es']!r} (Mighty's "
+                            f"es); valid: {', '.join(STRATEGIES)}")
         kwargs.setdefault("quiet", True)
         super().__init__(agent, env, **kwargs)
         if strategy not in STRATEGIES:

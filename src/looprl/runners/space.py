@@ -13,6 +13,7 @@ import numpy as np
 
 from looprl.core.ranges import range_of
 from looprl.core.suggest import did_you_mean, is_number
+from looprl.presets.all_names import hyperparameter_hint
 
 TYPES: tuple[str, ...] = ("categorical", "float", "int")
 SPEC_KEYS: tuple[str, ...] = ("choices", "high", "log", "low", "step", "type")
@@ -93,7 +94,7 @@ def _dimension(name: str, spec: Any, current: Mapping[str, Any], owner: str) -> 
     if name not in current:
         valid = sorted(current)
         raise SearchSpaceError(f"{name!r} is not a hyperparameter of {owner}."
-                               f"{did_you_mean(name, valid)} Valid: {', '.join(valid)}")
+                               f"{hyperparameter_hint(name, valid)} Valid: {', '.join(valid)}")
     spec = _as_dict(name, spec)
     default = current[name]
     kind = spec.get("type", _kind_of(default, spec))
