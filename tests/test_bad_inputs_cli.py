@@ -540,7 +540,7 @@ def test_plot_over_a_damaged_returns100_csv_names_it(content: str, tmp_path: Pat
     (["runner=es", "runner.search_params=true", "test_episodes=0"],
      "runner=es scores each individual by its evaluation returns"),
     (["runner=es", "runner.search_params=true", "runner.popsize=0"], "popsize must be positive"),
-    (["+runner.num_steps=5"], "Could not append to config"),  # (Hydra's own error)
+    (["+seed=3"], "Could not append to config"),  # (Hydra's own error)
     (["hydra.run.dir=/proc/x"], "/proc/x"),
     (["hydra.job.chdir=abc"], "Error merging override hydra.job.chdir=abc: Value 'abc' is not a "
                               "valid bool"),  # (was: Hydra's line without its reason)
@@ -562,6 +562,8 @@ def test_plot_over_a_damaged_returns100_csv_names_it(content: str, tmp_path: Pat
     (["checkpoint_every=abc"], "got 'abc' (text, not a number)"),
     # (was: "runtime.num_cpus must be ...", the key not given)
     (["runner=pbt", "runner.num_cpus=0"], "runner.num_cpus must be positive"),
+    (["runner.num_steps=500"], "runner.num_steps=500 and frames=300 both set the training "
+                               "budget"),  # (was: 500 trained, frames silently unread)
     # Mighty's names (was: "Did you mean 'clip_grad'?", "'polyak_rate'?")
     (["algorithm=ppo", "algorithm.clip_range=0.1"], "Did you mean 'clip' (Mighty's "
                                                     "'clip_range')?"),

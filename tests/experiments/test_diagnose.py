@@ -59,25 +59,44 @@ def test_nan_from_the_environment_is_named(field: str, preset, tmp_path: Path) -
 class NaNReward(MetaComponent):
     """A meta component that makes every transition's reward NaN (a user's bug)."""
 
+    hook = "post_step"
+
     def __init__(self):
         super().__init__()
-        self.post_step_methods.append(self.corrupt)
+        self.methods(self.hook).append(self.corrupt)
 
     def corrupt(self, metrics):
         metrics["transition"]["reward"] = metrics["transition"]["reward"] * float("nan")
         return metrics
 
 
-@pytest.mark.parametrize("preset", [SMALL_DQN, SMALL_PPO], ids=["dqn", "ppo"])
-def test_nan_rewards_a_meta_component_wrote_are_its_not_the_environments(preset,
-                                                                         tmp_path) -> None:
-    """(Was: "The environment CartPole-v1 returned NaN or infinite rewards".)"""
+class NaNObservation(NaNReward):
+    """A meta component that makes the observations of every batch NaN (a user's bug)."""
+
+    hook = "pre_update"
+
+    def corrupt(self, metrics):
+        metrics["batch"].obs = metrics["batch"].obs * float("nan")
+        return metrics
+
+
+@pytest.mark.parametrize("preset, component, message", [
+    # (was: "The environment CartPole-v1 returned NaN or infinite rewards")
+    *[(preset, NaNReward, r"reached training at frame \d+, though CartPole-v1 returned finite "
+                          r"ones: a meta component of the run \(NaNReward\) wrote them into "
+                          r"metrics\['transition'\]") for preset in (SMALL_DQN, SMALL_PPO)],
+    # (was: "... returned NaN or infinite observations": the environment's are not watched, so
+    # both sources are named)
+    (SMALL_DQN, NaNObservation, r"NaN or infinite observations reached training at frame "
+                                r"[\d,]+: CartPole-v1 returned them, or a meta component of the "
+                                r"run \(NaNObservation\) wrote them"),
+], ids=["dqn", "ppo", "dqn-observations"])
+def test_nan_data_a_meta_component_wrote_is_its_too(preset, component, message,
+                                                    tmp_path) -> None:
     torch.manual_seed(0)
-    with pytest.raises(FloatingPointError, match=r"reached training at frame \d+, though "
-                       r"CartPole-v1 returned finite ones: a meta component of the run "
-                       r"\(NaNReward\) wrote them into metrics\['transition'\]"):
+    with pytest.raises(FloatingPointError, match=message):
         run_experiment(preset, GymEnvironment("CartPole-v1"), 3000, logdir=str(tmp_path),
-                       quiet=True, test_episodes=0, seed=0, meta=[NaNReward()])
+                       quiet=True, test_episodes=0, seed=0, meta=[component()])
 
 
 def test_a_ray_trainer_that_cannot_see_the_returns_names_both_sources() -> None:
@@ -94,29 +113,6 @@ def test_a_ray_trainer_that_cannot_see_the_returns_names_both_sources() -> None:
                               "CartPole-v1 returned them, or a meta component of the run "
                               "(NaNReward) wrote them")
     assert plain.startswith("The environment CartPole-v1 returned NaN or infinite rewards")
-
-
-class NaNObservation(MetaComponent):
-    """A meta component that makes the observations of every batch NaN (a user's bug)."""
-
-    def __init__(self):
-        super().__init__()
-        self.pre_update_methods.append(self.corrupt)
-
-    def corrupt(self, metrics):
-        metrics["batch"].obs = metrics["batch"].obs * float("nan")
-        return metrics
-
-
-def test_nan_observations_a_meta_component_wrote_name_it_too(tmp_path) -> None:
-    """(Was: "The environment CartPole-v1 returned NaN or infinite observations": the
-    environment's observations are not watched, so both sources are named.)"""
-    torch.manual_seed(0)
-    with pytest.raises(FloatingPointError, match=r"NaN or infinite observations reached training "
-                       r"at frame [\d,]+: CartPole-v1 returned them, or a meta component of the "
-                       r"run \(NaNObservation\) wrote them"):
-        run_experiment(SMALL_DQN, GymEnvironment("CartPole-v1"), 3000, logdir=str(tmp_path),
-                       quiet=True, test_episodes=0, seed=0, meta=[NaNObservation()])
 
 
 class Scaled(gymnasium.Wrapper):

@@ -258,6 +258,18 @@ def test_a_hyperparameter_value_the_agent_cannot_take_is_one_line(builder, key, 
     assert "\n" not in str(info.value)
 
 
+def test_a_refused_write_names_the_component_that_made_it(tmp_path: Path) -> None:
+    """Of the components at the hook, the one that may have written the key: not looprl's
+    that do not write it (was: "SetHyperparameter, RND, HPSchedule at pre_step: ...")."""
+    from looprl.meta import RND
+    schedule = HPSchedule("hp/epsilon", "linear", 0.5, end=0.1, duration=10, per="step")
+    schedule.pre_step_methods.append(lambda metrics: metrics)  # (at the hook too)
+    with pytest.raises(ValueError, match=r"^SetHyperparameter at pre_step: hp/lr must be >= 0, "
+                                         r"got nan$"):
+        _experiment(SMALL_DQN, "CartPole-v1", tmp_path, 300,
+                    meta=[RND(), schedule, SetHyperparameter("hp/lr", float("nan"))])
+
+
 class DeleteReward(MetaComponent):
     def __init__(self):
         super().__init__()

@@ -75,3 +75,19 @@ def test_a_missing_required_argument_is_named() -> None:
                                          r"argument\(s\) every, e.g. every=\.\.\."):
         make_component("network_reset")
     assert make_component("network_reset", every=10).every == 10
+
+
+def test_a_component_whose_init_raises_is_one_line(monkeypatch) -> None:
+    """(was: the user's traceback through Hydra's app)"""
+    from looprl.meta import MetaComponent, MetaComponentFailure
+
+    class Broken(MetaComponent):
+        def __init__(self):
+            super().__init__()
+            raise RuntimeError("cannot start")
+
+    monkeypatch.setitem(globals(), "Broken", Broken)
+    with pytest.raises(MetaComponentFailure, match=r"^.*Broken.__init__ at construction raised "
+                                                   r"RuntimeError: cannot start \(.*test_"
+                                                   r"registry.py:\d+\)$"):
+        make_component("broken", _target_=f"{__name__}:Broken")

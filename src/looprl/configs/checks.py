@@ -113,6 +113,11 @@ def check_overrides(overrides: list[str]) -> None:
                             trials[0])
     if "es" in chosen.get("runner", ()) and any(key == "frames" for key, _ in pairs):
         raise ValueError(ES_FRAMES)
+    budget = {key: value for key, value in pairs if key in ("frames", "runner.num_steps")}
+    if len(budget) == 2:  # (was: runner.num_steps trained, frames silently left unread)
+        raise ValueError(f"runner.num_steps={budget['runner.num_steps']} and frames="
+                         f"{budget['frames']} both set the training budget (runner.num_steps "
+                         "is frames unless given): give frames alone")
 
 
 def _check_flag_value(flag: str, after: list[str]) -> None:

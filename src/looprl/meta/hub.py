@@ -42,10 +42,13 @@ class Parts(AgentBase):
 
 
 def written_by(error: KeyError | ValueError, components: Iterable[MetaComponent],
-               hook: str) -> KeyError | ValueError:
-    """``error``, a refused ``hp/*`` write, naming the ``components`` that write at ``hook``."""
-    names = ", ".join(type(c).__name__ for c in components if c.methods(hook))
-    return type(error)(f"{names} at {hook}: {error.args[0]}")
+               hook: str, key: str | None = None) -> KeyError | ValueError:
+    """``error``, a refused write (of ``hp/*`` ``key``), naming the ``components`` at ``hook``
+    that declare ``key`` in their ``writes``, else the user's (looprl's declare theirs)."""
+    at = [c for c in components if c.methods(hook)]
+    at = [c for c in at if key in c.writes] or [
+        c for c in at if not type(c).__module__.startswith("looprl.")] or at
+    return type(error)(f"{', '.join(type(c).__name__ for c in at)} at {hook}: {error.args[0]}")
 
 
 class TransitionMeans:
@@ -91,6 +94,7 @@ class MetaHub:
     #: the sums of the transition keys components added (made when one first adds a key)
     _means: TransitionMeans | None = None
     _worker: str | None = None
+    _applying: str | None = None  # the hp/* key being applied (a refused one's)
 
     def __init__(self, components: list[MetaComponent], agent: Any, env: Any,
                  worker: str | None = None):
@@ -193,7 +197,7 @@ class MetaHub:
             try:
                 self._apply()
             except (KeyError, ValueError) as error:
-                raise written_by(error, self.stack, hook) from None
+                raise written_by(error, self.stack, hook, self._applying) from None
 
     def _publish(self) -> None:
         for key, hyperparameter in self.hyperparameters.items():
@@ -205,6 +209,7 @@ class MetaHub:
         for key, value in published.items():
             new = metrics.get(key, value)
             if new is not value and new != value:
+                self._applying = key
                 set_hyperparameter(self.hyperparameters, key, new)
                 published[key] = new
         if len(metrics) != self._size:
@@ -219,6 +224,7 @@ class MetaHub:
             if key.startswith("log/"):
                 self._log_keys.add(key)
             elif key.startswith("hp/") and key not in published:
+                self._applying = key
                 raise unknown_hyperparameter(key, published)
 
     def log_scalars(self) -> dict[str, float]:

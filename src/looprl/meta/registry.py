@@ -10,7 +10,7 @@ from typing import Any
 from looprl.core.imports import import_object, is_import_path
 from looprl.core.registry import Registry
 from looprl.core.suggest import check_flag, did_you_mean, is_number
-from looprl.meta.component import MetaComponent
+from looprl.meta.component import MetaComponent, component_failure
 from looprl.meta.plr import PLR, SPaCE
 from looprl.meta.reset import NetworkReset
 from looprl.meta.rnd import RND, NovelD
@@ -73,7 +73,8 @@ def component_class(name: str) -> type[MetaComponent]:
 
 def make_component(name: str, **kwargs: Any) -> MetaComponent:
     """The component ``name`` (or Hydra's ``_target_`` argument) built with ``kwargs``; a
-    one-line ``ValueError`` for an unknown, missing or mistyped argument."""
+    one-line ``ValueError`` for an unknown, missing or mistyped argument, and a one-line
+    ``MetaComponentFailure`` for an error its ``__init__`` raised."""
     cls = component_class(str(kwargs.pop("_target_", name)))
     parameters = accepted_parameters(cls)
     unknown = [key for key in kwargs if key not in parameters]
@@ -93,4 +94,10 @@ def make_component(name: str, **kwargs: Any) -> MetaComponent:
                              f"(like {default!r}), got {value!r}")
         if isinstance(default, bool):
             check_flag(f"{name!r} ({cls.__name__}) argument {key}", value)
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except Exception as error:  # (a user's component whose __init__ raises: one line)
+        failure = component_failure(error, cls.__init__, "construction")
+        if failure is None:  # (looprl's own one-line errors)
+            raise
+        raise failure from error
