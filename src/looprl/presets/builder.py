@@ -168,13 +168,12 @@ class PresetBuilder:
         checked against looprl's ranges only for looprl's presets: a user's preset's ``sigma``
         or ``hidden`` is its own."""
         hyperparameters, all_given = self._from_all_names(hyperparameters)
-        ours = family_of(self) is not None
         for key, value in hyperparameters.items():
             if key not in self.default_hyperparameters:
                 raise no_such_hyperparameter(key, self.default_name, self.default_hyperparameters)
             hyperparameters[key] = check_type(key, value, self.default_hyperparameters[key],
-                                              self.default_name, ranged=ours)
-        if ours:
+                                              self.default_name, ranged=self._ranged)
+        if self._ranged:
             check_ranges(hyperparameters, self.default_name)
         return self._preset_builder(hyperparameters={**self._hyperparameters, **hyperparameters},
                                     all_given=all_given)
@@ -206,12 +205,16 @@ class PresetBuilder:
         all_given = {**kept, **{name: value for name, value in given.items()
                                 if name in converted and name not in own}}
         current = {**self.hyperparameter_defaults,  # (typed: n_envs='abc' is not converted)
-                   **{key: check_type(key, value, own[key], self.default_name,
-                                      ranged=family_of(self) is not None)
+                   **{key: check_type(key, value, own[key], self.default_name, self._ranged)
                       for key, value in ours.items() if key in own}}
         for name, value in all_given.items():
             ours.update(converted[name].convert(value, current))
         return ours, all_given
+
+    @property
+    def _ranged(self) -> bool:
+        """Whether looprl's ranges apply to the values given: a preset of looprl's."""
+        return family_of(self) is not None
 
     @property
     def hyperparameter_defaults(self) -> dict[str, Any]:
