@@ -100,8 +100,13 @@ def test_named_array_fields_share_their_leading_dimension():
     assert len(NamedArray(a=np.zeros(3), b=None, c=np.float32(1.0))) == 3
 
 
-def test_a_fast_built_named_array_of_different_lengths_says_so_when_indexed():
-    rows = Rows(obs=np.zeros((3, 2)), reward=np.zeros(4))  # (unchecked: built every step)
+def test_a_named_array_of_different_lengths_says_so_when_built_or_indexed():
+    """Built by keyword (the fast path) it is refused; a field set since is found when
+    indexing fails."""
+    with pytest.raises(ValueError, match="obs: 3, reward: 4"):
+        Rows(obs=np.zeros((3, 2)), reward=np.zeros(4))
+    rows = Rows(obs=np.zeros((3, 2)), reward=np.zeros(3))
+    rows.reward = np.zeros(4)
     with pytest.raises(ValueError) as error:
         rows[[0, 3]]
     assert "obs: 3, reward: 4" in one_line(error)

@@ -230,8 +230,12 @@ def test_recurrent_policy_state_errors_are_one_line() -> None:
         policy.rollout(RolloutRequest(obs=_obs(3), policy_state=bad))
     assert "\n" not in str(error.value)
     four = GRUPolicyState(hx=np.zeros((4, 1, 1, 8), dtype=np.float32))
+    with pytest.raises(ValueError, match="got obs: 3, policy_state: 4"):
+        RolloutRequest(obs=_obs(3), policy_state=four)
+    request = RolloutRequest(obs=_obs(3))
+    request.policy_state = four  # (a field set later: the policy's own check)
     with pytest.raises(ValueError, match="policy_state has 4 rows, obs 3"):
-        policy.rollout(RolloutRequest(obs=_obs(3), policy_state=four))
+        policy.rollout(request)
     with pytest.raises(ValueError, match="policy_state"):
         policy.analyze(SampleBatch(obs=NamedArray(obs=np.zeros((2, 3, 5), np.float32))))
     separate = _policy(rnn_type="gru", rnn_hidden_dim=8)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import numpy as np
 import pytest
@@ -86,7 +87,7 @@ def test_srl_evaluation_flags_of_shape_b_1_and_of_other_rows() -> None:
     greedy = policy.analyze(NamedArray(obs=obs)).argmax(-1)
     assert action.shape == (5,) and torch.equal(action[::2], greedy[::2])
     with pytest.raises(ValueError, match="is_evaluation has 4 rows, obs 5"):
-        policy.rollout(RolloutRequest(obs=obs, is_evaluation=np.ones(4, dtype=bool)))
+        policy.rollout(_set_later(obs, is_evaluation=np.ones(4, dtype=bool)))
 
 
 def test_default_epsilon_and_scalar_exploration() -> None:
@@ -97,7 +98,7 @@ def test_default_epsilon_and_scalar_exploration() -> None:
     assert torch.equal(explorer.rollout(RolloutRequest(obs=obs, exploration=0.0)).action, greedy)
     assert torch.equal(explorer.rollout(RolloutRequest(obs=obs, is_evaluation=True)).action, greedy)
     with pytest.raises(ValueError, match="exploration has 3 rates for 500 rows"):
-        explorer.rollout(RolloutRequest(obs=obs, exploration=np.zeros(3)))
+        explorer.rollout(_set_later(obs, exploration=np.zeros(3)))
 
 
 @pytest.mark.parametrize("kind", ["boltzmann", "ez_greedy"])
@@ -143,7 +144,7 @@ def test_ez_greedy_options_end_on_the_rows_whose_episode_ended() -> None:
     assert (action[~ended] == first[~ended]).float().mean() > 0.7
     assert (first != greedy).float().mean() > 0.5  # (the options' actions are not greedy)
     with pytest.raises(ValueError, match="done has 3 rows, obs 400"):
-        policy.rollout(RolloutRequest(obs=obs, done=np.zeros(3, dtype=bool)))
+        policy.rollout(_set_later(obs, done=np.zeros(3, dtype=bool)))
 
 
 def test_action_mask_restricts_greedy_and_random_actions() -> None:
@@ -187,3 +188,14 @@ def test_checkpoint_round_trip() -> None:
     other.load_checkpoint(torch.load(io.BytesIO(buffer.getvalue())))
     assert other.version == 4
     assert torch.equal(other.analyze(obs), policy.analyze(obs))
+
+
+def _set_later(obs: Any, **fields: Any) -> RolloutRequest:
+    """A request whose ``fields`` were set after it was built (built with them, rows that
+    differ are the request's own one line): what the policy's own checks are for."""
+    with pytest.raises(ValueError, match="must share their leading"):
+        RolloutRequest(obs=obs, **fields)
+    request = RolloutRequest(obs=obs)
+    for name, value in fields.items():
+        setattr(request, name, value)
+    return request

@@ -92,8 +92,13 @@ def test_an_is_evaluation_of_the_wrong_length_is_one_line(family, name, env_id):
     preset = getattr(importlib.import_module(f"looprl.presets.{family}"), name)
     policy = preset.env(env).device("cpu").build().agent().unwrapped.policy
     obs = np.zeros((3, *env.observation_space.shape), np.float32)
+    with pytest.raises(ValueError, match=r"^RolloutRequest fields must share their leading "
+                                         r"\(batch\) dimension, got obs: 3, is_evaluation: 2"):
+        RolloutRequest(obs=obs, is_evaluation=np.array([True, False]))
+    request = RolloutRequest(obs=obs)
+    request.is_evaluation = np.array([True, False])  # (a field set later: the policy's check)
     with pytest.raises(ValueError, match=r"^is_evaluation has 2 rows, obs 3$"):
-        policy.rollout(RolloutRequest(obs=obs, is_evaluation=np.array([True, False])))
+        policy.rollout(request)
     env.close()
 
 

@@ -49,6 +49,29 @@ def test_a_checkpoint_restores_parameters_and_version_and_loads_with_weights_onl
         fresh.load_checkpoint({"weights": saved["state_dict"]})
 
 
+def test_a_checkpoint_of_another_network_is_one_line() -> None:
+    """torch's nine lines of mismatched tensors become one naming the first (as Policy's)."""
+    wide = Named(torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Linear(8, 2)))
+    narrow = Named(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2)))
+    with pytest.raises(ValueError, match=r"^the checkpoint does not fit Named's network: size "
+                       r"mismatch for 0\.weight: .*torch.Size\(\[8, 3\]\) \(and 2 more\); "
+                       r"load one of a policy built with the same arguments$"):
+        wide.load_checkpoint(narrow.get_checkpoint())
+    with pytest.raises(ValueError, match="Missing key"):
+        Named(torch.nn.Linear(3, 4)).load_checkpoint(narrow.get_checkpoint())
+    assert wide.version == 0
+
+
+class Named(SingleModelPytorchPolicy):
+    """A policy of any network (acting is not what these tests call)."""
+
+    def rollout(self, requests: Any, **kwargs: Any) -> Any:
+        raise AssertionError("not called")
+
+    def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> Any:
+        raise AssertionError("not called")
+
+
 def test_to_moves_the_network_and_the_device_rollout_reads() -> None:
     policy = LinearPolicy()
     assert policy.device == torch.device("cpu")

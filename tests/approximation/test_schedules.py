@@ -64,6 +64,36 @@ def test_warmup_then_a_float_or_a_schedule_read_from_its_start():
         Warmup(2, "0.1", name="epsilon")
 
 
+def test_warmup_peeks_a_schedule_of_the_users_own_through_its_at() -> None:
+    """A duck-typed schedule (a ``value`` that advances, an ``at(step)`` that peeks): ``at``
+    read it (was: ``float()`` of the object, a TypeError); without ``at``, one line."""
+    class Halving:
+        def __init__(self) -> None:
+            self.step = 0
+
+        def at(self, step: int) -> float:
+            return 0.5 ** (step + 1)
+
+        @property
+        def value(self) -> float:
+            self.step += 1
+            return self.at(self.step - 1)
+
+    warmup = Warmup(1, Halving(), name="epsilon")
+    assert [warmup.value for _ in range(3)] == [1.0, 0.5, 0.25]
+    assert warmup.at(3) == 0.125 and warmup.current == 0.125 and warmup.then.step == 2
+
+    class Unpeekable:
+        value = 0.2
+
+    plain = Warmup(1, Unpeekable(), name="epsilon")
+    assert [plain.value for _ in range(2)] == [1.0, 0.2]
+    with pytest.raises(TypeError, match=r"^Warmup \(epsilon\) cannot read its Unpeekable at a "
+                                        r"step without advancing it: give that schedule an "
+                                        r"at\(step\) method, or read Warmup's value$"):
+        plain.at(5)
+
+
 def test_schedule_logs_every_log_every_reads():
     class Logger:
         def __init__(self):

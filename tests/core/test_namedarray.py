@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from looprl.core import RolloutResult
 from looprl.core.namedarray import (
     NamedArray,
     concat,
@@ -143,6 +144,26 @@ def test_decorator_errors():
         @namedarray
         class Bad:
             shape: np.ndarray
+
+
+def test_every_construction_checks_the_batch_rows():
+    """Keyword, positional, default-filled and plain construction alike refuse fields of
+    different leading dimensions in one line (nested fields count their rows)."""
+    rows = r"Transition fields must share their leading \(batch\) dimension, got obs: 3, reward: 4"
+    with pytest.raises(ValueError, match=rows):
+        Transition(obs=np.zeros((3, 2)), reward=np.zeros(4))
+    with pytest.raises(ValueError, match=rows):
+        Transition(np.zeros((3, 2)), np.zeros(4))
+    with pytest.raises(ValueError, match="info: 2"):
+        Transition(obs=np.zeros(3), reward=torch.zeros(3), info=np.zeros(2))
+    with pytest.raises(ValueError, match="a: 3, b: 5"):
+        NamedArray(a=np.zeros(3), b=np.zeros(5))
+    with pytest.raises(ValueError, match="RolloutResult fields .* action: 3, log_prob: 5"):
+        RolloutResult(action=np.zeros(3), log_prob=np.zeros(5))
+    with pytest.raises(ValueError, match="obs: 2, reward: 3"):
+        Transition(obs=NamedArray(x=np.zeros((2, 4))), reward=np.zeros(3))
+    fine = Transition(obs=np.zeros((3, 2)), reward=np.float32(1.0), info=None)  # (0-d: no rows)
+    assert len(fine) == 3
 
 
 def test_decorator_inheritance():

@@ -190,6 +190,11 @@ def test_a_rollout_whose_memory_or_outputs_miss_rows_is_one_line() -> None:
             policy_state=policy.default_policy_state),
         "returned 1 rows of log_prob": changed(log_prob=answer.log_prob[:1]),
         "returned no policy_state": changed(policy_state=None),
+        r"policy_state rows of shape \{'hx': \(1, 1, 3\)\}, but default_policy_state's are "
+        r"\{'hx': \(1, 1, 16\)\}": changed(policy_state=type(answer.policy_state)(
+            hx=answer.policy_state.hx[..., :3])),
+        r"rows of shape \{'hx': \(1, 16\)\}, but default": changed(
+            policy_state=type(answer.policy_state)(hx=answer.policy_state.hx[:, 0])),
         "returned a NoneType; return a looprl.core.RolloutResult": None,
     }
     for message, bad in answers.items():
@@ -198,6 +203,64 @@ def test_a_rollout_whose_memory_or_outputs_miss_rows_is_one_line() -> None:
             runner.step(0, bad)
     runner.request(0)
     runner.step(0, answer)  # the right answer still steps
+
+
+def test_a_default_policy_state_that_is_no_memory_is_one_line() -> None:
+    """A dict (was: an object array the rollout met as an AttributeError) or a list."""
+    for default, kind in (({"hx": np.zeros((1, 8))}, "dict"), ([0.0, 0.0], "list")):
+        with pytest.raises(TypeError, match=rf"^default_policy_state is a {kind}; return one "
+                           r"row's memory as a NamedArray \(NamedArray\(hx=\.\.\.\), "
+                           r"NamedArray\.from_dict"):
+            EnvRunner("CartPole-v1", n_envs=2, default_policy_state=default)
+
+
+def test_a_rollout_value_of_several_numbers_per_row_is_one_line_to_ppo() -> None:
+    """PPO's GAE takes one value per row (was: a torch size error deep in training)."""
+    class TwoValues(Policy):
+        def __new__(cls, **args):
+            policy = Policy(type_="actor-critic-separate", args=CARTPOLE)
+            rollout = policy.rollout
+
+            def wide(requests, **kwargs):
+                answer = rollout(requests, **kwargs)
+                answer.value = torch.stack([answer.value, answer.value], 1)
+                return answer
+            policy.rollout = wide
+            return policy
+
+    with pytest.raises(ValueError, match=r"^PPOTrainer takes one value per row, but the "
+                       r"policy's rollout gave rows of shape \(2,\): return "
+                       r"RolloutResult\(value=\.\.\.\) of shape \[rows\]$"):
+        test_pipeline(ppo_spec(policy=TwoValues, policy_args={}), episodes=1,
+                      segment_length=8, max_frames=200)
+
+
+def test_a_specs_parts_of_the_wrong_kind_are_one_line() -> None:
+    """AlgorithmSpec checks what each part is, and test_pipeline what it is given (was: an int
+    policy or a list env_args accepted until deep in a run; a dict spec a dataclasses error)."""
+    bad = {"policy": (5, r"^AlgorithmSpec policy must be a registered name, a factory or a "
+                         r"looprl.core.Policy, got an int$"),
+           "env": (5, r"^AlgorithmSpec env must be a registered environment name or a "
+                      r"Gymnasium id \(a str\), got an int$"),
+           "trainer": (None, r"^AlgorithmSpec trainer must be a registered name or a factory "
+                             r"of the policy \(e.g. a Trainer class\), got None: "),
+           "env_args": ([1], r"^AlgorithmSpec env_args must be a dict of keyword arguments "
+                             r"\(env_args=\{'key': value\}\), got a list$"),
+           "trainer_args": ("epochs=2", "trainer_args must be a dict .*, got a str$"),
+           "buffer_args": (dict, "buffer_args must be a dict .*, got a type$")}
+    for field, (value, message) in bad.items():
+        with pytest.raises(TypeError, match=message):
+            ppo_spec(**{field: value})
+    with pytest.raises(TypeError, match=r"^test_pipeline takes an AlgorithmSpec, got a dict; "
+                                        r"pass AlgorithmSpec\(env=\.\.\., "):
+        test_pipeline({"env": "CartPole-v1"})
+    with pytest.raises(TypeError, match=r"^test_pipeline got an unknown keyword 'trainr_args': "
+                                        r"it takes AlgorithmSpec's fields .* Did you mean "
+                                        r"'trainer_args'\?$"):
+        test_pipeline(env="CartPole-v1", policy="actor-critic-separate", trainer="ppo",
+                      trainr_args={})
+    with pytest.raises(TypeError, match=r"^test_pipeline needs trainer \(an AlgorithmSpec"):
+        test_pipeline(env_name="CartPole-v1", policy_name="actor-critic-separate")
 
 
 def test_an_action_outside_an_srl_environments_discrete_space_is_one_line() -> None:
@@ -232,10 +295,11 @@ def test_a_trainer_instance_in_the_spec_is_one_line() -> None:
     (was: 'unknown trainer <looprl.agents.ppo.PPOTrainer object at 0x...>')."""
     policy = Policy(type_="actor-critic-separate", args=CARTPOLE)
     trainer = PPOTrainer(policy)
-    spec = AlgorithmSpec(env="CartPole-v1", policy=policy, trainer=trainer)
     with pytest.raises(TypeError, match="trainer must be a registered name or a factory of the "
                                         "policy .e.g. a Trainer class., got a PPOTrainer"):
-        test_pipeline(spec)
+        AlgorithmSpec(env="CartPole-v1", policy=policy, trainer=trainer)
+    with pytest.raises(TypeError, match="got a PPOTrainer"):
+        test_pipeline(env="CartPole-v1", policy=policy, trainer=trainer)
 
 
 def _ray_never_starts(monkeypatch) -> None:

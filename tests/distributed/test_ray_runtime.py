@@ -144,6 +144,12 @@ def test_a_policy_answering_the_wrong_batch_size_stops_the_run_in_one_line(local
         DistributedRun(spec, runtime(actors=1, groups=1), frames=10**6, logdir=None,
                        quiet=True).run(callback=lambda run: frames.append(run.result.frames))
     assert max(frames, default=0) < 10**4  # it stopped at once, not at the end of its budget
+    # through a policy worker, with two groups: the other group's request, failed too, is
+    # collected (was: Ray's "Unhandled error" block in the console before the line)
+    with pytest.raises(RuntimeError, match="actor0 worker failed: .*returned 1 actions for a "
+                                           "request of 2 rows"):
+        DistributedRun(spec, runtime(actors=1, groups=2, policy_workers=1, cpus_per_policy=0.5),
+                       frames=10**6, logdir=None, quiet=True).run()
 
 
 def test_a_run_interrupted_says_where_its_logs_are_and_stops_its_workers(local_ray, tmp_path):

@@ -158,8 +158,11 @@ def test_a_policy_instance_moves_to_the_workers_device_or_says_why_not() -> None
                                          "Policy instance"):
         stuck.make_policy()
     with pytest.raises(TypeError, match="policy must be a registered name, a factory or a "
-                                        "looprl.core.Policy, got a int"):
-        AlgorithmSpec(env="CartPole-v1", policy=3, trainer="ppo").make_policy()
+                                        "looprl.core.Policy, got an int"):
+        AlgorithmSpec(env="CartPole-v1", policy=3, trainer="ppo")
+    stuck.policy = 3  # (a field set after construction: checked when used)
+    with pytest.raises(TypeError, match="policy must be a registered name, .* got an int"):
+        stuck.make_policy()
 
 
 class StatsPolicy(MyGRUPolicy):

@@ -228,6 +228,10 @@ def targets(trainer: OnPolicyTrainer, sample: SampleBatch) -> tuple[torch.Tensor
     """``(advantage, returns, old value)``, each ``[T, B]``: GAE from the stored values, or
     V-trace (``trainer.vtrace``) from the policy's."""
     gamma, lam = trainer.discount_factor, trainer.gae_lambda
+    if sample.value is not None and sample.value.shape != sample.reward.shape:
+        raise ValueError(f"{type(trainer).__name__} takes one value per row, but the policy's "
+                         f"rollout gave rows of shape {tuple(sample.value.shape[2:])}: return "
+                         "RolloutResult(value=...) of shape [rows]")
     if not trainer.vtrace:
         advantage, returns, _ = segment_gae(sample.reward, sample.value, sample.done,
                                             sample.truncated, gamma, lam)

@@ -81,16 +81,6 @@ class SingleModelPytorchPolicy(Policy):
         state = {key: value.detach().cpu() for key, value in self._module.state_dict().items()}
         return {"steps": self.version, "version": self.version, "state_dict": state}
 
-    def load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        """Restore ``get_checkpoint``'s output (SRL's too; ``ValueError`` without a ``state_dict``);
-        the version is 0 without ``steps`` or ``version`` (pretrained weights)."""
-        if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:
-            got = sorted(checkpoint) if isinstance(checkpoint, dict) else type(checkpoint).__name__
-            raise ValueError(f"a policy checkpoint is a dict with a 'state_dict' (what "
-                             f"get_checkpoint() returns), got {got}")
-        self._module.load_state_dict(checkpoint["state_dict"])
-        self.version = int(checkpoint.get("steps", checkpoint.get("version", 0)))
-
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_ddp"] = None  # a process group neither pickles nor copies

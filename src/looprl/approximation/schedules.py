@@ -95,7 +95,13 @@ class Warmup(Schedule):
         if step < self.steps:
             return self.initial_value
         then = self.then
-        return float(then.at(step - self.steps) if isinstance(then, Schedule) else then)
+        if isinstance(then, int | float):
+            return float(then)
+        if not callable(getattr(then, "at", None)):  # (a schedule of the user's own)
+            raise TypeError(f"Warmup ({self.name}) cannot read its {type(then).__name__} at "
+                            "a step without advancing it: give that schedule an at(step) "
+                            "method, or read Warmup's value")
+        return float(then.at(step - self.steps))
 
     @property
     def value(self) -> float:

@@ -94,7 +94,7 @@ class EnvRunner:
         n = len(copies.present)
         self._group_streams = [np.flatnonzero(np.isin(copies.stream_copy, g))
                                for g in self.groups]
-        default = self._default_state = _numpy(default_policy_state)
+        default = self._default_state = _numpy(_check_default(default_policy_state))
         self._policy_state = None if default is None else (
             stack if isinstance(default, NamedArray) else np.stack)([default] * n)
         self.buffer = None if segment_length is None else SegmentBuffer(
@@ -205,7 +205,7 @@ class EnvRunner:
                               or (self._group_streams[group][:0], None, None))
         action = None
         if len(asked):
-            check_result(result, len(asked), self._policy_state is not None)
+            check_result(result, len(asked), self._policy_state)
             action = _numpy(result.action)
             for leaf in leaves(action):
                 check_finite_actions(leaf)  # (every environment's, not only Gymnasium's)
@@ -287,18 +287,36 @@ class EnvRunner:
 _ROWS = ("action", "log_prob", "value", "policy_state")
 
 
-def check_result(result: Any, rows: int, carried: bool = False, policy: str = "") -> None:
+def _check_default(state: Any) -> Any:
+    """``state`` (a policy's ``default_policy_state``) unless it is no memory of one row."""
+    if state is None or isinstance(state, (NamedArray, np.ndarray, torch.Tensor)):
+        return state
+    raise TypeError(f"default_policy_state is a {type(state).__name__}; return one row's memory "
+                    "as a NamedArray (NamedArray(hx=...), NamedArray.from_dict(...) for a "
+                    "dict), an array, or None for no memory")
+
+
+def _row_shapes(x: Any) -> Any:
+    """The shape of one row of each leaf of ``x`` (a dict for a ``NamedArray``)."""
+    if isinstance(x, NamedArray):
+        return {name: _row_shapes(value) for name, value in x.items()}
+    return None if x is None else tuple(np.shape(x))[1:]
+
+
+def check_result(result: Any, rows: int, memory: Any = None, policy: str = "") -> None:
     """A one-line error unless ``result`` is a ``RolloutResult`` of ``rows`` rows in every field
-    (the memory too, where ``carried``); ``policy``: the policy's name, for the message."""
+    and, where ``memory`` (the rows' recurrent states) is given, a ``policy_state`` of rows
+    shaped as its; ``policy``: the policy's name, for the message."""
     what = f"{policy}.rollout" if policy else "rollout"
     if not isinstance(result, RolloutResult):
         raise TypeError(f"{what} returned a {type(result).__name__}; return a "
                         "looprl.core.RolloutResult(action=..., policy_state=..., ...) with one "
                         "row per request row")
-    if carried and result.policy_state is None:
-        raise ValueError(f"{what} returned no policy_state, but the policy's default_policy_state "
-                         "is not None: return each row's memory after this step in "
-                         "RolloutResult(policy_state=...)")
+    if memory is not None:
+        if result.policy_state is None:
+            raise ValueError(f"{what} returned no policy_state, but the policy's "
+                             "default_policy_state is not None: return each row's memory after "
+                             "this step in RolloutResult(policy_state=...)")
     fields = result.__dict__
     for name in _ROWS:
         value = fields[name]
@@ -314,6 +332,11 @@ def check_result(result: Any, rows: int, carried: bool = False, policy: str = ""
                     f"of {rows} rows; return one row per request row"
                     + (" (each row's memory stacked on a new first axis)"
                        if name == "policy_state" else ""))
+    if memory is not None and _row_shapes(result.policy_state) != (want := _row_shapes(memory)):
+        raise ValueError(f"{what} returned policy_state rows of shape "
+                         f"{_row_shapes(result.policy_state)}, but default_policy_state's are "
+                         f"{want}; return each row's memory in the shape of "
+                         "default_policy_state, stacked on a new first axis")
 
 
 def _record(runner: EnvRunner, streams: np.ndarray, obs: Any, states: Any, action: np.ndarray,

@@ -66,9 +66,23 @@ class Policy(_PartOfAlgorithm, metaclass=_ByName):
         return {"state_dict": self.module.state_dict(), "version": self.version}
 
     def load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        """Restore what ``get_checkpoint`` returned."""
-        self.module.load_state_dict(checkpoint["state_dict"])
-        self.version = checkpoint.get("version", 0)
+        """Restore ``get_checkpoint``'s output (SRL's too); the version is 0 without ``steps``
+        or ``version`` (pretrained weights). A one-line ``ValueError`` for a checkpoint without
+        a ``state_dict`` or of another network."""
+        if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:
+            got = sorted(checkpoint) if isinstance(checkpoint, dict) else type(checkpoint).__name__
+            raise ValueError(f"a policy checkpoint is a dict with a 'state_dict' (what "
+                             f"get_checkpoint() returns), got {got}")
+        try:
+            self.module.load_state_dict(checkpoint["state_dict"])
+        except RuntimeError as error:  # (torch's: a line per mismatched tensor)
+            lines = [line.strip() for line in str(error).splitlines()[1:] if line.strip()]
+            first = (lines or [str(error)])[0].rstrip(".")
+            more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+            raise ValueError(f"the checkpoint does not fit {type(self).__name__}'s network: "
+                             f"{first}{more}; load one of a policy built with the same "
+                             "arguments") from None
+        self.version = int(checkpoint.get("steps", checkpoint.get("version", 0)))
 
     @property
     def module(self) -> torch.nn.Module:

@@ -23,8 +23,7 @@ T = TypeVar("T", bound="NamedArray")
 class NamedArray:
     """A record of named arrays: ``NamedArray(obs=x, reward=r)``; fields keep their order and
     cannot be added later. ``ValueError`` if a name clashes with an attribute (``values``) or
-    the leading (batch) dimensions differ (not checked where a ``@namedarray`` class gets all
-    its fields by keyword: the hot loops' fast path; positional fields are checked)."""
+    the leading (batch) dimensions differ."""
 
     _field_names: tuple[str, ...] | None = None  # set by @namedarray on decorated classes
     _defaults: dict[str, Any] = {}
@@ -225,11 +224,31 @@ def _check_names(names: Any) -> None:
 
 def _check_lengths(name: str, values: dict[str, Any]) -> None:
     """A one-line ``ValueError`` if the leaves in ``values`` differ in leading dimension."""
+    if not _rows_differ(values.values()):
+        return
     lengths = {key: n for key, value in values.items() if (n := _length(value)) is not None}
-    if len(set(lengths.values())) > 1:
-        listed = ", ".join(f"{key}: {n}" for key, n in lengths.items())
-        raise ValueError(f"{name} fields must share their leading (batch) dimension, got "
-                         f"{listed}; give every field the same number of rows")
+    listed = ", ".join(f"{key}: {n}" for key, n in lengths.items())
+    raise ValueError(f"{name} fields must share their leading (batch) dimension, got "
+                     f"{listed}; give every field the same number of rows")
+
+
+_ARRAYS = (np.ndarray, torch.Tensor)
+
+
+def _rows_differ(values: Iterable[Any]) -> bool:
+    """Whether the sized leaves among ``values`` differ in leading dimension (the check every
+    construction makes, so arrays take the short way)."""
+    first = None
+    for value in values:
+        if type(value) in _ARRAYS:
+            rows = value.shape[0] if value.shape else None
+        else:
+            rows = None if value is None else _length(value)
+        if rows is not None and rows != first:
+            if first is not None:
+                return True
+            first = rows
+    return False
 
 
 def _length(value: Any) -> int | None:
@@ -274,7 +293,8 @@ _UNSET = object()  # a required field that a call to a generated ``__init__`` le
 
 
 def _field_init(qualname: str, names: tuple[str, ...], defaults: dict[str, Any]) -> Callable:
-    """A generated ``__init__`` for keyword fields (several times cheaper than ``_bind``)."""
+    """A generated ``__init__`` for keyword fields (several times cheaper than ``_bind``; both
+    check the leading dimensions)."""
     if any(n.startswith("_na_") for n in names):  # (the generated code's own names)
         return NamedArray.__init__
     default = {n: f"_na_defaults[{n!r}]" if n in defaults else "_na_unset" for n in names}
@@ -292,10 +312,13 @@ def _field_init(qualname: str, names: tuple[str, ...], defaults: dict[str, Any])
         f"        _na_self.__dict__.update(_na_self._bind(_na_args, _na_given))\n"
         f"        _na_self.__dict__['_fields'] = _na_fields\n"
         f"    else:\n{fresh}"
+        f"        if _na_rows_differ(({', '.join(names)},)):\n"
+        f"            _na_check_lengths({qualname.rsplit('.', 1)[-1]!r}, {{{fields}}})\n"
         f"        _na_self.__dict__.update({{{fields}, '_fields': _na_fields}})\n"
     )
     scope = {"_na_unset": _UNSET, "_na_defaults": defaults, "_na_fields": names,
-             "_na_fresh": _fresh}
+             "_na_fresh": _fresh, "_na_rows_differ": _rows_differ,
+             "_na_check_lengths": _check_lengths}
     exec(source, scope)  # (the names are identifiers: ``inspect.get_annotations`` gave them)
     init = scope["__init__"]
     init.__qualname__ = f"{qualname}.__init__"

@@ -217,7 +217,9 @@ def text_hint(value: Any, kind: str) -> str:
 
 
 def a_type(value: Any) -> str:
-    """``value``'s type with its article: ``"a dict"``, ``"an AlgorithmSpec"``."""
+    """``value``'s type with its article: ``"a dict"``, ``"an AlgorithmSpec"`` (``"None"``)."""
+    if value is None:
+        return "None"
     name = type(value).__name__
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from looprl.core import ParallelPreset
-from looprl.core.suggest import check_count, did_you_mean, is_number
+from looprl.core import ParallelPreset, Policy, Trainer
+from looprl.core.suggest import a_type, check_count, did_you_mean, is_number
 from looprl.memory.samples import check_sample_buffer
 from looprl.policies.greedy import check_explorations
 
@@ -63,6 +63,7 @@ class AlgorithmSpec:
     verbose: bool = True
 
     def __post_init__(self) -> None:
+        _check_parts(self)
         registries = _registries(entries=False)
         for kind in ("policy", "trainer"):  # (a name registered neither here nor in ``portable``)
             name = getattr(self, kind)
@@ -108,9 +109,8 @@ class AlgorithmSpec:
     @property
     def algorithm(self) -> str:
         """The trainer's registered name or factory's name."""
-        if isinstance(self.trainer, str):
-            return self.trainer
-        return str(getattr(self.trainer, "name", type(self.trainer).__name__))
+        name = getattr(self.trainer, "name", type(self.trainer).__name__)
+        return self.trainer if isinstance(self.trainer, str) else str(name)
 
     @property
     def env_label(self) -> str:
@@ -146,7 +146,7 @@ class AlgorithmSpec:
 
     def make_policy(self, acting: bool = False) -> Any:
         """A fresh policy; with ``acting``, for a process that only acts (``acting_args``)."""
-        from looprl.core import Policy
+        _check_parts(self)  # (again: a field set since)
         self.install()
         if isinstance(self.policy, Policy):  # (a copy, on ``policy_args``' device if any)
             others = sorted(set(self.policy_args) - {"device"})
@@ -165,23 +165,14 @@ class AlgorithmSpec:
         if callable(self.policy):
             acting_args = self.acting_args if acting and not self.meta else {}
             return self.policy(**self.policy_args, **acting_args)
-        if not isinstance(self.policy, str):
-            raise TypeError(f"AlgorithmSpec policy must be a registered name, a factory or a "
-                            f"looprl.core.Policy, got a {type(self.policy).__name__}")
         return Policy(type_=self.policy, args=self.policy_args)
-
 
     def make_trainer(self, policy: Any) -> Any:
         """A fresh trainer of ``policy``."""
-        from looprl.core import Trainer
+        _check_parts(self)
         self.install()
         if callable(self.trainer):
             return self.trainer(policy, **self.trainer_args)
-        if not isinstance(self.trainer, str):
-            raise TypeError(f"AlgorithmSpec trainer must be a registered name or a factory of the "
-                            f"policy (e.g. a Trainer class), got a {type(self.trainer).__name__}: "
-                            "each worker builds its own trainer of its own policy (give the "
-                            "class, and its options in trainer_args)")
         return Trainer(type_=self.trainer, policy=policy, args=self.trainer_args)
 
     def make_meta(self) -> list[Any]:
@@ -249,6 +240,25 @@ def _local_copies(preset: Any, env: str, env_args: dict[str, Any]) -> Any:
 def starts_local(address: str | None) -> bool:
     """Whether ``runtime.address`` starts a local Ray instance (not a cluster's)."""
     return address in (None, "local")
+
+
+#: what each part of an ``AlgorithmSpec`` is (beside a factory), what to give, and why
+_PARTS = {"env": (str, "a registered environment name or a Gymnasium id (a str)", ""),
+          "policy": ((str, Policy), "a registered name, a factory or a looprl.core.Policy", ""),
+          "trainer": (str, "a registered name or a factory of the policy (e.g. a Trainer class)",
+                      ": each worker builds its own trainer of its own policy (give the class, "
+                      "and its options in trainer_args)"),
+          **{name: (Mapping, f"a dict of keyword arguments ({name}={{'key': value}})", "")
+             for name in ("env_args", "policy_args", "acting_args", "trainer_args",
+                          "buffer_args", "registrations")}}
+
+
+def _check_parts(spec: AlgorithmSpec) -> None:
+    """A one-line ``TypeError`` for a part of ``spec`` of a kind it cannot be."""
+    for name, (kinds, want, why) in _PARTS.items():
+        value = getattr(spec, name)
+        if not (isinstance(value, kinds) or callable(value) and kinds is not Mapping):
+            raise TypeError(f"AlgorithmSpec {name} must be {want}, got {a_type(value)}{why}")
 
 
 @dataclass

@@ -5,6 +5,7 @@ one process, as on Ray. No Ray here."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import logging
 import random
@@ -21,7 +22,7 @@ from looprl.agents.independent_learner import IndependentLearner
 from looprl.agents.learner import make_learner
 from looprl.collector import EnvRunner, Episode
 from looprl.core.logger import DummyLogger, Logger
-from looprl.core.suggest import check_count, check_seed
+from looprl.core.suggest import a_type, check_count, check_seed, did_you_mean
 from looprl.distributed.config import AlgorithmSpec
 from looprl.environments.wrappers import load_normalization
 from looprl.meta.hub import MetaHub, seed_hubs
@@ -219,7 +220,21 @@ _SRL_KEYWORDS = {"env_name": "env", "policy_name": "policy", "trainer_name": "tr
 
 def _spec(spec: AlgorithmSpec | None, spec_kwargs: dict[str, Any]) -> AlgorithmSpec:
     """``spec`` with ``spec_kwargs`` (SRL's names too) in its fields, or a spec of them."""
+    if spec is not None and not isinstance(spec, AlgorithmSpec):
+        raise TypeError(f"test_pipeline takes an AlgorithmSpec, got {a_type(spec)}; pass "
+                        "AlgorithmSpec(env=..., policy=..., trainer=...), or its fields as "
+                        "keywords (test_pipeline(**fields))")
     fields = {_SRL_KEYWORDS.get(key, key): value for key, value in spec_kwargs.items()}
+    known = [f.name for f in dataclasses.fields(AlgorithmSpec)]
+    for key in fields:
+        if key not in known:
+            raise TypeError(f"test_pipeline got an unknown keyword {key!r}: it takes "
+                            f"AlgorithmSpec's fields ({', '.join(known[:4])}, ...)."
+                            f"{did_you_mean(key, known)}")
+    missing = [key for key in ("env", "policy", "trainer") if key not in fields]
+    if spec is None and missing:
+        raise TypeError(f"test_pipeline needs {', '.join(missing)} (an AlgorithmSpec or its "
+                        "fields as keywords: env=..., policy=..., trainer=...)")
     if len(fields) != len(spec_kwargs):
         both = [f"{k}/{v}" for k, v in _SRL_KEYWORDS.items() if k in spec_kwargs and v in fields]
         raise ValueError(f"test_pipeline got both names of {', '.join(both)}; give one")

@@ -30,6 +30,9 @@ class PolicyWorker(Worker):
 
     @hands_over_warnings
     def __init__(self, runtime: RuntimeConfig, server: str, batch_requests: int):
+        # (its blocking gets are the constructor's, before any request: not Ray's warning,
+        # which the users of every run with policy workers saw)
+        os.environ["RAY_WARN_BLOCKING_GET_INSIDE_ASYNC"] = "0"
         super().__init__(runtime.torch_threads, server)
         spec = run_spec(server)
         if runtime.gpus_per_policy:

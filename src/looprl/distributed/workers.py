@@ -270,6 +270,7 @@ class ActorWorker(Worker):
             with self._lock:  # (``components_state`` answers at once: no step will end)
                 self._failed = True
                 self._lock.notify_all()
+            _collect(pending)
             raise
         with self._lock:
             self._finished = True
@@ -391,3 +392,14 @@ class ActorWorker(Worker):
 
 def _fresh_stats() -> dict[str, Any]:
     return {"frames": 0, "episodes": [], "inference_seconds": 0.0, "put_seconds": 0.0, "meta": []}
+
+
+def _collect(pending: list[tuple[Any, Any]] | None) -> None:
+    """Take the answers still owed to a failing actor (an error Ray would otherwise print as
+    unhandled when the request is dropped: the other groups' of the same failure)."""
+    for _, ref in pending or ():
+        if ref is not None:
+            try:
+                ray.get(ref, timeout=5)
+            except Exception:  # noqa: BLE001, S110 -- the actor's own error is the one raised
+                pass

@@ -37,8 +37,8 @@ class Parts(AgentBase):
     acts: bool = True  # (``False``: policy workers act, ``MetaHub.acts_elsewhere``)
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """The policy's ``hp/*`` keys (``{}`` without one, or one that does not act)."""
-        return self.policy.hyperparameters() if self.policy is not None and self.acts else {}
+        """The policy's ``hp/*`` keys (``{}`` without any, or one that does not act)."""
+        return getattr(self.policy, "hyperparameters", dict)() if self.acts else {}
 
 
 def written_by(error: KeyError | ValueError, components: Iterable[MetaComponent],
@@ -68,10 +68,8 @@ class TransitionMeans:
 
     def take(self) -> dict[str, float]:
         """The mean of each key since the last call; starts anew."""
-        means = {"log/transition/" + key: float(total) / count
-                 for key, (total, count) in self._sums.items() if count}
-        self._sums.clear()
-        return means
+        sums, self._sums = self._sums, {}
+        return {"log/transition/" + key: float(total) / n for key, (total, n) in sums.items() if n}
 
 
 def _row_sum(value: Any) -> tuple[Any, int] | None:
@@ -127,10 +125,11 @@ class MetaHub:
         policy, trainer = self._inner.policy, self._inner.trainer  # (None: a Ray actor's)
         self.metrics.update(model=_module(policy), policy=policy)
         own = trainer.approximations() if trainer is not None else {}
-        self.approximations = {**(policy.approximations() if policy is not None else {}), **own}
+        found = getattr(policy, "approximations", dict)  # (a duck-typed SRL policy: none)
+        self.approximations = {**found(), **own}
         for approximation in self.approximations.values():
             approximation.track_grad_norm = True
-        self._exploration = policy.exploration if policy is not None else None
+        self._exploration = getattr(policy, "exploration", None)
         self._hyperparameters: dict[str, Hyperparameter] | None = None
 
     @property
