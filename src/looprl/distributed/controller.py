@@ -118,9 +118,8 @@ class DistributedRun:
         if logdir is None:  # nowhere to checkpoint
             self.runtime = replace(self.runtime, checkpoint_every=None)
         self.resume_from = resume_from
-        #: a resumed run whose checkpoint reached ``frames`` trains no more and goes on to its
-        #: evaluation (``looprl run --resume`` of a run stopped in its final evaluation),
-        #: where ``False`` refuses it in one line
+        #: a resumed run whose checkpoint reached ``frames`` goes on to its evaluation (``looprl
+        #: run --resume`` of a run stopped in it), where ``False`` refuses it in one line
         self.evaluate_at_budget = False
         self.result, self._started_ray = DistributedResult(), False
         self._log: Any = None  # the run's ExperimentLogger
@@ -224,9 +223,8 @@ class DistributedRun:
 
     def close(self) -> None:
         """Close the run directory's loggers (``run`` does; call it again after ``test``)."""
-        for loggers in (self._log, self._monitor):  # (the run's; its agents')
-            if loggers is not None:
-                loggers.close()
+        for loggers in (x for x in (self._log, self._monitor) if x is not None):
+            loggers.close()  # (the run's; its agents')
 
     def _open_logs(self) -> SampleCounts:
         """Open a new run directory (or none); return the sample counts, none yet."""
@@ -285,10 +283,8 @@ class DistributedRun:
                       if not done and name not in restarted)
         if self.frames < self._started_frames or not late:
             return True  # (a callback that lowered ``frames`` ends the run after this poll)
-        now = time.monotonic()
-        self._reached = self._reached or now
-        timeout = answer_timeout(self.runtime)
-        if now - self._reached < timeout:
+        self._reached = self._reached or time.monotonic()
+        if time.monotonic() - self._reached < (timeout := answer_timeout(self.runtime)):
             return False
         logger.warning("stopping without the last rows of %s: not sent %gs after the budget was "
                        "reached (the machine may be overloaded; raise runtime.placement_timeout)",

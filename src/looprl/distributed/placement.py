@@ -163,9 +163,8 @@ class WorkerPool:
     def start_loop(self, name: str) -> None:
         """Start (or start again) worker ``name``'s loop; an actor Ray restarted goes on with
         what is left of its share (was: its whole share again, a run past its budget)."""
-        worker = self.workers[name]
-        self.runs[name] = worker.run.remote(self.acted[name]) if name in self.acted else \
-            worker.run.remote()
+        acted = (self.acted[name],) if name in self.acted else ()
+        self.runs[name] = self.workers[name].run.remote(*acted)
 
     def stats(self) -> dict[str, dict[str, Any]]:
         """Each live worker's ``stats()`` answer (``died``: those found dead)."""
@@ -237,16 +236,12 @@ class WorkerPool:
         """Write the policy as ``policy.pt`` and the normalizers' ``statistics`` in ``run_dir``:
         the trainer's (``final``: its loop stopped), else the latest it published (``False``:
         none yet)."""
-        from looprl.distributed.server import unpack  # (imports Ray)
         if final:
             checkpoint = self.ask("trainer", "policy_checkpoint")
         elif (published := self.ask("server", "get", -1)) is None:
             return False
         else:  # (a consistent copy: the trainer's own parameters change as it trains)
-            policy = self.spec.make_policy()
-            load_parameters(policy, unpack(published[2])[0])
-            policy.version = published[1]
-            checkpoint = policy.get_checkpoint()
+            checkpoint = _published_checkpoint(self.spec, published)
         save_atomically(checkpoint, Path(run_dir) / "policy.pt")
         save_normalization(self.normalization(), run_dir)
         return True
@@ -265,10 +260,7 @@ class WorkerPool:
             return ray.get(ref, timeout=timeout)
         except ray.exceptions.RayError as error:
             self.log_failed_start(name, error)
-            hint = _raise_placement_timeout(error, timeout)
-            if "No module named" in error_line(error):
-                hint = (" (code your workers import must reach them: install it on every node or "
-                        "pass runtime.runtime_env={'py_modules': [...]} / {'working_dir': ...})")
+            hint = _start_hint(error, timeout)
             raise RuntimeError(f"{name} worker failed to start: {error_line(error)}{hint}"
                                ) from None
 
@@ -291,6 +283,23 @@ class WorkerPool:
         for path in self._rendezvous:
             Path(path).unlink(missing_ok=True)
 
+
+
+def _published_checkpoint(spec: AlgorithmSpec, published: tuple[int, int, bytes]) -> Any:
+    """The checkpoint of a policy of ``spec`` holding what the server ``published``."""
+    from looprl.distributed.server import unpack  # (imports Ray)
+    policy = spec.make_policy()
+    load_parameters(policy, unpack(published[2])[0])
+    policy.version = published[1]
+    return policy.get_checkpoint()
+
+
+def _start_hint(error: Exception, timeout: float) -> str:
+    """For a worker that failed to start: what to do about it (else "")."""
+    if "No module named" in error_line(error):
+        return (" (code your workers import must reach them: install it on every node or "
+                "pass runtime.runtime_env={'py_modules': [...]} / {'working_dir': ...})")
+    return _raise_placement_timeout(error, timeout)
 
 
 def _raise_placement_timeout(error: Exception, timeout: float) -> str:

@@ -159,11 +159,7 @@ class ActorWorker(Worker):
             spec, named(server), runtime.pull_interval)
         policy = self.local.policy if self.local else spec.make_policy(acting=True)
         explorations = spec.explorations or [None]
-        with warnings.catch_warnings():  # Ray's property uses one of its deprecated APIs
-            warnings.simplefilter("ignore", DeprecationWarning)
-            restarted = ray.get_runtime_context().was_current_actor_reconstructed
-        # (wrapped as every seed looprl derives: actor 0's first is the run's, if in range)
-        own_seed = wrapped_seed(seed + 10_000 * index + (1_000_000 if restarted else 0))
+        own_seed = _actor_seed(seed, index)
         torch.manual_seed(own_seed)
         self.actor = Actor(policy)
         seed_units(own_seed, self.actor)
@@ -388,6 +384,15 @@ class ActorWorker(Worker):
             segments, self.runner.total_frames)
         if self.sync and version is not None:
             self.local.pull_until(version, self.timeout)
+
+
+def _actor_seed(seed: int, index: int) -> int:
+    """Actor ``index``'s seed, wrapped as every seed looprl derives (actor 0's first is the
+    run's, if in range); another in a process Ray restarted."""
+    with warnings.catch_warnings():  # Ray's property uses one of its deprecated APIs
+        warnings.simplefilter("ignore", DeprecationWarning)
+        restarted = ray.get_runtime_context().was_current_actor_reconstructed
+    return wrapped_seed(seed + 10_000 * index + (1_000_000 if restarted else 0))
 
 
 def _fresh_stats() -> dict[str, Any]:
