@@ -28,7 +28,7 @@ from looprl.environments.gym import GymEnvironment
 from looprl.environments.srl import import_environment
 
 GYM_ID = "tests.distributed.faulty_env.FaultyCartPole"  # (what importing PATH registers)
-NAME = re.escape(GYM_ID)
+NAME = re.escape(PATH)  # (the name in its lines: as the user gave it, on either runtime)
 
 
 def collect(runner: EnvRunner, steps: int) -> list:
@@ -54,9 +54,9 @@ def test_a_copy_that_raises_in_step_is_rebuilt_and_its_episode_cut_as_truncated(
     segments = collect(runner, 8)
     (fault,) = restarts.pop()
     assert (fault.env, fault.copy, fault.method, fault.episode, fault.step) == (
-        GYM_ID, 1, "step", 1, 3)
+        PATH, 1, "step", 1, 3)
     assert fault.error == "RuntimeError: step fault injected"
-    assert fault.line() == f"{GYM_ID} copy 1 raised in step (episode 1, step 3): " \
+    assert fault.line() == f"{PATH} copy 1 raised in step (episode 1, step 3): " \
                            "RuntimeError: step fault injected"
     assert runner.envs[1] is not first_env and restarts.count == 1
     # stream 1: rows 0, 1, 2 are its first episode (row 2 chose the action of the failed step 3)
@@ -184,9 +184,9 @@ def test_faults_in_step_reset_and_a_hang_on_chosen_actors(local_ray, caplog):
     # actor took its whole share again, not what was left of it)
     assert sorted(name for name, _ in result.restarts) == [
         "actor0", "actor0/copy1", "actor1/copy0"], caplog.text
-    assert (f"actor0: {GYM_ID} copy 1 raised in step (episode 1, step 3): RuntimeError: step "
+    assert (f"actor0: {PATH} copy 1 raised in step (episode 1, step 3): RuntimeError: step "
             "fault injected; rebuilt it, dropped its episode in progress" in caplog.text)
-    assert (f"actor1: {GYM_ID} copy 0 raised in reset (episode 3): RuntimeError: reset fault "
+    assert (f"actor1: {PATH} copy 0 raised in reset (episode 3): RuntimeError: reset fault "
             "injected; rebuilt it" in caplog.text)
     assert re.search(f"actor0: {NAME} copy 0 has been in step for \\d+ s \\(episode 1, step 6\\)"
                      r", longer than runtime.env_timeout=10 s: killing actor0", caplog.text)

@@ -198,9 +198,9 @@ def test_cosine_lr_starts_from_the_agents_learning_rate():
 def test_cosine_lr_bad_inputs_raise():
     with pytest.raises(ValueError, match="period must be positive"):
         CosineLRSchedule(period=0)
-    with pytest.raises(ValueError, match="period_mult must be at least 1"):
+    with pytest.raises(ValueError, match="CosineLRSchedule.s period_mult must be >= 1, got"):
         CosineLRSchedule(period_mult=0.5)
-    with pytest.raises(ValueError, match="period_mult must be at least 1, got 'abc'"):
+    with pytest.raises(ValueError, match="period_mult must be >= 1, got 'abc'"):
         CosineLRSchedule(period_mult="abc")  # (was a TypeError about '<' on a str)
     with pytest.raises(ValueError, match="min_lr must be >= 0, got 'abc'"):
         CosineLRSchedule(min_lr="abc")

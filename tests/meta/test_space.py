@@ -86,9 +86,10 @@ def test_bad_inputs():
     with pytest.raises(ValueError,
                        match=r"check_every must be positive \(a whole number\), got True"):
         SPaCE(check_every=True)  # (was taken as 1)
-    with pytest.raises(ValueError, match=r"eta must be a finite number >= 0 \(a relative "
-                       r"change\), got nan"):
+    with pytest.raises(ValueError, match=r"^SPaCE's eta must be finite and >= 0, got nan$"):
         SPaCE(eta=float("nan"))  # was: a set that never grew
+    with pytest.raises(ValueError, match=r"^SPaCE's eta must be >= 0, got -1$"):
+        SPaCE(eta=-1)  # (in the words of the other components' ranges)
     with pytest.raises(ValueError, match="holds no ContextualEnv"):
         SPaCE().setup({"env": GymEnvironment("CartPole-v1")})
 

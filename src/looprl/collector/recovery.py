@@ -61,10 +61,11 @@ class EnvFault:
         whose collector recovered (a local run's one: ``actor0``), at the frame it had reached."""
         return f"{actor}/{self.label}", self.frame
 
-    def recovered(self, frame: int) -> str:
-        """The warning of a run that rebuilt the copy and went on, at its ``frame``."""
-        return f"{self.line()}; rebuilt it, dropped its episode in progress and went on " \
-               f"(frame {frame})"
+    def recovered(self, frame: int, actor: str = "actor0") -> str:
+        """The warning of a run that rebuilt the copy and went on, at its ``frame``, on either
+        runtime (``actor``: the worker whose collector recovered; a local run's: ``actor0``)."""
+        return f"{actor}: {self.line()}; rebuilt it, dropped its episode in progress and went " \
+               f"on (frame {frame})"
 
 
 def setting(option: str, value: Any) -> str:

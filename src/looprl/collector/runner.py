@@ -312,11 +312,10 @@ def check_result(result: Any, rows: int, memory: Any = None, policy: str = "") -
         raise TypeError(f"{what} returned a {type(result).__name__}; return a "
                         "looprl.core.RolloutResult(action=..., policy_state=..., ...) with one "
                         "row per request row")
-    if memory is not None:
-        if result.policy_state is None:
-            raise ValueError(f"{what} returned no policy_state, but the policy's "
-                             "default_policy_state is not None: return each row's memory after "
-                             "this step in RolloutResult(policy_state=...)")
+    if memory is not None and result.policy_state is None:
+        raise ValueError(f"{what} returned no policy_state, but the policy's default_policy_state "
+                         "is not None: return each row's memory after this step in "
+                         "RolloutResult(policy_state=...)")
     fields = result.__dict__
     for name in _ROWS:
         value = fields[name]

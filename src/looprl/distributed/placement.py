@@ -331,7 +331,7 @@ class Supervisor:
                 pids[name] = s["id"]
                 self.pool.explore_on(name)
             for fault in s.get("env_faults", ()):  # (``EnvFault`` s, as a local run's)
-                logger.warning("%s: %s", name, fault.recovered(fault.frame))
+                logger.warning("%s", fault.recovered(fault.frame, name))
                 self.result.restarts.append(fault.restart(name))
             self._kill_if_hung(name, s.get("env_call"))
 

@@ -206,12 +206,14 @@ def registered_environments() -> list[str]:
 def make(name: str, /, **env_args: Any) -> Environment:
     """The environment ``name`` made with ``env_args``: a registered one, any Gymnasium id (the
     ``"gym"`` adapter; ``"atari"`` with ``atari_wrappers=True``) or ``"my_pkg.envs:MyEnv"``."""
-    environments = _environments()
+    environments, given = _environments(), name
     if name not in _REGISTRY and is_import_path(name):  # "package.module:NAME"
         _, name = import_environment(name)  # registered here, or a Gymnasium id
     if name not in _REGISTRY and is_gymnasium_id(name):
-        adapter = "atari" if env_args.pop("atari_wrappers", False) else "gym"
-        env = environments.get(adapter)(name, **env_args)
+        if env_args.pop("atari_wrappers", False):
+            env = environments.get("atari")(name, **env_args)
+        else:  # (named as the user gave it, as a local run names it)
+            env = environments.get("gym")(name, label=given, **env_args)
     else:  # (``UnknownName`` if it is not registered)
         creator = environments.get(name, also=makeable_ids(), n=3)
         check_argument_types(name, creator, env_args)  # (text for a number, 2.5 for an int)

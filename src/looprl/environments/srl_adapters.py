@@ -177,18 +177,21 @@ class _SingleAgent(_Adapter):
 
 
 class GymnasiumEnvironment(_SingleAgent):
-    """A Gymnasium environment (an id or a ``gym.Env``) for SRL; ``obs`` as ``GymEnvironment``'s."""
+    """A Gymnasium environment (an id or a ``gym.Env``) for SRL; ``obs`` as ``GymEnvironment``'s;
+    ``label``: its name in logs (the id, or the ``package.module:Class`` it was made from)."""
 
     _cast = False  # (adapters pickled before it: their observations as the env gave them)
 
     def __init__(self, env_id: str | gym.Env,
-                 wrap_env: Callable[[gym.Env], gym.Env] | None = None, **gym_kwargs: Any):
+                 wrap_env: Callable[[gym.Env], gym.Env] | None = None, *,
+                 label: str | None = None, **gym_kwargs: Any):
+        name = label or (env_id if isinstance(env_id, str) else None)  # (its name in logs)
         if isinstance(env_id, str):
             is_gymnasium_id(env_id)  # (registers ale-py's ids)
             check_env_id(env_id)  # (raises for an unknown id, or one Gymnasium dropped)
             env_id = gym.make(env_id, **gym_kwargs)
             env_id = env_id if wrap_env is None else wrap_env(env_id)
-        self.looprl = GymEnvironment(env_id)
+        self.looprl = GymEnvironment(env_id, name=name)
         self.env = env_id
         space = _obs_space(self.env.observation_space)
         self._cast = space is not self.env.observation_space  # (an "obs" field, not a Dict's)

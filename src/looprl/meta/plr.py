@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from looprl.core.ranges import POSITIVE, SHARE, UNIT
+from looprl.core.ranges import NON_NEGATIVE, POSITIVE, SHARE, UNIT
 from looprl.core.suggest import (
     check_choice,
     check_count,
@@ -316,8 +316,7 @@ class SPaCE(MetaComponent):
                  check_every: int = 10, measure: str = "value", seed: int | None = 0):
         super().__init__()
         check_count(initial_size=initial_size, increment=increment, check_every=check_every)
-        if not (is_number(eta) and math.isfinite(eta) and eta >= 0):
-            raise ValueError(f"eta must be a finite number >= 0 (a relative change), got {eta!r}")
+        NON_NEGATIVE.check("eta", eta, "SPaCE")  # (a relative change)
         self.initial_size, self.increment = int(initial_size), int(increment)
         self.eta, self.check_every = float(eta), int(check_every)
         self.measure = check_choice("SPaCE measure", measure, ("value", "return"))

@@ -71,7 +71,7 @@ class CosineLRSchedule(MetaComponent):
                  period: int = 1000, period_mult: float = 1.0, key: str = "hp/lr"):
         super().__init__()
         check_count(period=period)
-        mult = Range(1.0, text="at least 1").check("period_mult", period_mult, "CosineLRSchedule")
+        mult = Range(1.0, text=">= 1").check("period_mult", period_mult, "CosineLRSchedule")
         self.min_lr = float(NON_NEGATIVE.check("min_lr", min_lr, "CosineLRSchedule"))
         self.initial_lr = None if initial_lr is None else self._checked(initial_lr, min_lr)
         self.period, self.period_mult = period, float(mult)
