@@ -351,3 +351,18 @@ def test_storing_tensors_or_a_beta_that_is_no_number_is_one_line() -> None:
     with pytest.raises(TypeError, match="beta is a number >= 0 or a schedule"):
         PrioritizedReplayBuffer(10, beta="0.4")
     PrioritizedReplayBuffer(10, beta=LinearScheduler(0.4, 1.0, 0, 10)).store(None, None, _s(0))
+
+
+def test_an_entry_of_the_first_states_that_later_ones_lack_is_left_out_with_a_warning(
+        caplog) -> None:
+    """A reset state with ``lives`` and steps without it, all in the buffer's first write: the
+    entry cannot be kept (was: left out without a word)."""
+    replay = ExperienceReplayBuffer(100)
+    states = [_s(0, lives=3.0), *[_s(i, reward=1.0) for i in range(1, 6)]]
+    with caplog.at_level("WARNING"):
+        for t in range(5):
+            replay.store(states[t], t, states[t + 1])
+        obs = replay.sample(2)[0]
+    assert "lives" not in obs
+    assert ("ExperienceReplayBuffer: the first States have the entries ['lives'], some later "
+            "ones do not: they are left out of the samples") in caplog.text

@@ -6,6 +6,7 @@ the rows ``t .. t + n`` of a stream that one replay item holds, cut out of ``{fi
 from __future__ import annotations
 
 import functools
+import logging
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,10 @@ import torch
 from looprl.core import SampleBatch, State, StateArray
 from looprl.core.leaves import as_numpy
 from looprl.core.namedarray import NamedArray, recursive_apply
+from looprl.core.suggest import warn_once
 from looprl.memory.segments import leaves
+
+log = logging.getLogger(__name__)
 
 __all__ = ["check_action", "check_transition", "fields", "gathered_segment", "goes_on",
            "n_step_windows", "same_rows", "shape_error", "stream_numbers", "window_rows"]
@@ -93,8 +97,13 @@ def _entries_kept(owner: str, states: tuple[State, ...], known: Any) -> list[str
     (as ALL's ``State.array``); a state without one is a one-line ``ValueError``."""
     if known is None:
         first = states[0]
-        return [key for key in first if key not in _KEPT and _is_numeric(first[key])
-                and all(key in s for s in states)]
+        numeric = [key for key in first if key not in _KEPT and _is_numeric(first[key])]
+        dropped = [key for key in numeric if not all(key in s for s in states)]
+        if dropped:  # (entries the first states have, and later ones lack: none kept)
+            warn_once(log, "%s: the first States have the entries %s, some later ones do not: "
+                      "they are left out of the samples (give every State the same entries "
+                      "to keep them)", owner, dropped)
+        return [key for key in numeric if key not in dropped]
     obs = known["obs"]
     kept = [key for key in obs.keys() if key != "obs"] if isinstance(obs, NamedArray) else []
     for key in kept:
