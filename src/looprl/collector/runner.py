@@ -15,6 +15,7 @@ from looprl.collector.recovery import EnvRestarts
 from looprl.core import NamedArray, RolloutRequest, RolloutResult, SampleBatch, StateArray
 from looprl.core.leaves import as_numpy
 from looprl.core.namedarray import concat, stack
+from looprl.core.suggest import a_type
 from looprl.environments.gym_helpers import DEFAULT_EPISODE_CAP, check_finite_actions
 from looprl.memory.segments import SegmentBuffer, leaves, segment_rows
 from looprl.meta.component import MetaComponent
@@ -291,7 +292,7 @@ def _check_default(state: Any) -> Any:
     """``state`` (a policy's ``default_policy_state``) unless it is no memory of one row."""
     if state is None or isinstance(state, (NamedArray, np.ndarray, torch.Tensor)):
         return state
-    raise TypeError(f"default_policy_state is a {type(state).__name__}; return one row's memory "
+    raise TypeError(f"default_policy_state is {a_type(state)}; return one row's memory "
                     "as a NamedArray (NamedArray(hx=...), NamedArray.from_dict(...) for a "
                     "dict), an array, or None for no memory")
 
@@ -331,11 +332,11 @@ def check_result(result: Any, rows: int, memory: Any = None, policy: str = "") -
                     f"of {rows} rows; return one row per request row"
                     + (" (each row's memory stacked on a new first axis)"
                        if name == "policy_state" else ""))
-    if memory is not None and _row_shapes(result.policy_state) != (want := _row_shapes(memory)):
-        raise ValueError(f"{what} returned policy_state rows of shape "
-                         f"{_row_shapes(result.policy_state)}, but default_policy_state's are "
-                         f"{want}; return each row's memory in the shape of "
-                         "default_policy_state, stacked on a new first axis")
+    if memory is not None and (got := _row_shapes(result.policy_state)) != (
+            want := _row_shapes(memory)):
+        raise ValueError(f"{what} returned policy_state rows of shape {got}, but "
+                         f"default_policy_state's are {want}; return each row's memory in the "
+                         "shape of default_policy_state, stacked on a new first axis")
 
 
 def _record(runner: EnvRunner, streams: np.ndarray, obs: Any, states: Any, action: np.ndarray,

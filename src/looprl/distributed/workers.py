@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -404,7 +405,5 @@ def _collect(pending: list[tuple[Any, Any]] | None) -> None:
     unhandled when the request is dropped: the other groups' of the same failure)."""
     for _, ref in pending or ():
         if ref is not None:
-            try:
+            with contextlib.suppress(Exception):  # (the actor's own error is the one raised)
                 ray.get(ref, timeout=5)
-            except Exception:  # noqa: BLE001, S110 -- the actor's own error is the one raised
-                pass
