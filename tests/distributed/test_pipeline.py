@@ -251,6 +251,8 @@ def test_a_specs_parts_of_the_wrong_kind_are_one_line() -> None:
     for field, (value, message) in bad.items():
         with pytest.raises(TypeError, match=message):
             ppo_spec(**{field: value})
+    with pytest.raises(TypeError, match=r"env must be .* \(a str\), got a type$"):
+        ppo_spec(env=SimpleNamespace)  # (a class: registered by a name, which the spec takes)
     with pytest.raises(TypeError, match=r"^test_pipeline takes an AlgorithmSpec, got a dict; "
                                         r"pass AlgorithmSpec\(env=\.\.\., "):
         test_pipeline({"env": "CartPole-v1"})

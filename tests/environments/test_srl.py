@@ -103,6 +103,10 @@ def test_register_and_make_with_arguments():
 
     register("named-test", Named)
     assert make("named-test", name="abc").length == 3
+    with pytest.raises(TypeError, match=r"^make takes an environment's name, got 'Countdown' "
+                       r"itself: register it first \(looprl.environments.register\("
+                       r"'countdown', Countdown\)\) and pass that name$"):
+        make(Countdown)  # (was: "unknown environment <class ...>")
 
 
 def test_an_argument_of_the_wrong_type_is_one_line_when_the_env_is_made():

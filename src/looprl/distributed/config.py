@@ -242,7 +242,7 @@ def starts_local(address: str | None) -> bool:
     return address in (None, "local")
 
 
-#: what each part of an ``AlgorithmSpec`` is (beside a factory), what to give, and why
+#: each part of an ``AlgorithmSpec``: its kinds (policy, trainer: or a factory), what to give, why
 _PARTS = {"env": (str, "a registered environment name or a Gymnasium id (a str)", ""),
           "policy": ((str, Policy), "a registered name, a factory or a looprl.core.Policy", ""),
           "trainer": (str, "a registered name or a factory of the policy (e.g. a Trainer class)",
@@ -257,7 +257,7 @@ def _check_parts(spec: AlgorithmSpec) -> None:
     """A one-line ``TypeError`` for a part of ``spec`` of a kind it cannot be."""
     for name, (kinds, want, why) in _PARTS.items():
         value = getattr(spec, name)
-        if not (isinstance(value, kinds) or callable(value) and kinds is not Mapping):
+        if not (isinstance(value, kinds) or callable(value) and name in ("policy", "trainer")):
             raise TypeError(f"AlgorithmSpec {name} must be {want}, got {a_type(value)}{why}")
 
 

@@ -206,6 +206,11 @@ def registered_environments() -> list[str]:
 def make(name: str, /, **env_args: Any) -> Environment:
     """The environment ``name`` made with ``env_args``: a registered one, any Gymnasium id (the
     ``"gym"`` adapter; ``"atari"`` with ``atari_wrappers=True``) or ``"my_pkg.envs:MyEnv"``."""
+    if not isinstance(name, str):  # (a class or a function: what register takes)
+        called = getattr(name, "__name__", type(name).__name__)
+        raise TypeError(f"make takes an environment's name, got {called!r} itself: register it "
+                        f"first (looprl.environments.register({called.lower()!r}, {called})) and "
+                        "pass that name")
     environments, given = _environments(), name
     if name not in _REGISTRY and is_import_path(name):  # "package.module:NAME"
         _, name = import_environment(name)  # registered here, or a Gymnasium id
