@@ -191,6 +191,25 @@ def test_networks_that_cannot_fit_in_memory_are_one_line() -> None:
         builder.env(GymEnvironment("CartPole-v1")).build()
 
 
+def test_a_full_gpu_is_one_line_that_offers_the_cpu(monkeypatch) -> None:
+    """A GPU other processes fill cannot hold a new CUDA context: torch's AcceleratorError
+    "CUDA error: out of memory" was a traceback (it is no torch.OutOfMemoryError)."""
+    from looprl.presets import builder as builder_module
+
+    def full(self, device):
+        raise torch.AcceleratorError("CUDA error: out of memory\nCUDA kernel errors might be "
+                                     "asynchronously reported at some other API call, so the "
+                                     "stacktrace below might be incorrect.")
+
+    monkeypatch.setattr(builder_module, "default_device", lambda: "cuda")
+    monkeypatch.setattr(builder_module.PresetBuilder, "_construct", full)
+    with pytest.raises(ValueError, match=r"^dqn's networks do not fit in memory \(CUDA error: out "
+                                         r"of memory\); lower hidden \(now 256\), or free the GPU "
+                                         r"\(nvidia-smi lists what holds it\) or build on "
+                                         r"device='cpu'$"):
+        classic_control.dqn.env(GymEnvironment("CartPole-v1")).build()
+
+
 def test_a_replay_that_cannot_fit_in_memory_is_one_line() -> None:
     builder = classic_control.dqn.hyperparameters(replay_buffer_size=10**12)
     with pytest.raises(ValueError, match=r"replay_buffer_size = .* GiB.* lower replay_buffer"):
@@ -596,7 +615,7 @@ def checkpointed_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     faster)."""
     run_dir = tmp_path_factory.mktemp("run") / "r"
     assert cli.main(["run", "env=CartPole-v1", "frames=400", "test_episodes=1",
-                     "checkpoint_every=200", "logging.quiet=true",
+                     "checkpoint_every=200", "logging.quiet=true", "device=cpu",
                      f"hydra.run.dir={run_dir}"]) == 0
     return run_dir
 

@@ -31,6 +31,12 @@ def _compose(overrides: list[str]):
         return compose("looprl", overrides=overrides)
 
 
+def without_gpus(monkeypatch) -> None:
+    """torch sees no GPU, as on the CPU machines the suite is written for (a GPU machine too)."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+
+
 def test_the_algorithm_group_is_read_from_the_presets() -> None:
     cfg = _compose(["algorithm=dqn"])  # registers the groups
     assert cfg.algorithm.preset == "classic_control.dqn"
@@ -359,7 +365,8 @@ def test_the_slurm_launcher_without_slurm_is_one_line(tmp_path: Path, capsys,
     (["runtime.trials_in_parallel=2"], "'trials_in_parallel' is not an option of the runtime "
                                        "local. Valid: max_restarts"),  # (was "Valid: ")
 ])
-def test_bad_configs_fail_in_one_line(overrides, message, capsys, tmp_path) -> None:
+def test_bad_configs_fail_in_one_line(overrides, message, capsys, tmp_path, monkeypatch) -> None:
+    without_gpus(monkeypatch)  # (the GPU checks' lines are those of a machine without one)
     assert cli(["run", *overrides, f"hydra.run.dir={tmp_path}"]) == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and message in error[0], error
@@ -707,8 +714,9 @@ def test_device_with_runtime_ray_puts_the_trainer_on_a_gpu(tmp_path: Path, monke
                                                            capsys) -> None:
     """(Was: one line, 'device=cuda does not apply to runtime=ray'.) ``device=cuda`` reserves
     the trainer a GPU; ``device=null`` does where this machine has one and Ray starts here, as a
-    local run computes on CUDA if available; a device Ray cannot give is one line. Here, with no
-    GPU, ``device=cuda`` is the local instance's one line before anything runs."""
+    local run computes on CUDA if available; a device Ray cannot give is one line. With no GPU
+    (torch's count, patched to none on a GPU machine), ``device=cuda`` is the local instance's
+    one line before anything runs."""
     pytest.importorskip("ray")
     import torch
 
@@ -720,7 +728,8 @@ def test_device_with_runtime_ray_puts_the_trainer_on_a_gpu(tmp_path: Path, monke
 
     assert trainer_gpus("device=cuda") == trainer_gpus("device=cuda:0") == 1
     assert trainer_gpus("device=cuda", "runtime.gpus_per_trainer=0.5") == 0.5
-    assert trainer_gpus("device=cpu") == trainer_gpus() == 0  # (no CUDA here)
+    without_gpus(monkeypatch)
+    assert trainer_gpus("device=cpu") == trainer_gpus() == 0
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     assert trainer_gpus() == 1 and trainer_gpus("runtime.address=10.0.0.1:6379") == 0
@@ -730,7 +739,7 @@ def test_device_with_runtime_ray_puts_the_trainer_on_a_gpu(tmp_path: Path, monke
     with pytest.raises(ValueError, match=r"^device=cuda:1: on Ray each worker computes on the "
                                          r"GPU Ray gives it; device=cuda puts the trainer on one"):
         trainer_gpus("device=cuda:1")
-    monkeypatch.undo()
+    without_gpus(monkeypatch)
     assert cli(["run", "runtime=ray", "device=cuda", "frames=100", "logging.quiet=true",
                 f"hydra.run.dir={tmp_path / 'run'}"]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
@@ -846,7 +855,7 @@ def test_a_looprl_run_with_a_normalizer_is_watched_with_its_training_statistics(
     from looprl.experiments import watch
 
     assert cli(["run", "env_wrappers=[gymnasium.wrappers.NormalizeObservation]", "frames=300",
-                "test_episodes=1", "runner.eval_every=100", *QUIET,
+                "device=cpu", "test_episodes=1", "runner.eval_every=100", *QUIET,
                 f"hydra.run.dir={tmp_path}"]) == 0
     saved = torch.load(tmp_path / "normalization.pt", weights_only=False)
     trained = saved[1]["normalizers"][0]["obs_rms"]

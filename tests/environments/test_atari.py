@@ -221,7 +221,7 @@ def test_a_screen_or_stack_too_large_for_memory_is_one_line(monkeypatch) -> None
         raise MemoryError("Unable to allocate 9 GiB for an array")
 
     monkeypatch.setattr("ale_py.AtariVectorEnv", refuse)
-    with pytest.raises(ValueError, match=r"^Atari: .* 96x96 pixels takes 0\.0 GiB on cpu, which "
+    with pytest.raises(ValueError, match=r"^Atari: .* 96x96 pixels takes 36\.0 KiB on cpu, which "
                                          r"could not be allocated \(Unable to allocate 9 GiB"):
         AtariEnvironment("Breakout", screen_size=96)
 

@@ -9,6 +9,7 @@ import logging
 import math
 import numbers
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -274,11 +275,13 @@ def is_bad_input(error: BaseException) -> bool:
 
 
 def is_out_of_memory(error: BaseException) -> bool:
-    """Whether ``error`` is torch's or NumPy's failure to allocate memory."""
+    """Whether ``error`` is torch's or NumPy's failure to allocate memory (CUDA's too, where a
+    full GPU cannot even hold a new process's context or cuBLAS's workspace)."""
     import torch
 
-    return isinstance(error, torch.OutOfMemoryError | MemoryError) or (
-        "can't allocate memory" in str(error))
+    return isinstance(error, torch.OutOfMemoryError | MemoryError) or any(
+        text in str(error) for text in ("can't allocate memory", "CUDA error: out of memory",
+                                        "CUBLAS_STATUS_ALLOC_FAILED"))
 
 
 def memory_limit(device: Any = "cpu") -> int:
@@ -304,16 +307,38 @@ def check_fits(nbytes: int, what: str, remedy: str, device: Any = "cpu",
                error: BaseException | None = None) -> None:
     """A one-line ``ValueError`` when ``nbytes`` are more than ``memory_limit(device)`` or their
     allocation failed with ``error``: ``what`` names them ("N rows need"), ``remedy`` the fix."""
-    need = f"{what} {nbytes / 2**30:,.1f} GiB"
+    need = f"{what} {size_text(nbytes)}"
     if error is not None:
         raise ValueError(f"{need} on {device}, which could not be allocated ({one_line(error)}); "
                          f"{remedy}") from None
     if nbytes > (limit := memory_limit(device)):
-        raise ValueError(f"{need}, more than the {limit / 2**30:,.1f} GiB of memory this process "
+        raise ValueError(f"{need}, more than the {size_text(limit)} of memory this process "
                          f"can have on {device}; {remedy}")
 
 
-def one_line(error: BaseException) -> str:
-    """``error``'s message on one line (a ``KeyError``'s without its quotes)."""
+def size_text(nbytes: float) -> str:
+    """``nbytes`` in the largest binary unit it fills: '3.0 GiB', '19.1 MiB', '60 bytes'."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:,.1f} {unit}"
+    return f"{nbytes:,.0f} bytes"
+
+
+# the advice torch appends to every CUDA error, and what follows the summary of an out-of-memory
+# one (each process's share, the allocator's state, a link)
+CUDA_ADVICE = ("CUDA kernel errors might be asynchronously reported", "For debugging consider "
+               "passing CUDA_LAUNCH_BLOCKING", "Compile with `TORCH_USE_CUDA_DSA`", "Search for `")
+CUDA_OOM_DETAIL = re.compile(r"(CUDA out of memory\..*? is free\.).*")
+
+
+def message_lines(error: BaseException) -> list[str]:
+    """``error``'s message, line by line, without blank lines and torch's CUDA advice (a CUDA
+    out-of-memory error up to how much of the GPU is free); a ``KeyError``'s without quotes."""
     message = error.args[0] if type(error) is KeyError and error.args else error
-    return " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+    lines = (CUDA_OOM_DETAIL.sub(r"\1", line.strip()) for line in str(message).splitlines())
+    return [line for line in lines if line and not line.startswith(CUDA_ADVICE)]
+
+
+def one_line(error: BaseException) -> str:
+    """``error``'s message on one line (``message_lines`` joined)."""
+    return " ".join(message_lines(error))

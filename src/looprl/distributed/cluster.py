@@ -12,7 +12,7 @@ from typing import Any
 
 from looprl.core.imports import import_extra
 from looprl.core.reaper import LOOPBACK, local_instance_settings, signals_kept, start_local_ray
-from looprl.core.suggest import did_you_mean
+from looprl.core.suggest import did_you_mean, message_lines
 from looprl.distributed.config import RuntimeConfig, starts_local
 
 __all__ = ["answers", "check_local_resources", "error_line", "import_ray", "local_gpus",
@@ -137,10 +137,9 @@ def error_line(error: BaseException) -> str:
     """One line of ``error``'s text: a Ray error's last (it ends with the original message),
     another's first (its summary: torch's "Expected parameter logits ... but found invalid
     values:" above the tensor)."""
-    text = str(error).strip()
-    if not text:
+    lines = message_lines(error)  # (without torch's CUDA advice, which ends a CUDA error)
+    if not lines:
         return type(error).__name__
-    lines = text.splitlines()
     return lines[-1] if type(error).__module__.startswith("ray.") else lines[0]
 
 

@@ -229,17 +229,19 @@ class PresetBuilder:
             raise ValueError(f"Call .env(environment) on the {self.default_name} builder first")
         check_default_dtype(f"{self.default_name}.build()")
         self._check_constructors()
+        device = self._device if self._device is not None else default_device()
         try:
-            preset = self._construct(self._device if self._device is not None
-                                     else default_device())
+            preset = self._construct(device)
         except RuntimeError as error:  # (torch's, allocating the networks)
             if not is_out_of_memory(error):
                 raise
             sizes = [f"{key} (now {self._hyperparameters[key]})" for key in ("hidden", "atoms")
                      if key in self._hyperparameters]
+            gpu = (", or free the GPU (nvidia-smi lists what holds it) or build on device='cpu'"
+                   if torch.device(device).type == "cuda" else "")
             raise ValueError(f"{self.default_name}'s networks do not fit in memory "
                              f"({one_line(error)}); lower {' or '.join(sizes) or 'their size'}"
-                             ) from None
+                             f"{gpu}") from None
         preset.env_name = getattr(self._env, "name", None)
         spaces = (getattr(self._env, "observation_space", None),
                   getattr(self._env, "action_space", None))
