@@ -392,6 +392,36 @@ def test_guarded_prints_a_bad_input_in_one_line(capsys: pytest.CaptureFixture[st
     assert capsys.readouterr().err == "looprl: error: seed must be whole\n"
 
 
+@pytest.mark.parametrize(("error", "line"), [
+    (lambda: torch.OutOfMemoryError(
+        "CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.18 GiB "
+        "of which 1.44 MiB is free. Process 764 has 60.25 GiB memory in use. See documentation"),
+     "CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.18 GiB "
+     "of which 1.44 MiB is free. (the GPU is out of memory: free it, nvidia-smi lists what holds "
+     "it, or run on the CPU, device=cpu)"),
+    (lambda: RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling "
+                          "`cublasCreate(handle)`"),
+     "CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)` (the GPU is out "
+     "of memory: free it, nvidia-smi lists what holds it, or run on the CPU, device=cpu)"),
+    (lambda: MemoryError("Unable to allocate 9.00 GiB for an array"),
+     "Unable to allocate 9.00 GiB for an array (out of memory: lower the replay, batch or "
+     "network sizes)"),
+])
+def test_running_out_of_memory_mid_run_is_one_line(error, line, capsys, monkeypatch) -> None:
+    """A GPU filled by other processes failed the first cuBLAS call of training, or the
+    optimizer's first step, with torch's traceback (an H100 run of the suite, 2026-12-05)."""
+    monkeypatch.delenv("LOOPRL_DEBUG", raising=False)
+
+    def failing() -> int:
+        raise error()
+
+    assert guarded(failing) == 2
+    assert capsys.readouterr().err == f"looprl: error: {line}\n"
+    with pytest.raises(RuntimeError):  # (another RuntimeError of torch's is a bug: traceback)
+        guarded(lambda: (_ for _ in ()).throw(RuntimeError("CUDA error: an illegal memory "
+                                                            "access was encountered")))
+
+
 def test_a_full_disk_is_one_line_that_says_so(capsys: pytest.CaptureFixture[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LOOPRL_DEBUG", raising=False)

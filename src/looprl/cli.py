@@ -31,7 +31,7 @@ from typing import Any
 
 from looprl.core.imports import import_extra
 from looprl.core.ranges import Range
-from looprl.core.suggest import check_once, check_seed, is_bad_input, one_line
+from looprl.core.suggest import check_once, check_seed, is_bad_input, memory_hint, one_line
 from looprl.environments.faults import EnvironmentFailure
 from looprl.presets.catalog import FAMILIES, default_threads, make_env, resolve_agent
 
@@ -418,7 +418,7 @@ def guarded(command: Callable[[], int], prog: str = "looprl") -> int:
         if os.environ.get("LOOPRL_DEBUG") or not (
                 is_bad_input(error) or isinstance(error, EnvironmentFailure)):
             raise
-        message, cause = one_line(error), error.__cause__
+        message, cause = one_line(error) + memory_hint(error), error.__cause__
         if cause is not None and type(error).__module__.startswith("hydra"):  # (its reason)
             message = f"{message}: {str(cause).strip().splitlines()[0]}"
         if getattr(error, "errno", None) == errno.ENOSPC and "disk is full" not in message:

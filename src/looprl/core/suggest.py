@@ -259,7 +259,7 @@ INPUT_PACKAGES = ("hydra", "omegaconf", "yaml", "gymnasium", "sqlalchemy")
 def is_bad_input(error: BaseException) -> bool:
     """Whether the commands report ``error`` in one line: ``BAD_INPUT``, the ``INPUT_PACKAGES``'
     errors and ``RuntimeError`` s that looprl raises itself (not bugs)."""
-    if isinstance(error, BAD_INPUT):
+    if isinstance(error, BAD_INPUT) or is_out_of_memory(error):  # (sizes a run asked for)
         return True
     if type(error).__module__.split(".")[0] in INPUT_PACKAGES:
         return True
@@ -279,9 +279,19 @@ def is_out_of_memory(error: BaseException) -> bool:
     full GPU cannot even hold a new process's context or cuBLAS's workspace)."""
     import torch
 
-    return isinstance(error, torch.OutOfMemoryError | MemoryError) or any(
-        text in str(error) for text in ("can't allocate memory", "CUDA error: out of memory",
-                                        "CUBLAS_STATUS_ALLOC_FAILED"))
+    return isinstance(error, torch.OutOfMemoryError | MemoryError) or isinstance(
+        error, RuntimeError) and any(text in str(error) for text in (
+            "can't allocate memory", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED"))
+
+
+def memory_hint(error: BaseException) -> str:
+    """What to do about ``error`` if it is out of memory (``is_out_of_memory``), else ``''``."""
+    if not is_out_of_memory(error):
+        return ""
+    if "CUDA" in str(error) or "CUBLAS" in str(error):
+        return (" (the GPU is out of memory: free it, nvidia-smi lists what holds it, or run on "
+                "the CPU, device=cpu)")
+    return " (out of memory: lower the replay, batch or network sizes)"
 
 
 def memory_limit(device: Any = "cpu") -> int:
