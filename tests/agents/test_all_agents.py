@@ -253,6 +253,20 @@ def test_actor_critics_with_alls_gaussian_policy(agent_class: type) -> None:
     assert agent.eval(env.reset(seed=1)).shape == (8, 1)
 
 
+def test_alls_gaussian_policy_on_a_gpu_keeps_its_scale_there() -> None:
+    """ALL's parts on CUDA (``meta`` stands in): the scale of ``GaussianPolicy``'s bounds stayed
+    on the CPU, and the first forward pass mixed devices (a static review for CUDA, 2026-12-05)."""
+    from looprl.agents.all_agents import all_actor_critic
+
+    features, v, policy = (part.to("meta") for part in (
+        nn.Sequential(nn.Linear(1, 32), nn.Tanh()), nn.Linear(32, 1), nn.Linear(32, 2)))
+    parts = (FeatureNetwork(features, None), VNetwork(v, None),
+             GaussianPolicy(policy, None, Target.action_space))
+    module = all_actor_critic(A2C.__new__(A2C), *parts).approximation.model
+    assert module.policy_head.inverse_scale.device.type == "meta"
+    assert module(torch.zeros(4, 1, device="meta"))[0].shape == (4, 2)
+
+
 def test_vpg_as_alls() -> None:
     """``VPG(features, v, policy, discount_factor, min_batch_size)``: an update after the episode
     that brings the batch to ``min_batch_size`` steps (was: looprl's (policy, trainer) only)."""

@@ -72,8 +72,9 @@ class _AllsGaussian(nn.Module):
 
     def __init__(self, model: nn.Module, scale: torch.Tensor):
         super().__init__()
-        self.model = model
-        self.register_buffer("inverse_scale", 1.0 / scale)
+        self.model = model  # (the bounds' scale is on the CPU: moved to the model's device)
+        device = next((param.device for param in model.parameters()), scale.device)
+        self.register_buffer("inverse_scale", (1.0 / scale).to(device))
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         mean, log_variance = self.model(features).chunk(2, dim=-1)
