@@ -710,6 +710,26 @@ def test_resuming_a_search_on_ray_says_it_cannot(tmp_path: Path, capsys, runner:
                      "cannot (an Optuna search resumes from its storage: run it again)"]
 
 
+def test_the_trainer_on_ray_learns_on_the_threads_a_local_run_learns_on(tmp_path: Path,
+                                                                        monkeypatch) -> None:
+    """``threads`` (null: the preset's default) is the learner's on both runtimes. (Was: on
+    Ray the trainer ran ``runtime.torch_threads``, 1, where a local Atari run learned on torch's
+    default threads: atari/a2c's losses and final parameters differed in their last digits.)"""
+    pytest.importorskip("ray")
+    from looprl.configs import build_distributed
+
+    def trainer_threads(*overrides: str) -> int:
+        return build_distributed(_compose(["runtime=ray", *overrides]), str(tmp_path)
+                                 ).runtime.trainer_threads
+
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 3)  # (torch's default here)
+    assert trainer_threads("algorithm=atari/a2c", "env=Pong") == 3
+    assert trainer_threads("algorithm=atari/a2c", "env=Pong", "threads=2") == 2
+    assert trainer_threads() == 1  # (the classic presets: 1, as locally)
+    assert trainer_threads("threads=2") == trainer_threads("runtime.torch_threads=2") == 2
+    assert trainer_threads("threads=4", "runtime.trainer_threads=1") == 1
+
+
 def test_device_with_runtime_ray_puts_the_trainer_on_a_gpu(tmp_path: Path, monkeypatch,
                                                            capsys) -> None:
     """(Was: one line, 'device=cuda does not apply to runtime=ray'.) ``device=cuda`` reserves

@@ -232,6 +232,9 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
         raise ValueError("runner=online scores each policy that eval_every compares (best_policy) "
                          "by its evaluation returns: it needs test_episodes >= 1, got 0")
     options = distributed_options(_plain(cfg.runtime), cfg.device)
+    if options.get("trainer_threads") is None:  # (the trainer computes what a local run does,
+        options["trainer_threads"] = max(  # on as many threads: Atari's CNNs on torch's
+            learner_threads(cfg), options.get("torch_threads") or 1)  # default, as locally)
     builder, env, held_out = _builder(cfg)  # (the app evaluates on the held-out set)
     seed_everything(cfg.seed)  # the initial weights every worker starts from
     preset = builder.env(env).device("cpu").build()
@@ -336,6 +339,17 @@ def _check_run_values(cfg: Any) -> None:
 
 #: the run's counts -> their least value (``threads`` may be null: the preset's default)
 RUN_MINIMUMS = {"frames": 1, "seed": 0, "test_episodes": 0, "threads": 0}
+
+
+def learner_threads(cfg: Any) -> int:
+    """The torch threads that learn: ``threads``, else the preset's default (1, or for the
+    Atari presets 0: torch's default, this process's count)."""
+    import torch
+
+    from looprl.presets.catalog import default_threads
+    threads = check_run_value("threads", cfg.get("threads"))
+    threads = default_threads(str(cfg.algorithm.preset)) if threads is None else threads
+    return threads or torch.get_num_threads()
 
 
 def check_run_value(key: str, value: Any) -> int | None:

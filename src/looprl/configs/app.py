@@ -28,7 +28,6 @@ from looprl.configs.runtimes import runtime_help
 from looprl.configs.sources import check_config_keys, compose, saved_sources, user_groups
 from looprl.core.suggest import is_bad_input, one_line
 from looprl.experiments.run_files import json_text, restorer
-from looprl.presets.catalog import default_threads
 
 __all__ = ["check_run_dir", "execute", "help_text", "main"]
 
@@ -39,10 +38,7 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
     """Build the config ``cfg``, run its runner in ``output_dir`` and return the results."""
     import torch
     check_config_keys(cfg)  # (before its groups are read)
-    threads = configs.check_run_value("threads", cfg.get("threads"))
-    threads = default_threads(str(cfg.algorithm.preset)) if threads is None else threads
-    if threads:
-        torch.set_num_threads(int(threads))
+    torch.set_num_threads(configs.learner_threads(cfg))  # (on Ray: the trainer's too)
     if cfg.runtime.name == "ray" and cfg.runner.name == "online":  # one distributed run
         return _execute_distributed(cfg, output_dir)
     run = configs.build(cfg, output_dir)
