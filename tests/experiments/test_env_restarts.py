@@ -191,6 +191,21 @@ def test_without_restarts_a_hang_stops_the_run_in_one_line(tmp_path) -> None:
         experiment.train(frames=300)
 
 
+def test_a_hang_in_an_evaluation_stops_it_in_one_line(tmp_path) -> None:
+    """An evaluation's env calls are watched as training's (was: only training's; a hung
+    evaluation, ES's and Optuna's fitness and the final one included, waited forever)."""
+    from looprl.experiments.experiment import evaluation_seed
+
+    experiment = _dqn_run(GymEnvironment("CartPole-v1"), 0, tmp_path, env_timeout=2)
+    experiment.train(frames=100)
+    hangs = GymEnvironment(PATH, faults={evaluation_seed(0): "hang"}, hang=40.0)
+    started = time.monotonic()
+    with pytest.raises(EnvironmentFailure, match=r"FaultyCartPole.*raised EnvironmentTimeout: "
+                                                 r"it ran past env_timeout=2 s"):
+        experiment.test(episodes=1, env=hangs)
+    assert time.monotonic() - started < 30
+
+
 def test_a_hang_outside_the_main_thread_is_named_and_waited_for(tmp_path, caplog) -> None:
     """(Only the main thread takes a signal: a run trained in another is not interrupted.)"""
     experiment = _dqn_run(GymEnvironment(PATH, faults={0: "hang"}, hang=3.0), 2, tmp_path,

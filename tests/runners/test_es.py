@@ -326,3 +326,20 @@ def test_the_shared_agent_keeps_the_best_individuals_normalizers(small_ppo, tmp_
     runner.save_preset(str(tmp_path))
     assert saved_normalization(tmp_path)[1]["normalizers"][0]["obs_rms"]["count"] == best
     assert runner.experiment.vector_env.env.unwrapped.envs[0].env.update_running_mean  # (trains)
+
+
+def test_an_environment_that_returns_nan_stops_the_search_in_one_line(small_ppo) -> None:
+    """NaN rewards from the environment make every individual diverge, whatever its values:
+    the search stops at the first, with the line that blames the environment (was: each
+    individual scored as diverged, and the search ended 'successfully' with no best)."""
+    from tests.experiments.test_diagnose import Corrupt
+
+    from looprl.environments import GymEnvironment
+    from looprl.experiments.diagnose import DataDivergence
+
+    env = GymEnvironment(Corrupt("reward", after=20), name="NaNCartPole")
+    es = ESRunner(small_ppo, env, search_targets={"lr": (1e-4, 1e-2, "log")}, iterations=1,
+                  popsize=2, num_steps_per_iteration=128, eval_episodes=1)
+    with pytest.raises(DataDivergence, match=r"The environment NaNCartPole returned NaN or "
+                                             r"infinite rewards .* not a learning-rate problem"):
+        es.run()

@@ -194,3 +194,18 @@ def test_the_retrained_best_is_the_best_trials_agent(small_ppo):
     best = results["history"][results["best"]["trial"]]
     assert eval_results["step"] == best["step"] == 65
     assert eval_results["mean_eval_reward"] == best["value"]
+
+
+def test_an_environment_that_returns_nan_stops_the_study_in_one_line(small_ppo) -> None:
+    """(Was: each trial failed as diverged, and the study ended with exit code 0 and no best.)"""
+    from tests.experiments.test_diagnose import Corrupt
+
+    from looprl.environments import GymEnvironment
+    from looprl.experiments.diagnose import DataDivergence
+
+    env = GymEnvironment(Corrupt("reward", after=20), name="NaNCartPole")
+    runner = OptunaRunner(small_ppo, env, search_space={
+        "lr": {"type": "float", "low": 1e-4, "high": 1e-2, "log": True}}, n_trials=2,
+        num_steps=128, eval_episodes=1)
+    with pytest.raises(DataDivergence, match=r"The environment NaNCartPole returned NaN"):
+        runner.run()

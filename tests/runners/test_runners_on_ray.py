@@ -111,6 +111,21 @@ def test_es_trials_on_ray_make_a_gymnasium_id_registered_in_the_notebook(local_r
     assert len(results["history"][0]["fitness"]) == 2
 
 
+def test_es_trials_on_ray_make_an_environment_given_by_import_path(local_ray) -> None:
+    """``env=package.module:Class``: the driver registers the class under a Gymnasium id of
+    its own, which each trial's process registers too (was: "Unknown environment
+    'package.module.Class'. Give ... 'package.module:ClassName'", the form given)."""
+    from looprl.presets.classic_control import ppo
+    from looprl.runners import ESRunner
+
+    es = ESRunner(ppo.hyperparameters(n_envs=2, n_steps=16, minibatch_size=32, hidden=8),
+                  "gymnasium.envs.classic_control.cartpole:CartPoleEnv",
+                  search_targets={"lr": (1e-4, 1e-2, "log")}, iterations=1, popsize=2,
+                  num_steps_per_iteration=64, eval_episodes=1, trials=RayTrials(parallel=2))
+    results, _ = es.run()
+    assert len(results["history"][0]["fitness"]) == 2
+
+
 def test_the_trials_warnings_reach_the_driver_once(local_ray, caplog) -> None:
     """A trial's warnings are logged on the driver, once in the search (was: in Ray's session
     logs only)."""

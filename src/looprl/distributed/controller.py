@@ -206,7 +206,8 @@ class DistributedRun:
         with evaluation_progress(f"{self.name} on {self.spec.env_label}", episodes,
                                  self.quiet) as progress:
             played = pipeline.evaluation_episodes(spec, saved, episodes, seed=self.test_seed,
-                                                  progress=progress, normalization=statistics)
+                                                  progress=progress, normalization=statistics,
+                                                  timeout=self.runtime.env_timeout)
         returns = [episode.ret for episode in played]
         if env is None and self._log is not None:  # (then the monitor's ``agent_logs`` too)
             each = {agent: [episode.returns[i] for episode in played]

@@ -319,10 +319,12 @@ def evaluation_spec(spec: AlgorithmSpec, env: Any = None) -> AlgorithmSpec:
 
 def evaluation_episodes(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None,
                         episodes: int = 10, seed: int = 0, progress: Any = None,
-                        normalization: list[Any] | None = None) -> list[Episode]:
+                        normalization: list[Any] | None = None,
+                        timeout: float | None = None) -> list[Episode]:
     """``episodes`` evaluation episodes of the policy restored from ``checkpoint`` (``None``: a
     new one), seeded with ``seed``, over ``min(test_copies, episodes)`` env copies whose
-    normalizers load ``normalization``, frozen: Ray's final evaluation, as a local run's."""
+    normalizers load ``normalization``, frozen: Ray's final evaluation, as a local run's (an
+    env call past ``timeout`` seconds interrupted)."""
     from looprl.experiments.episodes import play_episodes
     policy = spec.make_policy()
     if checkpoint is not None:
@@ -334,7 +336,7 @@ def evaluation_episodes(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None,
     runner = EnvRunner(functools.partial(_normalized, build, normalization, spec.env_label), None,
                        copies, None, policy.default_policy_state, seed=seed, is_evaluation=True,
                        process=process)
-    return play_episodes(runner, actor.rollout, episodes, progress=progress)
+    return play_episodes(runner, actor.rollout, episodes, progress=progress, timeout=timeout)
 
 
 def _normalized(build: Callable[[], Any], normalization: list[Any] | None, name: str) -> Any:

@@ -223,6 +223,8 @@ def gym_registrations(*envs: Any) -> dict[str, Any]:
     made = [env.remote_env() if isinstance(env, GymEnvironment) else env for env in envs]
     ids = [args.get("env_id") if env_id == "contextual" else env_id
            for env_id, args in (entry for entry in made if isinstance(entry, tuple))]
+    ids += [env._id for env in envs if isinstance(env, GymEnvironment)]  # (an import path's:
+    # its class registered here as ``module.Class``, the id its copies are made from)
     return {env_id: gym.registry[env_id] for env_id in ids
             if isinstance(env_id, str) and env_id in gym.registry}
 

@@ -104,7 +104,15 @@ def blamed_data(error: FloatingPointError, env_name: str, frame: int,
             "(e.g. gymnasium.wrappers.TransformReward / TransformObservation).")
 
 
-def diverged(name: str, message: str, log_dir: str | None) -> FloatingPointError:
-    """The one line of run ``name``'s divergence ``message``, with where its logs are."""
+class DataDivergence(FloatingPointError):
+    """Training diverged on NaN, infinite or huge data (``blamed_data`` named them): no
+    hyperparameter is to blame, so a search (ES, Optuna) stops at it, where it scores a
+    diverged training as the worst and goes on."""
+
+
+def diverged(name: str, message: str, log_dir: str | None, data: bool = False
+             ) -> FloatingPointError:
+    """The one line of run ``name``'s divergence ``message``, with where its logs are (a
+    ``DataDivergence`` where ``data``: the data were to blame)."""
     logs = "" if log_dir is None else f" Logs until then: {log_dir}"
-    return FloatingPointError(f"{name}: {message}{logs}")
+    return (DataDivergence if data else FloatingPointError)(f"{name}: {message}{logs}")

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from looprl.collector import EnvRunner, Episode
+from looprl.collector.recovery import EnvWatch
 from looprl.collector.runner import report_cuts
 from looprl.core import ParallelPreset, RolloutRequest, RolloutResult, StateArray
 from looprl.core.suggest import check_count, is_whole, warnings_per_run
@@ -82,10 +83,11 @@ def single_action(agent: Any, states: StateArray) -> torch.Tensor:
 
 def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResult],
                   episodes: int, show: Callable[[], Any] = lambda: None,
-                  max_steps: float = math.inf, progress: TrainingProgress | None = None
-                  ) -> list[Episode]:
+                  max_steps: float = math.inf, progress: TrainingProgress | None = None,
+                  timeout: float | None = None) -> list[Episode]:
     """The ``episodes`` episodes played on ``runner`` (each copy its share), ``act`` answering;
-    ``show()`` runs once per state; an episode is cut after ``max_steps`` (the runner's cap)."""
+    ``show()`` runs once per state; an episode is cut after ``max_steps`` (the runner's cap);
+    an env call past ``timeout`` seconds is interrupted (``EnvWatch``, as in training)."""
     check_episodes(episodes)
     check_count(optional=True, max_steps=None if max_steps == math.inf else max_steps)
     copies = len(runner.running_returns)
@@ -99,25 +101,26 @@ def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
     runner.max_episode_steps = int(max_steps if max_steps < math.inf else (
         runner.env_cap if own is None else own))
     cuts, mean = runner.cuts, None
-    try:
-        show()
-        while quota.any():
-            request = runner.request()
-            runner.record(0, None if request is None else act(request))
-            runner.segments()  # (not kept; none from a runner built without a buffer)
-            runner.advance()
-            for episode in runner.pop_episodes():  # (counted while its copy has a share left)
-                if quota[episode.env] > 0:
-                    played.append(episode)
-                    quota[episode.env] -= 1
-                    if progress is not None:
-                        mean = float(np.mean([e.ret for e in played[-100:]]))
+    with EnvWatch(runner, timeout):
+        try:
             show()
-            if progress is not None:
-                progress.update(len(played), len(played), mean)
-        report_cuts(runner, cuts)
-    finally:
-        runner.max_episode_steps = own
+            while quota.any():
+                request = runner.request()
+                runner.record(0, None if request is None else act(request))
+                runner.segments()  # (not kept; none from a runner built without a buffer)
+                runner.advance()
+                for episode in runner.pop_episodes():  # (counted while its copy has
+                    if quota[episode.env] > 0:  # a share left)
+                        played.append(episode)
+                        quota[episode.env] -= 1
+                        if progress is not None:
+                            mean = float(np.mean([e.ret for e in played[-100:]]))
+                show()
+                if progress is not None:
+                    progress.update(len(played), len(played), mean)
+            report_cuts(runner, cuts)
+        finally:
+            runner.max_episode_steps = own
     return played
 
 

@@ -25,7 +25,7 @@ from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.environments.wrappers import sync_normalization
 from looprl.experiments.budget import warn_past_budget, warn_trained
 from looprl.experiments.checkpoint import check_checkpointing, save_checkpoint
-from looprl.experiments.diagnose import diverged, explain_divergence
+from looprl.experiments.diagnose import blamed_data, diverged, explain_divergence
 from looprl.experiments.episodes import (
     check_parallel_preset,
     check_spaces,
@@ -82,10 +82,11 @@ def divergence(experiment: Experiment, error: FloatingPointError) -> Exception:
     runner = experiment.runner
     running = runner is not None and not np.isfinite(runner.running_returns).all()
     hub = experiment.hub
-    message = explain_divergence(error, experiment.env.name, experiment.frame,
-                                 experiment._nonfinite_episode, running,
-                                 hub.components if hub is not None else (), runner is not None)
-    return diverged(experiment.name, message, getattr(experiment.logger, "log_dir", None))
+    facts = (error, experiment.env.name, experiment.frame, experiment._nonfinite_episode,
+             running, hub.components if hub is not None else (), runner is not None)
+    blamed = blamed_data(*facts)
+    return diverged(experiment.name, blamed or explain_divergence(*facts),
+                    getattr(experiment.logger, "log_dir", None), data=blamed is not None)
 
 
 def training_runner(experiment: Experiment) -> EnvRunner:
@@ -132,7 +133,7 @@ def played_test(experiment: Experiment, episodes: int, env: Any) -> list[float]:
         played = played_then_closed(
             None if env is experiment.vector_env else env, lambda: play_episodes(
                 runner, lambda _: RolloutResult(action=experiment._acts(agent, runner.states())),
-                episodes, progress=progress))
+                episodes, progress=progress, timeout=experiment.env_timeout))
     returns = [episode.ret for episode in played]
     if not given:
         experiment.test_returns = returns

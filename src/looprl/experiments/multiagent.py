@@ -157,7 +157,8 @@ class MultiagentEnvExperiment(Experiment):
                 actor.seed(seed)
             act = actor.rollout
         with evaluation_progress(self.description, episodes, self.quiet) as progress:
-            returns = agent_returns(play_episodes(runner, act, episodes, progress=progress),
+            returns = agent_returns(play_episodes(runner, act, episodes, progress=progress,
+                                                  timeout=self.env_timeout),
                                     played.possible_agents)
         runner.close()
         if env is None:

@@ -19,6 +19,7 @@ import numpy as np
 from looprl.core.imports import import_extra
 from looprl.core.suggest import check_count, check_flag, check_positive, is_number
 from looprl.environments.wrappers import load_normalization, read_normalization
+from looprl.experiments.diagnose import DataDivergence
 from looprl.experiments.episodes import run_scope
 from looprl.runners.base import Runner
 from looprl.runners.space import SearchSpaceError, parse_search_space, search_mapping
@@ -360,6 +361,8 @@ def score_individual(runner: Runner, individual: Individual) -> float:
         if individual.train_steps:
             runner.train(individual.train_steps)
         fitness = runner.evaluate()["mean_eval_reward"]
+    except DataDivergence:  # (the environment's NaNs: every individual's, whatever its values)
+        raise
     except FloatingPointError as error:  # a diverging individual is the worst one
         log.warning("ES individual %s diverged: %s", individual.values, error)
         fitness = -math.inf

@@ -14,6 +14,7 @@ from typing import Any
 
 from looprl.core.imports import import_extra
 from looprl.core.suggest import check_count, one_line
+from looprl.experiments.diagnose import DataDivergence
 from looprl.experiments.episodes import run_scope
 from looprl.runners.base import Runner
 from looprl.runners.space import Dimension, parse_search_space, search_mapping
@@ -221,6 +222,8 @@ def train_trial(runner: Runner, task: TrialTask) -> tuple[list[tuple[int, float]
             evaluations.append((step, runner.evaluate()["mean_eval_reward"]))
             if task.report is not None and task.report(*evaluations[-1]):
                 break
+    except DataDivergence:  # (the environment's NaNs: every trial's, whatever its values)
+        raise
     except FloatingPointError as error:  # a diverging trial fails
         return evaluations, str(error)
     return evaluations, None
