@@ -672,3 +672,26 @@ def test_a_member_that_tune_paused_goes_on_in_its_own_run_directory(
     frames = [int(row.split(",")[0]) for row in
               (root / "member000_gen000" / "results.csv").read_text().splitlines()[1:]]
     assert frames == sorted(frames) and frames[-1] > 64  # (trained on from 64, in order)
+
+
+def test_a_member_that_fails_is_the_runs_one_line_without_tunes_traceback(
+        small_ppo, tmp_path, local_ray, capfd, caplog, monkeypatch) -> None:
+    """(Was: Tune's 'Trial task failed', the member's whole remote traceback and 'Trials did
+    not complete', 130-160 lines, before the run's one line.)"""
+    import logging
+
+    from tests.distributed.faulty_env import PATH
+
+    from looprl.environments import GymEnvironment
+
+    monkeypatch.delenv("LOOPRL_DEBUG", raising=False)
+    env = GymEnvironment(PATH, broken="actor")  # (its constructor raises in Ray actors)
+    runner = PBTRunner(small_ppo, env, {"hp/lr": (1e-4, 1e-2, "log")}, population=2,
+                       num_steps=128, perturbation_interval=64, eval_episodes=1,
+                       logdir=str(tmp_path), seed=0)
+    with caplog.at_level(logging.DEBUG, "ray.tune"), pytest.raises(
+            Exception, match="constructor fault injected"):
+        runner.run()
+    out, err = capfd.readouterr()
+    told = out + err + "".join(r.getMessage() for r in caplog.records if r.name.startswith("ray"))
+    assert "Trial task failed" not in told and "Traceback" not in told, told[-2000:]

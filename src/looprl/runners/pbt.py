@@ -5,13 +5,14 @@ in a new directory (``member002_gen003``)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
 import math
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -37,6 +38,20 @@ __all__ = ["PBTRunner", "tune_name"]
 MEMBER_FILE = "member.json"  # beside a member's checkpoint: its member and step
 
 log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def _tune_quiet() -> Iterator[None]:
+    """Tune's own log lines off: a failed member's traceback (its error is raised after, as
+    the run's one line) and its storage notes; ``LOOPRL_DEBUG=1`` keeps them."""
+    tune_log = logging.getLogger("ray.tune")
+    level = tune_log.level
+    if not os.environ.get("LOOPRL_DEBUG"):
+        tune_log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        tune_log.setLevel(level)
 
 
 def tune_name(key: str) -> str:
@@ -335,7 +350,7 @@ class PBTRunner(Runner):
         # Tune's console off (verbose=0 silences only its older reporter: RAY_AIR_NEW_OUTPUT=0);
         # Ctrl-C stops the run (Tune's handler would end the population and call it finished)
         with mock.patch.dict(os.environ, {"RAY_AIR_NEW_OUTPUT": "0",
-                                          "TUNE_DISABLE_SIGINT_HANDLER": "1"}):
+                                          "TUNE_DISABLE_SIGINT_HANDLER": "1"}), _tune_quiet():
             results = tune.Tuner(trainable, param_space=space, tune_config=config,
                                  run_config=run_config).fit()
         members = []
