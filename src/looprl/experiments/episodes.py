@@ -109,8 +109,9 @@ def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
                 runner.record(0, None if request is None else act(request))
                 runner.segments()  # (not kept; none from a runner built without a buffer)
                 runner.advance()
-                for episode in runner.pop_episodes():  # (counted while its copy has
-                    if quota[episode.env] > 0:  # a share left)
+                # (an episode counts while its copy has a share left)
+                for episode in runner.pop_episodes():
+                    if quota[episode.env] > 0:
                         played.append(episode)
                         quota[episode.env] -= 1
                         if progress is not None:
