@@ -695,8 +695,9 @@ def test_resuming_a_ray_run_looks_for_the_controller_checkpoint(tmp_path: Path, 
 
 @pytest.mark.parametrize("runner", ["pbt", "es"])
 def test_resuming_a_search_on_ray_says_it_cannot(tmp_path: Path, capsys, runner: str) -> None:
-    """A PBT (or ES, Optuna) run with ``runtime=ray`` resumes no more than a local one: the
-    line says so, not that a distributed run's controller checkpoint is missing."""
+    """A PBT (or ES) run with ``runtime=ray`` resumes no more than a local one: the line says
+    so, not that a distributed run's controller checkpoint is missing (nor, as it did, that
+    a search resumes from Optuna's storage)."""
     from omegaconf import OmegaConf
 
     saved = tmp_path / ".hydra"
@@ -707,7 +708,7 @@ def test_resuming_a_search_on_ray_says_it_cannot(tmp_path: Path, capsys, runner:
     assert cli(["run", "--resume", str(tmp_path)]) == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert error == [f"looprl: error: resume continues runner=online runs; runner={runner} "
-                     "cannot (an Optuna search resumes from its storage: run it again)"]
+                     "cannot: run the search again"]
 
 
 def test_the_trainer_on_ray_learns_on_the_threads_a_local_run_learns_on(tmp_path: Path,
@@ -787,6 +788,28 @@ def test_the_online_runners_options_hold_with_runtime_ray(tmp_path: Path) -> Non
                           str(tmp_path))
     with pytest.raises(ValueError, match="runner.num_steps must be positive"):
         build_distributed(_compose(["runtime=ray", "runner.num_steps=0"]), str(tmp_path))
+
+
+@pytest.mark.parametrize("runtime", ["local", "ray"])
+def test_the_online_runners_counts_are_named_by_their_keys_on_both_runtimes(
+        tmp_path: Path, runtime: str, caplog) -> None:
+    """(Were: "eval_every must be ..." locally, the Python argument's name, and
+    "runner.eval_every must be ..." on Ray; an eval_every past the budget passed silently.)"""
+    import logging
+
+    from looprl.configs import build_distributed
+    if runtime == "ray":
+        pytest.importorskip("ray")
+    make = build_distributed if runtime == "ray" else build
+    with pytest.raises(ValueError, match=r"^runner.eval_every must be positive .*got 0$"):
+        make(_compose([f"runtime={runtime}", "runner.eval_every=0"]), str(tmp_path))
+    with pytest.raises(ValueError, match=r"^runner.num_steps must be positive .*got 0$"):
+        make(_compose([f"runtime={runtime}", "runner.num_steps=0"]), str(tmp_path))
+    with caplog.at_level(logging.WARNING, "looprl.configs"):
+        make(_compose([f"runtime={runtime}", "frames=64", "runner.eval_every=100"]),
+             str(tmp_path))
+    assert [r.getMessage() for r in caplog.records if r.name == "looprl.configs"] == [
+        "runner.eval_every=100 is more than the run's 64 frames: it evaluates once, at its end"]
 
 
 def test_a_contextual_env_with_plr_builds_for_runtime_ray(tmp_path: Path) -> None:

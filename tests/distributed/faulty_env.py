@@ -34,23 +34,25 @@ class FaultyCartPole(CartPoleEnv):
     """CartPole that, seeded with a key of ``faults``, does what its value says once: ``"step"``
     raises in step ``at`` of its first episode, ``"hang"`` sleeps ``hang`` seconds there,
     ``"reset"`` raises in the reset that starts episode ``at``, ``"exit"`` ends its process
-    there (a value ``(what, n)``: ``at`` is ``n``). ``broken``: its constructor warns, then
-    raises, in every Ray actor (``"actor"``) or in an actor Ray restarted (``"restarted"``)."""
+    there (a value ``(what, n)``: ``at`` is ``n``); ``every``: the fault of every other seed.
+    ``broken``: its constructor warns, then raises, in every Ray actor (``"actor"``) or in an
+    actor Ray restarted (``"restarted"``)."""
 
     def __init__(self, faults: dict[int, str | tuple[str, int]] | None = None, at: int = 3,
-                 render_mode: str | None = None, broken: str | None = None, hang: float = 3600):
+                 render_mode: str | None = None, broken: str | None = None, hang: float = 3600,
+                 every: str | None = None):
         if broken is not None and _in_actor(restarted=broken == "restarted"):
             logger.warning("FaultyCartPole: no licence server found (%s)", broken)
             raise RuntimeError("constructor fault injected")
         super().__init__(render_mode=render_mode)
         self.faults = {int(seed): fault for seed, fault in (faults or {}).items()}  # ("0": CLI)
-        self.at, self.hang = at, hang
+        self.at, self.hang, self.every = at, hang, every
         self.fault: str | None = None
         self.episode = self.t = 0
 
     def reset(self, *, seed: int | None = None, options: Any = None) -> Any:
         if seed is not None:
-            fault = self.faults.get(seed)
+            fault = self.faults.get(seed, self.every)
             self.fault, self.at = (fault, self.at) if not isinstance(fault, tuple) else fault
         self.episode, self.t = self.episode + 1, 0
         if self.fault == "reset" and self.episode == self.at:

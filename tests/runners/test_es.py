@@ -343,3 +343,34 @@ def test_an_environment_that_returns_nan_stops_the_search_in_one_line(small_ppo)
     with pytest.raises(DataDivergence, match=r"The environment NaNCartPole returned NaN or "
                                              r"infinite rewards .* not a learning-rate problem"):
         es.run()
+
+
+def test_ctrl_c_keeps_the_best_individual_so_far_and_looprl_run_saves_it(tmp_path,
+                                                                         monkeypatch):
+    """(Was: Ctrl-C lost the search: no preset.pt, where an online run saves the agent as
+    trained so far.) Ctrl-C in generation 2: the current agent is generation 1's best, which
+    looprl run saves as the run's preset.pt (to watch, or to train on)."""
+    import torch
+
+    from looprl.configs.app import main as run
+    from looprl.runners import es as es_module
+
+    score = es_module.score_individual
+    scored = []
+
+    def interrupted(runner, individual):
+        if individual.iteration == 2:
+            raise KeyboardInterrupt
+        scored.append((score(runner, individual), individual.values["lr"]))
+        return scored[-1][0]
+
+    monkeypatch.setattr(es_module, "score_individual", interrupted)
+    with pytest.raises(KeyboardInterrupt, match=f"the run is in {tmp_path}"):
+        run(["runner=es", "runner.popsize=2", "runner.iterations=3", "runner.strategy=openai",
+             "runner.num_steps_per_iteration=64", "runner.search_targets={lr: [1e-4, 1e-2]}",
+             "algorithm.n_envs=2", "algorithm.n_steps=16", "algorithm.hidden=8",
+             "test_episodes=1", "logging.quiet=true", "hydra/job_logging=none",
+             "hydra/hydra_logging=none", "seed=0", f"hydra.run.dir={tmp_path}"])
+    best_lr = max(scored)[1]
+    saved = torch.load(tmp_path / "preset.pt", weights_only=False)
+    assert len(scored) == 2 and saved.hyperparameters["lr"] == pytest.approx(best_lr)

@@ -209,3 +209,19 @@ def test_an_environment_that_returns_nan_stops_the_study_in_one_line(small_ppo) 
         num_steps=128, eval_episodes=1)
     with pytest.raises(DataDivergence, match=r"The environment NaNCartPole returned NaN"):
         runner.run()
+
+
+def test_the_study_is_created_without_optunas_info_line(small_ppo, monkeypatch):
+    """(Was: "[I ...] A new study created in memory with name: looprl" in every search's
+    output, in Optuna's own format.) Optuna's verbosity is the user's again after."""
+    optuna.logging.set_verbosity(optuna.logging.INFO)
+    create, seen = optuna.create_study, []
+
+    def recorded(**kwargs):
+        seen.append(optuna.logging.get_verbosity())
+        return create(**kwargs)
+
+    monkeypatch.setattr(optuna, "create_study", recorded)
+    _runner(small_ppo, None).study()
+    assert seen == [optuna.logging.WARNING]
+    assert optuna.logging.get_verbosity() == optuna.logging.INFO

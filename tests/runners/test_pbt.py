@@ -184,8 +184,7 @@ def _member_zero(small_ppo, tmp_path, monkeypatch) -> tuple[dict, _Tune]:
 
     parent = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2)}, eval_episodes=1,
                        logdir=str(tmp_path))
-    spec = {"runner": parent.member_arguments(), "num_steps": 64, "interval": 64,
-            "keys": ["hp/lr"]}
+    spec = {**parent.member_spec(), "num_steps": 64, "interval": 64}
     tune = _Tune(0)
     monkeypatch.setattr(pbt, "import_tune", lambda: tune)
     pbt._member({"hp_lr": 1e-3}, spec)
@@ -225,8 +224,8 @@ def test_a_member_runs_with_the_runners_meta_components_and_options(
 
     parent = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2)}, meta=[RND(seed=0)],
                        verbose=False, checkpoint_every=32, logdir=str(tmp_path))
-    spec = {"runner": {**parent.member_arguments(), "eval_episodes": 1}, "num_steps": 64,
-            "interval": 64, "keys": ["hp/lr"]}
+    spec = {**parent.member_spec(), "num_steps": 64, "interval": 64}
+    spec["runner"]["eval_episodes"] = 1
     monkeypatch.setattr(pbt, "import_tune", lambda: _Tune(0))
     pbt._member({"hp_lr": 1e-3}, spec)
     run_dir = tmp_path / "ppo" / "CartPole-v1" / "member000_gen000"
@@ -249,8 +248,8 @@ def test_a_members_evaluations_leave_its_training_as_it_was(tmp_path, monkeypatc
 
     def returns(interval: int) -> list[float]:
         logdir = tmp_path / str(interval)
-        spec = {"runner": {**parent.member_arguments(), "logdir": str(logdir)},
-                "num_steps": 300, "interval": interval, "keys": ["hp/lr"]}
+        spec = {**parent.member_spec(), "num_steps": 300, "interval": interval}
+        spec["runner"]["logdir"] = str(logdir)
         monkeypatch.setattr(pbt, "import_tune", lambda: _Tune(0))
         pbt._member({"hp_lr": 1e-3}, spec)
         run_dir = logdir / "dqn" / "CartPole-v1" / "member000_gen000"
@@ -277,8 +276,7 @@ def test_a_members_large_replay_warns_once_and_checkpoint_replay_false_leaves_it
     for replay in (False, True):
         parent = PBTRunner(builder, "CartPole-v1", {"hp/lr": (1e-4, 1e-2)}, eval_episodes=1,
                            logdir=str(tmp_path / str(replay)), checkpoint_replay=replay)
-        spec = {"runner": parent.member_arguments(), "num_steps": 150, "interval": 50,
-                "keys": ["hp/lr"]}
+        spec = {**parent.member_spec(), "num_steps": 150, "interval": 50}
         monkeypatch.setattr(pbt, "import_tune", lambda: _Tune(0))
         pbt._member({"hp_lr": 1e-3}, spec)
         assert caplog.text.count("GiB of replay buffer") == replay, caplog.text
@@ -384,8 +382,7 @@ def test_a_diverging_member_reports_the_worst_score_and_stops(tmp_path, monkeypa
 
     parent = PBTRunner(_diverging_dqn(), "CartPole-v1", {"hp/lr": (1e-4, 1e20, "log")},
                        eval_episodes=1, logdir=str(tmp_path))
-    spec = {"runner": parent.member_arguments(), "num_steps": 300, "interval": 100,
-            "keys": ["hp/lr"]}
+    spec = {**parent.member_spec(), "num_steps": 300, "interval": 100}
     tune = _Tune(0)
     monkeypatch.setattr(pbt, "import_tune", lambda: tune)
     pbt._member({"hp_lr": 1e20}, spec)
@@ -434,8 +431,7 @@ def test_a_member_trains_num_steps_not_a_whole_interval_more(small_ppo, tmp_path
     runner = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2, "log")}, population=2,
                        num_steps=64, perturbation_interval=1000, eval_episodes=1,
                        logdir=str(tmp_path))
-    _member({"hp_lr": 1e-3}, {"runner": runner.member_arguments(), "num_steps": 64,
-                              "interval": 1000, "keys": ["hp/lr"]})
+    _member({"hp_lr": 1e-3}, runner.member_spec())
     assert len(reports) == 1 and 64 <= reports[0]["step"] < 128
 
 
@@ -695,3 +691,26 @@ def test_a_member_that_fails_is_the_runs_one_line_without_tunes_traceback(
     out, err = capfd.readouterr()
     told = out + err + "".join(r.getMessage() for r in caplog.records if r.name.startswith("ray"))
     assert "Trial task failed" not in told and "Traceback" not in told, told[-2000:]
+
+
+def test_a_member_whose_env_call_hangs_ends_the_run_in_one_line(small_ppo, tmp_path,
+                                                                local_ray, capfd) -> None:
+    """(Was: the run waited forever. ``EnvWatch`` interrupts the main thread only; Tune
+    trains a member in a thread of its own, so the member's process ends, leaving its line.)"""
+    from tests.distributed.faulty_env import PATH
+
+    from looprl.environments import GymEnvironment
+    from looprl.environments.faults import EnvironmentTimeout
+
+    env = GymEnvironment(PATH, every="hang", hang=60)  # (its third step sleeps a minute)
+    runner = PBTRunner(small_ppo, env, {"hp/lr": (1e-4, 1e-2, "log")}, population=2,
+                       num_steps=128, perturbation_interval=64, eval_episodes=1,
+                       logdir=str(tmp_path), seed=0, env_timeout=2)
+    started = time.monotonic()
+    with pytest.raises(EnvironmentTimeout, match=(
+            r"^PBT member \d: \S+:FaultyCartPole has been in step for \d+ s, longer than "
+            r"env_timeout=2 s .*: its process was stopped")):
+        runner.run()
+    assert time.monotonic() - started < 50
+    out, err = capfd.readouterr()
+    assert "worker died" not in out + err, (out + err)[-2000:]

@@ -245,3 +245,33 @@ def test_trials_that_join_a_cluster_size_no_local_instance(monkeypatch) -> None:
     RayTrials(address="127.0.0.1:6379", num_cpus=3).start()
     RayTrials(num_cpus=3).start()
     assert [(r.address, r.num_cpus) for r in seen] == [("127.0.0.1:6379", None), (None, 3)]
+
+
+def test_a_failed_trial_leaves_its_run_directory_as_a_sequential_run_does(tmp_path, local_ray
+                                                                          ) -> None:
+    """(Was: a trial that failed on Ray returned no files, and ``looprl run`` removed the
+    search's directory, its app.log included, where a sequential search keeps the failed
+    individual's logs.) An environment's failure crosses to the driver with what the trial's
+    process set on it: its files, and its warnings (were: lost)."""
+    import pickle
+
+    from tests.distributed.faulty_env import PATH
+
+    from looprl.environments import GymEnvironment
+    from looprl.environments.faults import EnvironmentFailure
+    from looprl.presets.classic_control import ppo
+    from looprl.runners import ESRunner
+
+    es = ESRunner(ppo.hyperparameters(n_envs=2, n_steps=16, minibatch_size=32, hidden=8),
+                  GymEnvironment(PATH, every="step"), search_targets={"lr": (1e-4, 1e-2, "log")},
+                  iterations=1, popsize=2, num_steps_per_iteration=64, eval_episodes=1,
+                  logdir=str(tmp_path), trials=RayTrials(parallel=2))
+    with pytest.raises(EnvironmentFailure, match="step fault injected"):
+        es.run()
+    [run] = (tmp_path / "ppo").glob("*/gen001_ind00?/run.json")
+    assert (run.parent / "results.csv").is_file()
+    failure = EnvironmentFailure("it failed", "CartPole-v1", "step", episode=1, step=3)
+    failure.worker_warnings = [("user.env", "warned")]
+    copy = pickle.loads(pickle.dumps(failure))
+    assert (str(copy), copy.episode) == ("it failed", 1)
+    assert copy.worker_warnings == failure.worker_warnings

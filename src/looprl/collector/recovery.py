@@ -1,15 +1,18 @@
 """Faults of an ``EnvRunner``'s environment copies where a run goes on (``max_restarts``, on both
 runtimes): ``EnvRestarts`` counts and reports them (``EnvFault``) and raises past the limit;
 ``EnvWatch`` names an env call that runs past ``env_timeout`` and interrupts it (a local run's;
-a Ray run's driver kills the actor instead)."""
+a Ray run's driver kills the actor instead), or hands it to ``when_stuck``'s handler where it
+cannot (training outside the main thread, as a Ray Tune trial's)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,9 +27,23 @@ from looprl.environments.faults import (
 )
 
 __all__ = ["EnvFault", "EnvRestarts", "EnvWatch", "env_call", "fault_limits", "hung",
-           "setting"]
+           "setting", "when_stuck"]
 
 log = logging.getLogger(__name__)
+
+_STUCK: list[Callable[[str], None]] = []  # ``when_stuck``'s handlers, the innermost last
+
+
+@contextlib.contextmanager
+def when_stuck(handler: Callable[[str], None]) -> Iterator[None]:
+    """While open, an env call that ``EnvWatch`` names but cannot interrupt (training outside
+    the main thread) calls ``handler`` with its line (``hung``), from the watching thread: a
+    Tune trial's ends its process there, which a call that never returns would hold forever."""
+    _STUCK.append(handler)
+    try:
+        yield
+    finally:
+        _STUCK.remove(handler)
 
 
 @dataclass(frozen=True)
@@ -155,7 +172,8 @@ class EnvWatch:
     ``timeout`` seconds (``None``: no watch) in a warning and, where training runs in the main
     thread and nothing else handles ``SIGALRM``, interrupts it: ``EnvironmentTimeout`` raised
     in the call, a fault the run rebuilds the copy for (``max_restarts``) or stops at in one
-    line, as a Ray run's driver kills the actor. A call stuck in C code that never returns to
+    line, as a Ray run's driver kills the actor. Elsewhere it is named, and handed to
+    ``when_stuck``'s handler if one is open. A call stuck in C code that never returns to
     Python is named only."""
 
     def __init__(self, runner: Any, timeout: float | None, option: str = "env_timeout") -> None:
@@ -164,6 +182,7 @@ class EnvWatch:
         self._fired: Any = None  # the call (``runner.env_call``) it timed out
         self._thread: threading.Thread | None = None
         self._previous: Any = None  # the ``SIGALRM`` handler it replaced (``None``: none)
+        self._stuck: Callable[[str], None] | None = None  # (``when_stuck``'s, where it cannot)
 
     def __enter__(self) -> EnvWatch:
         if self.timeout is None:
@@ -172,6 +191,8 @@ class EnvWatch:
                 signal, "pthread_kill") and signal.getsignal(signal.SIGALRM) in (
                 signal.SIG_DFL, None):  # (POSIX; a handler of someone else's: named only)
             self._previous = signal.signal(signal.SIGALRM, self._interrupt)
+        else:
+            self._stuck = _STUCK[-1] if _STUCK else None
         self._thread = threading.Thread(target=self._watch, name="looprl-env-watch", daemon=True)
         self._thread.start()
         return self
@@ -190,8 +211,12 @@ class EnvWatch:
                     self.runner.env_call is not call):
                 continue
             self._fired = call
+            line = hung(found, self.option, self.timeout)
+            if self._stuck is not None:
+                self._stuck(line)
+                continue
             interrupt = self._previous is not None
-            log.warning("%s: %s", hung(found, self.option, self.timeout),
+            log.warning("%s: %s", line,
                         "interrupting it" if interrupt else "waiting for it (Ctrl-C stops it)")
             if interrupt:
                 signal.pthread_kill(threading.main_thread().ident, signal.SIGALRM)

@@ -220,14 +220,11 @@ def register_imports(overrides: list[str] | tuple[str, ...]) -> None:
 
 def build_distributed(cfg: Any, output_dir: str) -> Any:
     """The ``DistributedRun`` a ``runner=online runtime=ray`` config describes."""
-    from looprl.core.suggest import check_count
     from looprl.distributed import DistributedRun, RuntimeConfig
     from looprl.experiments.experiment import seed_everything
     _check_run_values(cfg)
     runner = _plain(cfg.runner)  # (runner=online: its budget, num_steps, is ${frames})
     frames = runner.get("num_steps", cfg.frames)
-    check_count(**{"runner.num_steps": frames})
-    check_count(optional=True, **{"runner.eval_every": runner.get("eval_every")})
     if runner.get("eval_every") is not None and not cfg.test_episodes:  # (as a local run)
         raise ValueError("runner=online scores each policy that eval_every compares (best_policy) "
                          "by its evaluation returns: it needs test_episodes >= 1, got 0")
@@ -327,14 +324,23 @@ def _plain(node: Any) -> Any:
 
 
 def _check_run_values(cfg: Any) -> None:
-    """One line for an unknown top-level key, a count of ``RUN_MINIMUMS`` out of range (whole
-    floats, ``frames=1e6``, become integers), or a ``resume`` that is not true or false."""
+    """One line for an unknown top-level key, a count of ``RUN_MINIMUMS`` (or ``runner=online``'s)
+    out of range (whole floats, ``frames=1e6``, become integers), or a ``resume`` that is not
+    true or false; a note for an ``eval_every`` past the budget."""
     from looprl.configs.sources import check_config_keys
-    from looprl.core.suggest import check_flag
+    from looprl.core.suggest import check_count, check_flag
     check_config_keys(cfg)
     check_flag("resume", cfg.resume)  # (resume=maybe looked for a checkpoint)
     for key in RUN_MINIMUMS:
         cfg[key] = check_run_value(key, cfg[key])
+    if cfg.runner.name == "online":  # (its arguments, by their keys on both runtimes)
+        frames, every = cfg.runner.get("num_steps", cfg.frames), cfg.runner.get("eval_every")
+        check_count(**{"runner.num_steps": frames})
+        check_count(optional=True, **{"runner.eval_every": every})
+        if every is not None and every > frames:
+            logging.getLogger(__name__).warning(
+                "runner.eval_every=%s is more than the run's %s frames: it evaluates once, at "
+                "its end", every, frames)
 
 
 #: the run's counts -> their least value (``threads`` may be null: the preset's default)
@@ -404,9 +410,12 @@ def find_checkpoint(run_dir: str | None, runner: str, runtime: str = "local") ->
     from looprl.core.files import find_one
     from looprl.distributed.run_state import find_controller_checkpoint
     from looprl.experiments.checkpoint import CHECKPOINT, resumable
+    if runner == "optuna":
+        raise ValueError("resume continues runner=online runs; an Optuna search resumes from "
+                         "its storage instead: run it again with the same runner.storage")
     if runner != "online":
-        raise ValueError(f"resume continues runner=online runs; runner={runner} cannot (an "
-                         "Optuna search resumes from its storage: run it again)")
+        raise ValueError(f"resume continues runner=online runs; runner={runner} cannot: run the "
+                         "search again")
     where = run_dir or "."
     if runtime == "ray":
         return str(find_controller_checkpoint(where))

@@ -44,8 +44,8 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
     run = configs.build(cfg, output_dir)
     try:
         train_results, eval_results = run.runner.run()
-    except KeyboardInterrupt:  # (as looprl train: the preset as trained so far, to watch)
-        if cfg.runner.name == "online" and run.runner.preset is not None:
+    except KeyboardInterrupt:  # (as looprl train: the preset as trained so far, to watch; an
+        if cfg.runner.name in ("online", "es") and run.runner.preset is not None:  # ES's best)
             run.runner.save_preset(output_dir)
         raise
     if run.runner.preset is not None:

@@ -89,8 +89,9 @@ class RayTrials:
                     pending[remote.remote(arguments, trial, task, keep, registry, device)] = index
                 done, _ = ray.wait(list(pending), num_returns=1)
                 index = pending.pop(done[0])
-                result, saved, files, run = _result(ray, done[0])
-                # its files, here, where a sequential run writes (not held until the last ends)
+                # its files, here, where a sequential run writes (not held until the last ends;
+                # a failed trial's too, as a sequential run leaves them)
+                result, saved, files, run = _result(ray, done[0], runner.logdir)
                 claimed = {} if files is None else unpack_runs(files, runner.logdir)
                 results[index] = result, saved, claimed.get(run)
         finally:
@@ -124,7 +125,8 @@ def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool,
     """In a Ray worker: ``trial``'s result on a fresh runner training on ``device``, with
     ``keep`` its agent's checkpoint (no replay buffer), a tar of the files it wrote (``None``:
     no ``logdir``), with ``keep`` its run directory relative to the ``logdir``, and the
-    warnings it logged (its error carries them as ``worker_warnings``)."""
+    warnings it logged (its error carries them and the tar as ``worker_warnings`` and
+    ``worker_files``)."""
     import torch
 
     from looprl.experiments.checkpoint import save_checkpoint
@@ -144,17 +146,22 @@ def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool,
                 saved = save_checkpoint(runner.experiment, path, replay=False).read_bytes()
                 path.unlink()
                 run = os.path.relpath(run_dir, directory)
-        except Exception as error:  # (its warnings go with it: ``_result`` logs them)
-            error.worker_warnings = warned.take()  # type: ignore[attr-defined]
-            raise
-        finally:
+        except Exception as error:  # (its warnings and files go with it: see ``_result``)
             runner.close()
-        files = io.BytesIO()
-        if logged:
-            with tarfile.open(fileobj=files, mode="w") as tar:
-                for name in os.listdir(directory):  # (not ".": the logdir keeps its mode)
-                    tar.add(Path(directory) / name, arcname=name)
-        return result, saved, files.getvalue() if logged else None, run, warned.take()
+            error.worker_warnings = warned.take()  # type: ignore[attr-defined]
+            error.worker_files = _tar(directory) if logged else None  # type: ignore[attr-defined]
+            raise
+        runner.close()
+        return result, saved, _tar(directory) if logged else None, run, warned.take()
+
+
+def _tar(directory: str) -> bytes:
+    """The files in ``directory``, as a tar."""
+    files = io.BytesIO()
+    with tarfile.open(fileobj=files, mode="w") as tar:
+        for name in os.listdir(directory):  # (not ".": the logdir keeps its mode)
+            tar.add(Path(directory) / name, arcname=name)
+    return files.getvalue()
 
 
 def unpack_runs(archive: bytes, logdir: str) -> dict[str, str]:
@@ -177,14 +184,17 @@ def unpack_runs(archive: bytes, logdir: str) -> dict[str, str]:
     return claimed
 
 
-def _result(ray: Any, ref: Any) -> Any:
-    """``run_replica``'s answer at ``ref`` but its warnings, which are logged here."""
+def _result(ray: Any, ref: Any, logdir: str | None = None) -> Any:
+    """``run_replica``'s answer at ``ref`` but its warnings, which are logged here; a failed
+    trial's error, once its warnings are logged and its files written in ``logdir``."""
     try:
         *answer, warned = ray.get(ref)
     except ray.exceptions.RayTaskError as error:
         cause = getattr(error, "cause", None)
         if isinstance(cause, Exception):
             log_worker_warnings(getattr(cause, "worker_warnings", ()))
+            if logdir is not None and getattr(cause, "worker_files", None) is not None:
+                unpack_runs(cause.worker_files, logdir)
             raise cause from None
         raise
     log_worker_warnings(warned)

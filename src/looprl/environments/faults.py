@@ -32,8 +32,10 @@ class EnvironmentFailure(RuntimeError):
         self.episode, self.step = episode, step
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle with every attribute (a Ray worker's failure reaches the driver)."""
-        return type(self), (str(self), self.environment, self.method, self.episode, self.step)
+        """Pickle with every attribute, those set on it too (a Ray worker's failure reaches
+        the driver with what the worker adds to it)."""
+        return type(self), (str(self), self.environment, self.method, self.episode,
+                            self.step), self.__dict__
 
 
 class EnvironmentTimeout(RuntimeError):

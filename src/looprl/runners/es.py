@@ -289,26 +289,44 @@ class ESRunner(Runner):
                          self.strategy, iteration, self.iterations, history[-1]["mean_fitness"],
                          history[-1]["max_fitness"], self._best["fitness"],
                          f" {values}" if values else "")
+        except KeyboardInterrupt:  # (the best so far is the current agent: looprl run saves it)
+            if self._use_best(label=False):
+                log.warning("ES interrupted in generation %d: the current agent is the best so "
+                            "far (generation %d, individual %d, fitness %.4g)",
+                            len(history) + 1, self._best["iteration"],
+                            self._best["individual"], self._best["fitness"])
+            else:  # (no agent to save: an individual's half-trained one is none)
+                self.close()
+            raise
         finally:
             self.trials.close()
-        if not math.isfinite(self._best["fitness"]):  # (as an Optuna search none of whose
-            if self._best_agent is not None:  # trials completed)
-                self._best_agent.close(self)
+        if not self._use_best():  # (as an Optuna search none of whose trials completed)
             log.warning("No ES individual scored a finite fitness (all diverged): nothing to "
                         "evaluate")
             return {"step": self.iterations, "best": None, "history": history}, {}
-        best = self._best  # made the current agent, in the run directory best
+        return {"step": self.iterations, "best": self._best, "history": history}, self.evaluate()
+
+    def _use_best(self, label: bool = True) -> bool:
+        """Make the best individual so far the current agent (with ``label``, logging in the
+        run directory ``best``); ``False`` (closing any kept agent) if none scored a finite
+        fitness."""
+        best = self._best
+        if not math.isfinite(best["fitness"]):
+            if self._best_agent is not None:
+                self._best_agent.close(self)
+            return False
         if self.fresh_agents:  # (a finite best: recorded with its agent)
             self._best_agent.restore(self)
-        self.label_run("best", generation=best["iteration"], individual=best["individual"],
-                       values=best["values"])
+        if label:
+            self.label_run("best", generation=best["iteration"], individual=best["individual"],
+                           values=best["values"])
         if not self.fresh_agents:
             self.configure(best["values"], fresh=False)
             if self._best_network is not None:
                 self.apply_parameters(self._best_network)
             load_normalization(self.experiment.vector_env, self._best_normalization,
                                self.experiment.name, freeze=False)
-        return {"step": self.iterations, "best": best, "history": history}, self.evaluate()
+        return True
 
     def record(self, individual: Individual, fitness: float, agent: KeptAgent | None
                ) -> float:

@@ -86,10 +86,15 @@ class OptunaRunner(Runner):
                              "(sqlite:///search.db), a journal file path, or None (in memory)"
                              ) from None
         existing = next((s.n_trials for s in studies if s.study_name == self.study_name), 0)
-        study = self.optuna.create_study(
-            storage=storage, study_name=self.study_name, direction="maximize",
-            sampler=self._named(self.sampler, "samplers", SAMPLERS, seed=self.seed + existing),
-            pruner=self._named(self.pruner, "pruners", PRUNERS), load_if_exists=True)
+        verbosity = self.optuna.logging.get_verbosity()  # (its "A new study created" line off:
+        self.optuna.logging.set_verbosity(self.optuna.logging.WARNING)  # the runner logs its own)
+        try:
+            study = self.optuna.create_study(
+                storage=storage, study_name=self.study_name, direction="maximize",
+                sampler=self._named(self.sampler, "samplers", SAMPLERS, seed=self.seed + existing),
+                pruner=self._named(self.pruner, "pruners", PRUNERS), load_if_exists=True)
+        finally:
+            self.optuna.logging.set_verbosity(verbosity)
         self._check_search(study)
         return study
 

@@ -11,12 +11,14 @@ import json
 import logging
 import math
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from looprl.collector.recovery import when_stuck
 from looprl.core.imports import import_extra
 from looprl.core.reaper import start_local_ray
 from looprl.core.suggest import (
@@ -26,6 +28,7 @@ from looprl.core.suggest import (
     log_worker_warnings,
     warn_once,
 )
+from looprl.environments.faults import EnvironmentTimeout
 from looprl.environments.gym import gym_registrations, install_gym_registrations
 from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
 from looprl.experiments.episodes import run_scope
@@ -86,7 +89,7 @@ def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
         options = dict(spec["runner"])  # (the runner's replica: meta, logging, checkpoints)
         options["seed"] += index
         options["run_info"] = {**(options["run_info"] or {}), "runner": "pbt"}
-        install_gym_registrations(spec.get("registry", {}))  # (``gymnasium.register`` here)
+        install_gym_registrations(spec["registry"])  # (``gymnasium.register`` here)
         member = Runner(**options)
         if checkpoint is not None:  # exploit: continue from that checkpoint
             with checkpoint.as_directory() as directory:
@@ -101,26 +104,52 @@ def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
             member.label_next_run(name, **info)
             member.new_agent(train_steps=spec["num_steps"])
         member.set_hyperparameters(values)  # explore: the (perturbed) values of this trial's config
-        experiment = member.experiment
-        while experiment.frame < spec["num_steps"]:
-            step = min(experiment.frame + spec["interval"], spec["num_steps"])
-            try:
-                experiment.train(frames=step)
-                score = member.evaluate()["mean_eval_reward"]  # (seeded, in a copy: goes on)
-            except FloatingPointError as error:  # the worst score of this round's evaluation:
-                experiment.logger.close()  # exploit replaces it if a member has a checkpoint,
-                tune.report({"mean_eval_reward": -math.inf, "step": step,  # else it ends here
-                             "diverged": str(error), "warnings": warned.take()})
-                return
-            with tempfile.TemporaryDirectory() as directory:
-                save_checkpoint(experiment, Path(directory) / "checkpoint.pt",
-                                replay=member.checkpoint_replay)
-                (Path(directory) / MEMBER_FILE).write_text(
-                    json.dumps({"member": index, "step": experiment.frame}))
-                tune.report({"mean_eval_reward": score, "step": experiment.frame,
-                             "warnings": warned.take()},
-                            checkpoint=tune.Checkpoint.from_directory(directory))
-        experiment.logger.close()  # its last rows
+        with when_stuck(functools.partial(_end_stuck, spec["stuck"], index)):
+            _train_member(member, index, spec, tune, warned)
+
+
+def _train_member(member: Runner, index: int, spec: dict[str, Any], tune: Any,
+                  warned: WorkerWarnings) -> None:
+    """Train member ``index`` to ``num_steps``, reporting an evaluation and a checkpoint to
+    Tune every ``interval`` steps."""
+    experiment = member.experiment
+    while experiment.frame < spec["num_steps"]:
+        step = min(experiment.frame + spec["interval"], spec["num_steps"])
+        try:
+            experiment.train(frames=step)
+            score = member.evaluate()["mean_eval_reward"]  # (seeded, in a copy: goes on)
+        except FloatingPointError as error:  # the worst score of this round's evaluation:
+            experiment.logger.close()  # exploit replaces it if a member has a checkpoint,
+            tune.report({"mean_eval_reward": -math.inf, "step": step,  # else it ends here
+                         "diverged": str(error), "warnings": warned.take()})
+            return
+        with tempfile.TemporaryDirectory() as directory:
+            save_checkpoint(experiment, Path(directory) / "checkpoint.pt",
+                            replay=member.checkpoint_replay)
+            (Path(directory) / MEMBER_FILE).write_text(
+                json.dumps({"member": index, "step": experiment.frame}))
+            tune.report({"mean_eval_reward": score, "step": experiment.frame,
+                         "warnings": warned.take()},
+                        checkpoint=tune.Checkpoint.from_directory(directory))
+    experiment.logger.close()  # its last rows
+
+
+def _end_stuck(folder: str, index: int, line: str) -> None:
+    """End a member's process at an env call past ``env_timeout`` (Tune trains it in a thread,
+    which no signal interrupts; the call may never return), leaving ``line`` for the driver."""
+    import ray
+    os.makedirs(folder, exist_ok=True)
+    Path(folder, f"member{index:03d}.txt").write_text(f"PBT member {index}: {line}")
+    ray.kill(ray.get_runtime_context().current_actor)  # (Ray's own end: none of its lines)
+
+
+def _stuck_member(folder: str) -> EnvironmentTimeout | None:
+    """The error of a member ``_end_stuck`` ended (the first, if several), or ``None``."""
+    ended = sorted(Path(folder).glob("member*.txt"))
+    if not ended:
+        return None
+    return EnvironmentTimeout(f"{ended[0].read_text()}: its process was stopped (a Tune "
+                              "trial's thread cannot be interrupted)")
 
 
 def _index(trial_id: str) -> int:
@@ -243,6 +272,15 @@ class PBTRunner(Runner):
         return {**self.replica_arguments(), "quiet": True, "logdir": self.folder(),
                 "device": "cuda" if self.gpus_per_member else "cpu"}
 
+    def member_spec(self) -> dict[str, Any]:
+        """What ``_member`` trains from: member 0's ``Runner`` arguments, the steps, the
+        ``hp/*`` keys, the Gymnasium registrations to make, and where a stuck member's line
+        goes."""
+        return {"runner": self.member_arguments(), "num_steps": self.num_steps,
+                "interval": self.interval, "keys": list(self.mutations),
+                "registry": gym_registrations(self.env, self.test_env),
+                "stuck": str(Path(self.folder()).resolve() / "pbt" / "stuck")}
+
     def folder(self) -> str:
         """Where the members log and Tune keeps checkpoints (on each member's node): ``logdir``,
         else a temporary folder that ``close`` (or the runner's end) removes."""
@@ -326,9 +364,8 @@ class PBTRunner(Runner):
             resample_probability=self.resample_probability,
             custom_explore_fn=functools.partial(within_ranges, ranges={
                 name: self.mutations[key][:2] for name, key in names.items()}))
-        spec = {"runner": self.member_arguments(), "num_steps": self.num_steps,
-                "interval": self.interval, "keys": list(names.values()),
-                "registry": gym_registrations(self.env, self.test_env)}
+        spec = self.member_spec()
+        shutil.rmtree(spec["stuck"], ignore_errors=True)  # (a run's before, in this logdir)
         storage = Path(self.folder()).resolve() / "pbt"
         trainable = tune.with_resources(tune.with_parameters(_member, spec=spec),
                                         {"cpu": 1, "gpu": self.gpus_per_member})
@@ -356,6 +393,8 @@ class PBTRunner(Runner):
         members = []
         for result in results:
             if result.error is not None:  # a member failed: its error, not a missing metric
+                if stuck := _stuck_member(spec["stuck"]):  # (its process ended: no error)
+                    raise stuck
                 cause = getattr(result.error, "cause", None)
                 raise cause if isinstance(cause, Exception) else result.error
             hp = {names[name]: result.config[name] for name in names}
