@@ -288,6 +288,11 @@ def test_the_slurm_launcher_without_slurm_is_one_line(tmp_path: Path, capsys,
     (["frame=10"], "Unknown config key 'frame'. Did you mean 'frames'?"),
     (["algoritm.lr=1"], "Unknown config key 'algoritm'. Did you mean 'algorithm'?"),
     (["frmaes=1"], "logging, algorithm, meta, runner, runtime"),  # (was: the groups left out)
+    # (were Hydra's words, naming no override: "mismatched input '=' expecting <EOF>")
+    (["hydra.run.dir=out/lr=1e-3"], "Cannot read the override 'hydra.run.dir=out/lr=1e-3' "
+                                    "(mismatched input '=' expecting <EOF>): quote a value"),
+    (["algorithm.lr=[1,2"], "Cannot read the override 'algorithm.lr=[1,2' (no viable "
+                            "alternative at input '[1,2'): quote"),
     # Mighty's names (its examples/*.sh, base.yaml, algorithm/*.yaml): looprl's way in the line
     (["num_steps=10"], "Unknown config key 'num_steps'. looprl's way for Mighty's 'num_steps': "
                        "frames=N."),
@@ -940,3 +945,15 @@ def test_ctrl_c_of_a_local_run_keeps_the_preset_as_trained_so_far(
     assert (tmp_path / "preset.pt").is_file() and not (tmp_path / "results.json").exists()
     assert cli(["watch", str(tmp_path), "--max-steps", "5", "--gif",
                 str(tmp_path / "watch.gif")]) == 0
+
+
+def test_a_runs_warnings_are_said_once_with_those_of_its_configs_check(tmp_path: Path,
+                                                                       caplog) -> None:
+    """``looprl run`` builds the preset once to check the config, then the runner builds its
+    own: one run (was: each of the preset's warnings twice)."""
+    import logging
+
+    with caplog.at_level(logging.WARNING, "looprl"):
+        run(["frames=64", "test_episodes=1", "algorithm.n_envs=2", "algorithm.n_steps=16",
+             *QUIET, f"hydra.run.dir={tmp_path}"])
+    assert caplog.text.count("minibatch_size=256 is larger than") == 1, caplog.text

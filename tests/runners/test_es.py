@@ -374,3 +374,13 @@ def test_ctrl_c_keeps_the_best_individual_so_far_and_looprl_run_saves_it(tmp_pat
     best_lr = max(scored)[1]
     saved = torch.load(tmp_path / "preset.pt", weights_only=False)
     assert len(scored) == 2 and saved.hyperparameters["lr"] == pytest.approx(best_lr)
+
+
+def test_a_warning_of_the_agent_made_with_the_runner_is_said_once_in_its_search(small_ppo,
+                                                                               caplog):
+    """(Was: twice, once as the runner made its first agent, again in the search.)"""
+    caplog.set_level("WARNING", logger="looprl")
+    runner = _es(small_ppo.hyperparameters(minibatch_size=256), search_targets={"lr": (1e-4, 1e-2)},
+                 iterations=1, popsize=2, eval_episodes=1)
+    runner.run()
+    assert caplog.text.count("minibatch_size=256 is larger than") == 1, caplog.text

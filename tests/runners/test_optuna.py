@@ -225,3 +225,19 @@ def test_the_study_is_created_without_optunas_info_line(small_ppo, monkeypatch):
     _runner(small_ppo, None).study()
     assert seen == [optuna.logging.WARNING]
     assert optuna.logging.get_verbosity() == optuna.logging.INFO
+
+
+def test_the_best_values_last_evaluation_is_played_once(small_ppo, monkeypatch):
+    """(Was twice: after the best values' last training chunk, then as the search's result,
+    at the same step.) One trial of two chunks, then its values again: four evaluations."""
+    from looprl.runners.base import Runner
+
+    evaluate, steps = Runner.evaluate, []
+
+    def counted(self, *args, **kwargs):
+        steps.append(self.experiment.frame)
+        return evaluate(self, *args, **kwargs)
+
+    monkeypatch.setattr(Runner, "evaluate", counted)
+    _, eval_results = _runner(small_ppo, None, n_trials=1).run()
+    assert len(steps) == 4 and steps[:2] == steps[2:] and eval_results["step"] == steps[-1]

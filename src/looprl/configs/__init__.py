@@ -28,6 +28,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from looprl.configs.overrides import override_pairs
 from looprl.configs.runtimes import distributed_options, ray_trials, runtimes
 
 __all__ = ["BuiltConfig", "algorithm_options", "build", "make_components", "make_envs", "register",
@@ -435,34 +436,3 @@ def expand_shorthands(overrides: list[str]) -> list[str]:
     return [f"algorithm.{o}" if o.partition("=")[0] in PARTS else
             f"algorithm={bare[o[10:]]}" if o.startswith("algorithm=") and o[10:] in bare else o
             for o in overrides]
-
-
-#: Hydra's flags that take a value as the next argument (``--cfg job``, ``-p PACKAGE``)
-_VALUED_FLAGS = frozenset({"--cfg", "-c", "--package", "-p", "--info", "-i", "--config-path",
-                           "-cp", "--config-name", "-cn", "--config-dir", "-cd",
-                           "--experimental-rerun"})
-#: Hydra 1.3's command-line flags (hydra.cc: "Hydra's command line flags")
-HYDRA_FLAGS = (*sorted(_VALUED_FLAGS), "--help", "-h", "--hydra-help", "--version", "--resolve",
-               "--run", "-r", "--multirun", "-m", "--shell-completion", "-sc")
-
-
-def split_flags(argv: list[str] | tuple[str, ...]) -> tuple[list[str], list[str]]:
-    """``argv``'s Hydra flags with their values, and its overrides, each in their order."""
-    flags: list[str] = []
-    overrides: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip and "=" not in arg:  # the flag's value (``--info`` may come without one)
-            skip = False
-            flags.append(arg)
-            continue
-        skip = arg in _VALUED_FLAGS
-        (flags if arg.startswith("-") else overrides).append(arg)
-    return flags, overrides
-
-
-def override_pairs(argv: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:
-    """``(key, value)`` of each ``key=value`` override of ``argv`` (prefixes ``+``, ``~``
-    dropped), without Hydra's flags and their values."""
-    return [(key, value) for key, _, value in
-            (arg.lstrip("+~").partition("=") for arg in split_flags(argv)[1])]

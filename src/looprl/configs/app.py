@@ -23,10 +23,11 @@ from typing import Any
 
 from looprl import configs
 from looprl.configs.checks import check_given_once, check_overrides, composition_error
+from looprl.configs.overrides import check_grammar, override_pairs, split_flags
 from looprl.configs.run_dirs import check_run_dir, claim_run_dir, path_value, run_dir_key
 from looprl.configs.runtimes import runtime_help
 from looprl.configs.sources import check_config_keys, compose, saved_sources, user_groups
-from looprl.core.suggest import is_bad_input, one_line
+from looprl.core.suggest import is_bad_input, one_line, warnings_per_run
 from looprl.experiments.run_files import json_text, restorer
 
 __all__ = ["check_run_dir", "execute", "help_text", "main"]
@@ -41,13 +42,14 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
     torch.set_num_threads(configs.learner_threads(cfg))  # (on Ray: the trainer's too)
     if cfg.runtime.name == "ray" and cfg.runner.name == "online":  # one distributed run
         return _execute_distributed(cfg, output_dir)
-    run = configs.build(cfg, output_dir)
-    try:
-        train_results, eval_results = run.runner.run()
-    except KeyboardInterrupt:  # (as looprl train: the preset as trained so far, to watch; an
-        if cfg.runner.name in ("online", "es") and run.runner.preset is not None:  # ES's best)
-            run.runner.save_preset(output_dir)
-        raise
+    with warnings_per_run():  # (the config's checks build the preset too: one run)
+        run = configs.build(cfg, output_dir)
+        try:
+            train_results, eval_results = run.runner.run()
+        except KeyboardInterrupt:  # (as looprl train: the preset as trained so far, to watch;
+            if cfg.runner.name in ("online", "es") and run.runner.preset is not None:  # ES:
+                run.runner.save_preset(output_dir)  # its best so far)
+            raise
     if run.runner.preset is not None:
         run.runner.save_preset(output_dir)
     if cfg.runner.name == "online" and not cfg.logging.quiet:  # (as a Ray run's, below)
@@ -148,9 +150,9 @@ def resume_arguments(argv: list[str]) -> list[str]:
     sources, saved_choices = saved_sources(saved)
     kept = [*sources, *kept]  # (its -cd and -cn)
     extra = [a for a in argv if not a.startswith(("resume=", "hydra.run.dir="))]
-    given = dict(configs.override_pairs(extra))  # (they replace the run's own)
+    given = dict(override_pairs(extra))  # (they replace the run's own)
     # a group chosen anew (runtime=local for a Ray run) drops the run's keys of its old choice
-    choices = {**saved_choices, **dict(configs.override_pairs(kept))}
+    choices = {**saved_choices, **dict(override_pairs(kept))}
     switched = {key for key, value in given.items() if choices.get(key, value) != value}
     kept = [o for o in kept if "=" not in o or o.startswith("-") or not (
         (key := o.lstrip("+~").partition("=")[0]) in given or key.partition(".")[0] in switched)]
@@ -262,6 +264,7 @@ def main(argv: list[str]) -> int:
     argv = [f"{a.partition('=')[0]}={os.path.expanduser(a.partition('=')[2])}" if a.startswith(
         ("hydra.run.dir=~", "hydra.sweep.dir=~")) else a for a in argv]  # (the shell and Hydra
     # leave a ~ after = as it is: a folder named ~)
+    check_grammar(argv)  # (before any of them is read)
     configs.register(argv)
     argv = configs.expand_shorthands(argv)
     check_given_once(argv)
@@ -309,7 +312,7 @@ def main(argv: list[str]) -> int:
 
     saved, root = sys.argv, logging.getLogger()
     handlers, level = root.handlers[:], root.level
-    flags, overrides = configs.split_flags(argv)  # (Hydra's parser takes the overrides in one run:
+    flags, overrides = split_flags(argv)  # (Hydra's parser takes the overrides in one run:
     sys.argv = ["looprl run", *flags, *overrides]  # seed=0,1 -m hydra.sweep.dir=... was not)
     try:
         app()

@@ -8,18 +8,15 @@ import shutil
 from pathlib import Path
 
 from looprl.configs import (
-    _VALUED_FLAGS,
     ES_FRAMES,
-    HYDRA_FLAGS,
     RUN_MINIMUMS,
     _choices,
     algorithm_options,
     check_run_value,
-    override_pairs,
     runners,
     runtimes,
-    split_flags,
 )
+from looprl.configs.overrides import HYDRA_FLAGS, VALUED_FLAGS, override_pairs, split_flags
 from looprl.configs.runtimes import check_trial_options
 from looprl.configs.sources import (
     GROUPS,
@@ -123,7 +120,7 @@ def check_overrides(overrides: list[str]) -> None:
 def _check_flag_value(flag: str, after: list[str]) -> None:
     """A Hydra flag that takes a value (``--cfg job``) without one (or before a ``key=value``),
     or ``--cfg`` with another than Hydra's choices, is a one-line ``ValueError``."""
-    if flag not in _VALUED_FLAGS or flag in ("--info", "-i"):  # (--info's value is optional)
+    if flag not in VALUED_FLAGS or flag in ("--info", "-i"):  # (--info's value is optional)
         return
     value = after[0] if after else ""
     choices = ("job", "hydra", "all") if flag in ("--cfg", "-c") else ()
@@ -202,7 +199,7 @@ def check_given_once(overrides: list[str]) -> None:
     """A key, ``--resume`` or one of Hydra's flags that take a value (``-cn``, ``-cd``, ...)
     given twice is a one-line ``ValueError`` naming both (Hydra would silently take the last)."""
     flags = split_flags(overrides)[0]
-    valued = [(at, arg) for at, arg in enumerate(flags) if arg.partition("=")[0] in _VALUED_FLAGS]
+    valued = [(at, arg) for at, arg in enumerate(flags) if arg.partition("=")[0] in VALUED_FLAGS]
     check_once([_LONG_FLAGS.get(name, name) for name in (a.partition("=")[0] for _, a in valued)],
                [arg if "=" in arg or not flags[at + 1:] or flags[at + 1].startswith("-")
                 else f"{arg} {flags[at + 1]}" for at, arg in valued])  # (its value, if any)

@@ -7,10 +7,11 @@ set's, and both sets' under ``train_set`` and ``test_set``).
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from looprl.core.suggest import (
     check_flag,
     check_seed,
     is_number,
+    warnings_per_run,
 )
 from looprl.environments import Environment, MultiagentEnvironment
 from looprl.experiments.budget import warn_budget_extended
@@ -51,6 +53,19 @@ from looprl.runners.evaluation import (
     final_evaluation,
     record_evaluation,
 )
+
+
+def one_run(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A runner's ``run`` as one run (``run_scope``): its trials warn once for it, and not again
+    what its agents built before it said; the caller's random numbers go on."""
+
+    @functools.wraps(method)
+    def run(self: Runner, *args: Any, **kwargs: Any) -> Any:
+        with run_scope(said=set(self.said)):
+            return method(self, *args, **kwargs)
+
+    return run
+
 
 TRAIN_KEYS: tuple[str, ...] = ("step", "episodes", "returns", "mean_return", "wall_time",
                                "restarts")
@@ -138,6 +153,7 @@ class Runner:
         self.experiment: Any = None
         self.preset: Any = None
         self._next_run: tuple[str, dict[str, Any]] | None = None  # label_next_run
+        self.said: set[str] = set()  # (warnings of agents built before ``run``: see ``one_run``)
 
     @property
     def agent(self) -> Any:
@@ -157,22 +173,23 @@ class Runner:
         self.close()
         builder = self.builder.hyperparameters(**(hyperparameters or {}))
         seed_everything(self.seed)
-        self.preset = builder.env(self.env).build()
-        self.preset.meta, meta = copy.deepcopy(self._fresh_meta)
-        label, info = self._next_run or (None, {})
-        logger: Any = MemoryLogger()
-        if logged and self.logdir is not None:  # (else the label waits for a logged agent)
-            self._next_run = None
-            logger = RecordingLogger(self.preset.name, self.env.name, self.logdir,
-                                     verbose=self.verbose, wandb=self.wandb, run_name=label,
-                                     run_info=self._run_json(info))
-        self.experiment = make_experiment(
-            self.preset, self.env, train_steps=train_steps, quiet=self.quiet, logger=logger,
-            seed=self.seed, meta=meta, verbose=self.verbose,  # (not logged: no checkpoints)
-            checkpoint_every=self.checkpoint_every if logged else None,
-            checkpoint_replay=self.checkpoint_replay,
-            keep_checkpoints=self.keep_checkpoints if logged else None,
-            max_restarts=self.max_restarts, env_timeout=self.env_timeout)
+        with warnings_per_run(self.said):  # (made before ``run``: it does not say them again)
+            self.preset = builder.env(self.env).build()
+            self.preset.meta, meta = copy.deepcopy(self._fresh_meta)
+            label, info = self._next_run or (None, {})
+            logger: Any = MemoryLogger()
+            if logged and self.logdir is not None:  # (else the label waits for a logged one)
+                self._next_run = None
+                logger = RecordingLogger(self.preset.name, self.env.name, self.logdir,
+                                         verbose=self.verbose, wandb=self.wandb, run_name=label,
+                                         run_info=self._run_json(info))
+            self.experiment = make_experiment(
+                self.preset, self.env, train_steps=train_steps, quiet=self.quiet, logger=logger,
+                seed=self.seed, meta=meta, verbose=self.verbose,  # (not logged: no checkpoints)
+                checkpoint_every=self.checkpoint_every if logged else None,
+                checkpoint_replay=self.checkpoint_replay,
+                keep_checkpoints=self.keep_checkpoints if logged else None,
+                max_restarts=self.max_restarts, env_timeout=self.env_timeout)
         self.experiment.label = label
 
     def configure(self, values: dict[str, Any], train_steps: float = math.inf,
@@ -346,7 +363,7 @@ class OnlineRunner(Runner):
         self.evaluations: list[list[float]] = []
         self._last_evaluation: dict[str, Any] | None = None  # (of eval_every)
 
-    @run_scope()  # (its chunks of training and evaluations: one run)
+    @one_run  # (its chunks of training and evaluations)
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Train (or continue training), then evaluate: ``(train_results, eval_results)``."""
         returns: list[float] = []

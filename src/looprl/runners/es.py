@@ -20,8 +20,7 @@ from looprl.core.imports import import_extra
 from looprl.core.suggest import check_count, check_flag, check_positive, is_number
 from looprl.environments.wrappers import load_normalization, read_normalization
 from looprl.experiments.diagnose import DataDivergence
-from looprl.experiments.episodes import run_scope
-from looprl.runners.base import Runner
+from looprl.runners.base import Runner, one_run
 from looprl.runners.space import SearchSpaceError, parse_search_space, search_mapping
 from looprl.runners.trials import KeptAgent, LocalTrials
 
@@ -254,7 +253,7 @@ class ESRunner(Runner):
         return params, {d.name: d.decode(u)
                         for d, u in zip(self.dimensions, individual[self.n_params:])}
 
-    @run_scope()  # (its trials warn once for it; the caller's random numbers go on)
+    @one_run
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Search, then evaluate the best individual: ``({"step", "best", "history"},
         eval_results)``; ``best`` ``None`` and no evaluation (``{}``) if all diverged."""

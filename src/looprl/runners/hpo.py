@@ -15,8 +15,7 @@ from typing import Any
 from looprl.core.imports import import_extra
 from looprl.core.suggest import check_count, one_line
 from looprl.experiments.diagnose import DataDivergence
-from looprl.experiments.episodes import run_scope
-from looprl.runners.base import Runner
+from looprl.runners.base import Runner, one_run
 from looprl.runners.space import Dimension, parse_search_space, search_mapping
 from looprl.runners.trials import LocalTrials
 
@@ -173,7 +172,7 @@ class OptunaRunner(Runner):
                         study.tell(trial, state=self.optuna.trial.TrialState.FAIL)
             remaining -= len(batch)
 
-    @run_scope()  # (its trials warn once for it; the caller's random numbers go on)
+    @one_run
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Add ``n_trials`` trials, then retrain and evaluate the best values: ``({"step",
         "best", "history", "study_name"}, eval_results)`` (``{}``: no trial completed)."""
@@ -193,10 +192,10 @@ class OptunaRunner(Runner):
             # in the trial's chunks, with its evaluations (best/ logs the trial's curve): each
             # chunk overshoots to the end of an update, so one of num_steps could stop short
             _, error = train_trial(self, self._trial_task(trial.number, dict(trial.params),
-                                                          label="best"))
+                                                          label="best"), last=False)
             if error is not None:
                 raise FloatingPointError(error)
-            eval_results = self.evaluate()
+            eval_results = self.evaluate()  # (its last chunk's evaluation)
         else:
             log.warning("No trial of study %r completed: nothing to evaluate", self.study_name)
         return ({"step": len(study.trials), "best": best, "history": history,
@@ -215,15 +214,19 @@ class TrialTask:
     report: Callable[[int, float], bool] | None = None  # (step, value) -> prune? (run here)
 
 
-def train_trial(runner: Runner, task: TrialTask) -> tuple[list[tuple[int, float]], str | None]:
+def train_trial(runner: Runner, task: TrialTask, last: bool = True
+                ) -> tuple[list[tuple[int, float]], str | None]:
     """Train a fresh agent with the trial's values, evaluating after each chunk (until
-    ``task.report`` prunes it); the ``(step, mean_eval_reward)`` pairs, and any error."""
+    ``task.report`` prunes it; ``last=False``: but the last, which the caller evaluates);
+    the ``(step, mean_eval_reward)`` pairs, and any error."""
     runner.label_next_run(task.label, trial=task.number, values=task.values)
     runner.configure(task.values, task.num_steps)
     evaluations: list[tuple[int, float]] = []
     try:
-        for chunk in task.chunks:
+        for i, chunk in enumerate(task.chunks, 1):
             step = runner.train(chunk)["step"]
+            if i == len(task.chunks) and not last:
+                break
             evaluations.append((step, runner.evaluate()["mean_eval_reward"]))
             if task.report is not None and task.report(*evaluations[-1]):
                 break

@@ -33,7 +33,7 @@ from looprl.environments.gym import gym_registrations, install_gym_registrations
 from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
 from looprl.experiments.episodes import run_scope
 from looprl.meta.hyperparameters import unknown_hyperparameter
-from looprl.runners.base import Runner
+from looprl.runners.base import Runner, one_run
 from looprl.runners.space import numeric_range, search_mapping
 
 __all__ = ["PBTRunner", "tune_name"]
@@ -303,7 +303,7 @@ class PBTRunner(Runner):
             return (self.tune.lograndint if log else self.tune.randint)(low, high + 1)
         return self.tune.loguniform(low, high) if log else self.tune.uniform(low, high)
 
-    @run_scope()  # (its trials warn once for it; the caller's random numbers go on)
+    @one_run
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Train the population: ``({"step", "best", "members"}, eval_results of the best)``;
         ``best`` ``None`` and no evaluation (``{}``) if every member diverged."""
