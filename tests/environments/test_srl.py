@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+import types
 
 import gymnasium as gym
 import numpy as np
@@ -571,7 +572,7 @@ def test_result_flags_that_are_neither_bools_nor_0_or_1_are_one_line():
                           truncated=np.array([False]))
 
     for done in (np.array([2]), np.array([0.5]), np.array([None]), np.array(["yes"])):
-        with pytest.raises(ValueError, match=r"\(done and truncated: True/False or 0/1\)"):
+        with pytest.raises(ValueError, match=r"done and truncated: True/False or 0/1\)"):
             result_scalars(result(done))
     for done, flag in ((np.array([True]), True), (np.array([1], np.uint8), True),
                        (np.array([0.0]), False)):
@@ -673,3 +674,74 @@ def test_a_pettingzoo_games_errors_name_the_game_not_its_wrapper():
         game.reset()
         with pytest.raises(ValueError, match=r"^Invalid action 7 for rps_v2's player_0 "):
             game.step([7, 1])
+
+
+class _Faulty(_OneAgent):
+    """``_OneAgent`` whose observations or results are wrong in the way ``fault`` names."""
+
+    def __init__(self, fault: str):
+        super().__init__()
+        self.fault = fault
+
+    def reset(self) -> list:
+        obs = {"obs": np.zeros(2, np.float32)}
+        if self.fault == "extra field":
+            obs["extra"] = np.zeros(1, np.float32)
+        if self.fault == "text":
+            obs["obs"] = np.array(["a", "b"])
+        if self.fault == "shape":
+            obs["obs"] = np.zeros(3, np.float32)
+        info = None if self.fault == "info None" else {}
+        return [StepResult(obs=obs, reward=np.zeros(1), done=np.zeros(1, bool), info=info)]
+
+    def step(self, actions: list) -> list:
+        if self.fault == "no reward":
+            return [types.SimpleNamespace(obs={"obs": np.zeros(2, np.float32)})]
+        if self.fault == "text reward":
+            return [StepResult(obs={"obs": np.zeros(2, np.float32)}, reward=np.array(["1.0"]),
+                               done=np.zeros(1, bool), info={})]
+        return super().step(actions)
+
+
+@pytest.mark.parametrize("fault, message", [
+    # (were: the field dropped silently; a cast error of NumPy's or a shape-less line, each
+    # after the copies were rebuilt max_restarts times; AttributeError: 'reward'; "1.0" read
+    # as the reward 1.0)
+    ("extra field", r"^_Faulty.reset\(\) returned an observation of the fields \['extra', 'obs'\], "
+                    r"but its observation_spaces declare \['obs'\]"),
+    ("text", r"^_Faulty.reset\(\) returned obs\['obs'\] of <U1 \(not numbers\), but its "
+             r"observation space is Box\(0.0, 1.0, \(2,\), float32\)"),
+    ("shape", r"^_Faulty.reset\(\) returned obs\['obs'\] of shape \(3,\), but its observation "
+              r"space is Box"),
+    ("no reward", r"^_Faulty.step\(\) returned a SimpleNamespace without reward and done for "
+                  r"agent 0; return a StepResult"),
+    ("text reward", r"^a StepResult's reward, done and truncated must be shape-\(1,\) arrays, "
+                    r"got array\(\['1.0'\]"),
+])
+def test_an_environments_wrong_output_is_one_line_never_rebuilt(fault, message) -> None:
+    """An ``EnvironmentOutputError``: a new copy would return the same, so a run does not
+    rebuild its copies for it (``max_restarts``) but stops at it in one line."""
+    from looprl.environments.faults import EnvironmentOutputError
+    from looprl.environments.srl_adapters import SRLGymEnv
+
+    env = SRLGymEnv(_Faulty(fault), "mine")
+    with pytest.raises(EnvironmentOutputError, match=message):
+        env.reset()
+        env.step(0)
+
+
+def test_an_srl_info_of_none_is_an_empty_info() -> None:
+    """(Was: "'NoneType' object is not iterable" in every copy; ``test_environment`` and the
+    multi-agent path took it.)"""
+    from looprl.environments.srl_adapters import SRLGymEnv
+
+    assert SRLGymEnv(_Faulty("info None"), "mine").reset()[1] == {}
+
+
+def test_step_result_takes_flags_and_a_number_not_text() -> None:
+    """(Was: ``done="no"`` read as True, ``bool("no")``; a reward "1.0" as 1.0.)"""
+    with pytest.raises(TypeError, match="step_result's done is True/False \\(or 0/1\\), got 'no'"):
+        step_result({"obs": np.zeros(1)}, 0.0, "no")
+    with pytest.raises(TypeError, match="step_result's reward is a number, got '1.0'"):
+        step_result({"obs": np.zeros(1)}, "1.0", False)
+    assert step_result({"obs": np.zeros(1)}, np.float32(1), np.bool_(True), truncated=0).done

@@ -6,6 +6,7 @@ arrays. When every agent is done or truncated, the caller resets."""
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from contextlib import suppress
@@ -41,6 +42,11 @@ def step_result(obs: dict[str, Any], reward: float, done: bool, info: dict | Non
     if not callable(getattr(obs, "items", None)):
         raise TypeError(f"step_result's obs is a dict of arrays by name, {{'obs': array}} (SRL's "
                         f"observations), got {type(obs).__name__}")
+    for name, flag in (("done", done), ("truncated", truncated)):  # (bool("no") is True)
+        if not (isinstance(flag, numbers.Real | np.bool_) and flag in (0, 1)):
+            raise TypeError(f"step_result's {name} is True/False (or 0/1), got {flag!r}")
+    if not isinstance(reward, numbers.Real):  # (float("1.0") reads a text)
+        raise TypeError(f"step_result's reward is a number, got {reward!r}")
     return StepResult(obs={key: np.asarray(value) for key, value in obs.items()},
                       reward=np.array([reward], dtype=np.float64), done=np.array([bool(done)]),
                       info=dict(info or {}), truncated=np.array([bool(truncated)]))
@@ -53,6 +59,12 @@ def checked_results(results: Any, env: Environment, call: str) -> list[StepResul
         raise EnvironmentOutputError(f"{name} returned {type(results).__name__}, not a list; "
                                      "return one StepResult (or None) per agent")
     for agent, result in enumerate(results):
+        lacks = [key for key in ("reward", "done") if not hasattr(result, key)]
+        if result is not None and call == "step" and hasattr(result, "obs") and lacks:
+            raise EnvironmentOutputError(
+                f"{name} returned a {type(result).__name__} without {' and '.join(lacks)} for "
+                f"agent {agent}; return a StepResult(obs, reward, done, info) "
+                "(looprl.environments.step_result(...) builds one) or None")
         if result is not None and not isinstance(getattr(result, "obs", None), Mapping):
             what = type(result).__name__ + (f" whose obs is a {type(result.obs).__name__}, not a "
                                             "dict of arrays" if hasattr(result, "obs") else "")
@@ -68,7 +80,31 @@ def checked_results(results: Any, env: Environment, call: str) -> list[StepResul
         raise EnvironmentOutputError(f"{name} returned None for every agent, so no agent can "
                                      "act; return a StepResult for (at least) the agents that "
                                      "move first")
+    if call == "reset":  # (each episode's first observations against the declared spaces,
+        with suppress(NotImplementedError, AttributeError):  # where it declares them)
+            for result, space in zip(results, spaces_of(env, "observation_spaces"), strict=True):
+                if result is not None:
+                    check_observation(f"{name} returned", result.obs, space)
     return list(results)
+
+
+def check_observation(where: str, obs: Mapping[str, Any], space: gym.Space) -> None:
+    """An ``EnvironmentOutputError`` (``where``: ``"MyEnv.reset() returned"``) unless ``obs``
+    has the fields of the ``Dict`` space ``space``, each ``Box`` field numbers of its shape."""
+    if not isinstance(space, gym.spaces.Dict):
+        return
+    if sorted(obs) != sorted(space.spaces):
+        raise EnvironmentOutputError(
+            f"{where} an observation of the fields {sorted(obs)}, but its observation_spaces "
+            f"declare {sorted(space.spaces)}: return the fields it declares (a preset learns "
+            "from those)")
+    for key, box in space.spaces.items():
+        kind, shape = getattr(obs[key], "dtype", np.dtype(float)).kind, np.shape(obs[key])
+        if isinstance(box, gym.spaces.Box) and (kind not in "biuf" or shape != box.shape):
+            what = f"of shape {shape}" if kind in "biuf" else f"of {obs[key].dtype} (not numbers)"
+            raise EnvironmentOutputError(
+                f"{where} obs[{key!r}] {what}, but its observation space is {box}: make the "
+                "observations and the declared space agree")
 
 
 def spaces_of(env: Environment, attribute: str) -> list[gym.Space]:
@@ -88,18 +124,20 @@ def spaces_of(env: Environment, attribute: str) -> list[gym.Space]:
 
 
 def result_scalars(result: Any) -> tuple[float, bool, bool]:
-    """``(reward, done, truncated)`` of a ``StepResult``, checked to be ``(1,)`` arrays."""
+    """``(reward, done, truncated)`` of a ``StepResult``, checked to be ``(1,)`` arrays (of a
+    number, and of flags)."""
     try:
         if len(result.reward) == len(result.done) == len(result.truncated) == 1:
             done, truncated = result.done[0], result.truncated[0]
-            if done in (0, 1) and truncated in (0, 1):
+            if done in (0, 1) and truncated in (0, 1) and isinstance(
+                    result.reward[0], numbers.Real | np.bool_):  # (not a text: "1.0")
                 return float(result.reward[0]), bool(done), bool(truncated)
     except TypeError:  # (a number, a 0-d array)
         pass
-    raise ValueError("a StepResult's reward, done and truncated must be shape-(1,) arrays, "
-                     f"got {result.reward!r}, {result.done!r}, {result.truncated!r} (done and "
-                     "truncated: True/False or 0/1); build results with "
-                     "looprl.environments.step_result(...)")
+    raise EnvironmentOutputError(
+        "a StepResult's reward, done and truncated must be shape-(1,) arrays, got "
+        f"{result.reward!r}, {result.done!r}, {result.truncated!r} (reward: a number; done and "
+        "truncated: True/False or 0/1); build results with looprl.environments.step_result(...)")
 
 
 def action_value(action: Any) -> Any:

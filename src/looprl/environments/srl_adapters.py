@@ -22,7 +22,7 @@ from looprl.core.suggest import check_count, check_seed
 from looprl.environments.ale import ale_rom_folder
 from looprl.environments.atari import AtariVectorEnvironment
 from looprl.environments.base import Restorable
-from looprl.environments.faults import EnvironmentFailure, failure
+from looprl.environments.faults import EnvironmentFailure, EnvironmentOutputError, failure
 from looprl.environments.gym import GymEnvironment
 from looprl.environments.gym_helpers import (
     action_to_numpy,
@@ -34,6 +34,7 @@ from looprl.environments.srl import (
     Environment,
     StepResult,
     action_value,
+    check_observation,
     checked_results,
     is_gymnasium_id,
     make,
@@ -257,13 +258,14 @@ class SRLGymEnv(gym.Env):
                              "preset learns from one array, the field 'obs': put all it should "
                              "see there (an action mask is not read)")
         self.observation_space = space["obs"] if isinstance(space, gym.spaces.Dict) else space
+        self._declared = gym.spaces.Dict({"obs": self.observation_space})
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
         if seed is not None:
             with suppress(NotImplementedError):  # (an environment without seed(): unseeded)
                 self.env.seed(seed)
         result = checked_results(self.env.reset(), self.env, "reset")[0]
-        return self._obs(result, "reset"), dict(result.info)
+        return self._obs(result, "reset"), dict(result.info or {})  # (SRL's info may be None)
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
         result = checked_results(self.env.step([action]), self.env, "step")[0]
@@ -271,14 +273,17 @@ class SRLGymEnv(gym.Env):
             raise ValueError(f"{self.name}.step() returned None for its only agent; return its "
                              "StepResult at every step")
         reward, done, truncated = result_scalars(result)
-        return self._obs(result, "step"), reward, done, truncated, dict(result.info)
+        return self._obs(result, "step"), reward, done, truncated, dict(result.info or {})
 
     def _obs(self, result: Any, call: str) -> Any:
-        """The ``"obs"`` field of ``result``'s observation (one line if it has none)."""
+        """The ``"obs"`` field of ``result``'s observation, checked (``check_observation``: a
+        new copy would return the same)."""
         if "obs" not in result.obs:
-            raise ValueError(f"{self.name}.{call}() returned an observation of the fields "
-                             f"{sorted(result.obs)}, without 'obs', the field its observation "
-                             "space declares: return StepResult(obs={'obs': array}, ...)")
+            raise EnvironmentOutputError(
+                f"{self.name}.{call}() returned an observation of the fields {sorted(result.obs)}"
+                ", without 'obs', the field its observation space declares: return "
+                "StepResult(obs={'obs': array}, ...)")
+        check_observation(f"{self.name}.{call}() returned", result.obs, self._declared)
         return result.obs["obs"]
 
     def render(self) -> Any:
