@@ -369,6 +369,12 @@ def test_policies_by_name_check_their_arguments_ranges():
     with pytest.raises(ValueError, match="DQNTrainer's discount_factor must be in"):
         Trainer(type_="dqn", policy=Policy(type_="q-network", args=dict(obs_dim=4, action_dim=2)),
                 args=dict(discount_factor=-0.5))
+    # (was: AttributeError: 'ActorCriticPolicy' object has no attribute 'q', at its first step)
+    with pytest.raises(TypeError, match=r"^DQNTrainer trains a Q-network policy \(a DQNPolicy: "
+                                        r"Policy\(type_='q-network', args=...\)\), got a "
+                                        "ActorCriticPolicy$"):
+        Trainer(type_="dqn", policy=Policy(type_="actor-critic-separate",
+                                           args=dict(obs_dim=4, action_dim=2)))
 
 
 @pytest.mark.parametrize("minibatch_size", [None, 16, 20])

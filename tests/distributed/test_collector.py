@@ -243,13 +243,14 @@ def test_agents_whose_observations_differ_in_shape_are_one_line() -> None:
 
 def test_an_agent_count_written_as_a_method_is_one_line() -> None:
     """The seed calls ``agent_count`` a method; SRL reads it as a property (was: 'unsupported
-    operand type(s) for *: 'int' and 'method'')."""
+    operand type(s) for *: 'int' and 'method'', then "must be positive, got <bound method")."""
 
     class AsMethod(EarlyEnd):
         def agent_count(self):
             return 2
 
-    with pytest.raises(ValueError, match=r"^AsMethod.agent_count \(a property\) must be positive"):
+    with pytest.raises(TypeError, match=r"^AsMethod.agent_count is a method; make it a @property "
+                                        "that returns the number of agents$"):
         EnvRunner(AsMethod, n_envs=1)
 
 

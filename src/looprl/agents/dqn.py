@@ -175,6 +175,10 @@ class DQNTrainer(PolicyTrainer):
                  seed: int | None = None):
         check_count(n_step=n_step)
         check_arguments(type(self).__name__, discount_factor=discount_factor)
+        if not hasattr(policy, "q"):  # (was: AttributeError 'q' at its first step, or on Ray)
+            raise TypeError(f"{type(self).__name__} trains a Q-network policy (a DQNPolicy: "
+                            "Policy(type_='q-network', args=...)), got a "
+                            f"{type(policy).__name__}")
         self._policy = policy
         self.discount_factor = discount_factor
         self.n_step = n_step

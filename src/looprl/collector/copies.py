@@ -20,11 +20,10 @@ import numpy as np
 from looprl.collector.actions import action_spaces, env_action
 from looprl.core import NamedArray, StateArray
 from looprl.core.leaves import as_numpy
-from looprl.core.suggest import check_count
 from looprl.environments.base import VectorEnvironment, wrapped_seed
 from looprl.environments.faults import EnvironmentFailure, failure
 from looprl.environments.gym_helpers import episode_cap
-from looprl.environments.srl import checked_results, make, result_scalars
+from looprl.environments.srl import agent_count, checked_results, make, result_scalars
 from looprl.environments.wrappers import load_normalization, read_normalization
 
 __all__ = ["Copies", "Episode", "VectorCopies", "env_copies", "made"]
@@ -58,9 +57,9 @@ class Copies:
 
     def __init__(self, envs: list[Any], build: Callable[[], Any] | None = None):
         first = envs[0]
-        check_count(**{f"{type(first).__name__}.agent_count (a property)": first.agent_count})
+        count = agent_count(first)
         name = getattr(first, "name", None)  # (looprl's adapters': the wrapped env's)
-        self._start_streams(len(envs), first.agent_count,
+        self._start_streams(len(envs), count,
                             name if isinstance(name, str) else type(first).__name__, build)
         self.envs = envs
         self.episode = np.zeros(len(envs), dtype=np.int64)

@@ -28,6 +28,7 @@ from looprl.environments.srl import (
     Environment,
     StepResult,
     action_value,
+    agent_count,
     checked_results,
     result_scalars,
     spaces_of,
@@ -169,7 +170,7 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         self._seed = check_seed(self.name, seed)
         self.device, self.flatten, self.remote = device, flatten, remote
         self._names: list[str] = getattr(self.adapter, "agent_names", None) or [
-            f"agent_{i}" for i in range(self.adapter.agent_count)]
+            f"agent_{i}" for i in range(agent_count(self.adapter))]
         self._index = {agent: i for i, agent in enumerate(self._names)}
         try:
             spaces = (spaces_of(self.adapter, "observation_spaces"),

@@ -19,7 +19,7 @@ from looprl.core.imports import import_module, is_import_path
 from looprl.core.leaves import as_numpy
 from looprl.core.namedarray import NamedArray
 from looprl.core.registry import Registry
-from looprl.core.suggest import is_bad_input
+from looprl.core.suggest import check_count, is_bad_input
 from looprl.environments.faults import EnvironmentOutputError, failure
 from looprl.environments.gym_helpers import check_argument_types, makeable_ids
 
@@ -105,6 +105,16 @@ def check_observation(where: str, obs: Mapping[str, Any], space: gym.Space) -> N
             raise EnvironmentOutputError(
                 f"{where} obs[{key!r}] {what}, but its observation space is {box}: make the "
                 "observations and the declared space agree")
+
+
+def agent_count(env: Any) -> int:
+    """``env.agent_count``, checked: a whole number >= 1 (a method in its place: one line)."""
+    count, name = env.agent_count, f"{type(env).__name__}.agent_count"
+    if callable(count):  # (a bound method: "must be positive, got <bound method ...>")
+        raise TypeError(f"{name} is a method; make it a @property that returns the number of "
+                        "agents")
+    check_count(**{f"{name} (a property)": count})
+    return int(count)
 
 
 def spaces_of(env: Environment, attribute: str) -> list[gym.Space]:

@@ -18,7 +18,7 @@ import gymnasium as gym
 import numpy as np
 
 from looprl.core.observations import as_observation
-from looprl.core.suggest import check_count, check_seed
+from looprl.core.suggest import check_seed
 from looprl.environments.ale import ale_rom_folder
 from looprl.environments.atari import AtariVectorEnvironment
 from looprl.environments.base import Restorable
@@ -34,6 +34,7 @@ from looprl.environments.srl import (
     Environment,
     StepResult,
     action_value,
+    agent_count,
     check_observation,
     checked_results,
     is_gymnasium_id,
@@ -240,8 +241,7 @@ class SRLGymEnv(gym.Env):
     """A one-agent SRL environment ``env`` as a ``gymnasium.Env`` (its ``"obs"`` observations)."""
 
     def __init__(self, env: Environment, name: str):
-        check_count(**{f"{type(env).__name__}.agent_count (a property)": env.agent_count})
-        if env.agent_count != 1:
+        if agent_count(env) != 1:
             raise ValueError(f"{name} is an SRL environment of {env.agent_count} agents: train "
                              "it with a multi-agent preset (algorithm=multiagent/ppo or "
                              "multiagent/dqn, for discrete actions; for continuous ones, from "
