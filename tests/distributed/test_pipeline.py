@@ -846,9 +846,12 @@ def test_an_unbuilt_preset_is_one_line() -> None:
     """(was: "'method' object is not iterable", the builder's ``meta`` read as a list)"""
     from looprl.environments import GymEnvironment
     from looprl.presets.classic_control import ppo
-    with pytest.raises(TypeError, match=r"^DistributedRun takes a built Preset, got a "
-                                        r"PresetBuilder: build it first"):
+    with pytest.raises(TypeError, match=r"^DistributedRun takes a built Preset or an "
+                                        r"AlgorithmSpec, got a PresetBuilder: build it first"):
         DistributedRun(ppo.env(GymEnvironment("CartPole-v1")), RuntimeConfig(actors=1))
+    with pytest.raises(TypeError, match=r"^DistributedRun takes a built Preset or an "
+                                        r"AlgorithmSpec, got a NoneType$"):
+        DistributedRun(None, RuntimeConfig(actors=1))
 
 
 def test_a_runtime_that_is_no_runtime_config_is_one_line() -> None:

@@ -717,8 +717,8 @@ class _Faulty(_OneAgent):
               r"space is Box"),
     ("no reward", r"^_Faulty.step\(\) returned a SimpleNamespace without reward and done for "
                   r"agent 0; return a StepResult"),
-    ("text reward", r"^a StepResult's reward, done and truncated must be shape-\(1,\) arrays, "
-                    r"got array\(\['1.0'\]"),
+    ("text reward", r"^_Faulty.step\(\) returned the reward array\(\['1.0'\], dtype='<U3'\) "
+                    r"for agent 0: a reward is a number"),
 ])
 def test_an_environments_wrong_output_is_one_line_never_rebuilt(fault, message) -> None:
     """An ``EnvironmentOutputError``: a new copy would return the same, so a run does not
@@ -747,3 +747,10 @@ def test_step_result_takes_flags_and_a_number_not_text() -> None:
     with pytest.raises(TypeError, match="step_result's reward is a number, got '1.0'"):
         step_result({"obs": np.zeros(1)}, "1.0", False)
     assert step_result({"obs": np.zeros(1)}, np.float32(1), np.bool_(True), truncated=0).done
+
+
+def test_test_environments_arguments_are_a_dict() -> None:
+    """(Was: make()'s "argument after ** must be a mapping, not str".)"""
+    with pytest.raises(TypeError, match="^test_environment's env_args is a dict of the "
+                                        "environment's arguments, got str 'mode=ok'$"):
+        test_environment("CartPole-v1", env_args="mode=ok")

@@ -82,7 +82,8 @@ def check_built(preset: Any, owner: str, also: tuple[type, ...] = ()) -> None:
         return
     name = getattr(preset, "default_name", "preset")
     built = f": build it first ({name}.env(env).build())" if hasattr(preset, "build") else ""
-    raise TypeError(f"{owner} takes a built Preset, got a {type(preset).__name__}{built}")
+    others = "".join(f" or an {kind.__name__}" for kind in also)  # (DistributedRun's spec)
+    raise TypeError(f"{owner} takes a built Preset{others}, got a {type(preset).__name__}{built}")
 
 
 def check_agent(agent: Any, owner: str) -> None:

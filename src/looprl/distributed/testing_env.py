@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Mapping
 from contextlib import closing, suppress
 from typing import Any
 
@@ -50,6 +51,9 @@ def test_environment(env_name: str, env_args: dict | None = None, test_stepping:
     ``test_stepping`` it steps ``steps`` times with actions sampled from ``action_spaces``
     (legal ones under an ``"action_mask"``). ``EnvironmentCheckError``: the first problem."""
     check_count(steps=steps)
+    if not isinstance(env_args or {}, Mapping):  # (was make()'s "argument after ** must be")
+        raise TypeError(f"test_environment's env_args is a dict of the environment's arguments, "
+                        f"got {type(env_args).__name__} {env_args!r:.40}")
     with closing(make(env_name, **(env_args or {}))) as env:
         report = _Checker(env_name, env, seed).run(test_stepping, steps)
     logger.info("environment %r passed test_environment: %s", env_name, report)

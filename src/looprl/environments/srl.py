@@ -65,6 +65,11 @@ def checked_results(results: Any, env: Environment, call: str) -> list[StepResul
                 f"{name} returned a {type(result).__name__} without {' and '.join(lacks)} for "
                 f"agent {agent}; return a StepResult(obs, reward, done, info) "
                 "(looprl.environments.step_result(...) builds one) or None")
+        reward = getattr(result, "reward", 0.0)  # (a text "1.0": float() would read it)
+        if call == "step" and result is not None and np.asarray(reward).dtype.kind not in "biuf":
+            raise EnvironmentOutputError(
+                f"{name} returned the reward {reward!r} for agent {agent}: a reward is a number, "
+                "in a shape-(1,) array (looprl.environments.step_result(...) builds it)")
         if result is not None and not isinstance(getattr(result, "obs", None), Mapping):
             what = type(result).__name__ + (f" whose obs is a {type(result.obs).__name__}, not a "
                                             "dict of arrays" if hasattr(result, "obs") else "")
