@@ -100,13 +100,20 @@ def test_named_array_fields_share_their_leading_dimension():
     assert len(NamedArray(a=np.zeros(3), b=None, c=np.float32(1.0))) == 3
 
 
-def test_a_named_array_of_different_lengths_says_so_when_built_or_indexed():
-    """Built by keyword (the fast path) it is refused; a field set since is found when
-    indexing fails."""
+def test_a_named_array_of_different_lengths_says_so_when_built_or_set():
+    """Built by keyword (the fast path) or with a field set since (was taken silently), it is
+    refused; a field set behind its back is found when indexing fails."""
     with pytest.raises(ValueError, match="obs: 3, reward: 4"):
         Rows(obs=np.zeros((3, 2)), reward=np.zeros(4))
     rows = Rows(obs=np.zeros((3, 2)), reward=np.zeros(3))
-    rows.reward = np.zeros(4)
+    for set_field in (lambda: setattr(rows, "reward", np.zeros(4)),
+                      lambda: rows.__setitem__("reward", np.zeros(4))):
+        with pytest.raises(ValueError) as error:
+            set_field()
+        assert "obs: 3, reward: 4" in one_line(error)
+    assert rows.reward.shape == (3,)  # (left as it was)
+    rows.reward = np.ones(3)  # (the same rows: taken)
+    rows.__dict__["reward"] = np.zeros(4)
     with pytest.raises(ValueError) as error:
         rows[[0, 3]]
     assert "obs: 3, reward: 4" in one_line(error)
@@ -114,6 +121,15 @@ def test_a_named_array_of_different_lengths_says_so_when_built_or_indexed():
     with pytest.raises(ValueError, match="obs: 3, reward: 4"):
         buffer[1:3] = rows
     assert rows[[0, 1]].reward.shape == (2,)  # rows both fields have are still readable
+
+
+def test_writing_rows_of_another_shape_names_the_field():
+    """NumPy's "could not broadcast input array from shape (3,) into shape (2,)" named none."""
+    buffer = Rows(obs=np.zeros((5, 2)), reward=np.zeros(5))
+    with pytest.raises(ValueError) as error:
+        buffer[0:2] = Rows(obs=np.zeros((3, 2)), reward=np.zeros(3))
+    assert "cannot write Rows field 'obs' at slice(0, 2, None): could not broadcast" in \
+        one_line(error)
 
 
 # -- Approximation -------------------------------------------------------------------------
@@ -324,16 +340,19 @@ def test_an_agent_names_the_shape_of_an_observation_of_fields():
     import numpy as np
 
     from looprl.agents.actor import Actor
-    from looprl.core import NamedArray, RolloutRequest
+    from looprl.core import NamedArray, Policy, RolloutRequest
 
-    class Policy:
+    class Mine(Policy):  # (a user's: its rollout is checked as looprl's are)
         def rollout(self, request):
             raise RuntimeError("mat1 and mat2 shapes cannot be multiplied (1x3 and 4x64)")
 
+        def analyze(self, sample, target=None):
+            pass
+
     request = RolloutRequest(obs=NamedArray(obs=np.zeros((1, 3), np.float32)))
     with pytest.raises(ValueError) as error:
-        Actor(Policy()).rollout(request)
-    assert "cannot act on an observation of shape {'obs': (3,)} (mat1" in one_line(error)
+        Actor(Mine()).rollout(request)
+    assert "Mine cannot act on an observation of shape {'obs': (3,)} (mat1" in one_line(error)
 
 
 def test_algorithm_spec_checks_its_buffer_and_test_copies_at_construction():

@@ -233,7 +233,7 @@ def test_recurrent_policy_state_errors_are_one_line() -> None:
     with pytest.raises(ValueError, match="got obs: 3, policy_state: 4"):
         RolloutRequest(obs=_obs(3), policy_state=four)
     request = RolloutRequest(obs=_obs(3))
-    request.policy_state = four  # (a field set later: the policy's own check)
+    request.__dict__["policy_state"] = four  # (behind its back: the policy's own check)
     with pytest.raises(ValueError, match="policy_state has 4 rows, obs 3"):
         policy.rollout(request)
     with pytest.raises(ValueError, match="policy_state"):

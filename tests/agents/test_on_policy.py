@@ -571,7 +571,7 @@ def test_ppo_rejects_bad_samples_and_skips_empty_ones():
     sample.value = None
     with pytest.raises(ValueError, match=r"lacks field\(s\) \['value'\]"):
         trainer.step(sample)
-    with pytest.raises(TypeError, match="expected a SampleBatch"):
+    with pytest.raises(TypeError, match="PPOTrainer.step takes a SampleBatch"):
         trainer.step({"obs": 1})
     finished = make_sample(policy)
     finished.done[:] = True

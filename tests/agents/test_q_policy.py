@@ -191,11 +191,13 @@ def test_checkpoint_round_trip() -> None:
 
 
 def _set_later(obs: Any, **fields: Any) -> RolloutRequest:
-    """A request whose ``fields`` were set after it was built (built with them, rows that
-    differ are the request's own one line): what the policy's own checks are for."""
+    """A request whose ``fields`` were put in behind its back (built or set with them, rows
+    that differ are the request's own one line): what the policy's own checks are for."""
     with pytest.raises(ValueError, match="must share their leading"):
         RolloutRequest(obs=obs, **fields)
     request = RolloutRequest(obs=obs)
     for name, value in fields.items():
-        setattr(request, name, value)
+        with pytest.raises(ValueError, match="must share their leading"):
+            setattr(request, name, value)
+        request.__dict__[name] = value
     return request

@@ -96,7 +96,8 @@ def test_an_is_evaluation_of_the_wrong_length_is_one_line(family, name, env_id):
                                          r"\(batch\) dimension, got obs: 3, is_evaluation: 2"):
         RolloutRequest(obs=obs, is_evaluation=np.array([True, False]))
     request = RolloutRequest(obs=obs)
-    request.is_evaluation = np.array([True, False])  # (a field set later: the policy's check)
+    request.__dict__["is_evaluation"] = np.array([True, False])  # (behind the request's back:
+    # setting it is refused as building it is; the policy's own check)
     with pytest.raises(ValueError, match=r"^is_evaluation has 2 rows, obs 3$"):
         policy.rollout(request)
     env.close()

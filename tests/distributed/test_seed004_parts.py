@@ -376,3 +376,57 @@ def test_nan_rewards_from_the_environment_are_named_by_the_trainer_worker_as_loc
                                                  r"them at frame 13; this is not a "
                                                  "learning-rate problem"):
         worker.run()
+
+
+def test_a_step_that_gives_no_agent_a_turn_passes_test_environment_as_it_runs() -> None:
+    """A run steps such an environment on without actions (``TurnlessStep``'s agent 1 gets its
+    turn back): ``test_environment`` said "nobody is left to act". One that never gives a turn
+    again is refused after ``TURNLESS`` steps (a run cuts its episode at the cap)."""
+    from tests.configs.user_parts import TurnlessStep, _TwoAgents
+
+    from looprl.distributed.testing_env import TURNLESS
+
+    report = test_environment(registered("seed004-turnless", TurnlessStep), steps=13)
+    assert (report.episodes, report.steps) == (2, 13)  # (6 steps each, as a run counts them)
+
+    class NoTurns(_TwoAgents):
+        def step(self, actions):
+            return [None, None]
+
+    with pytest.raises(EnvironmentCheckError) as error:
+        test_environment(registered("seed004-no-turns", NoTurns), steps=500)
+    assert str(error.value) == (
+        f"env 'seed004-no-turns': step() returned None for every agent {TURNLESS} times in a "
+        "row while agents [0, 1] play on: none is given a turn (a run would cut the episode at "
+        "its cap); return a StepResult for the agents whose turn is next")
+
+
+class Sleeps(Flags):
+    """``Flags`` whose third step sleeps for a minute."""
+
+    def step(self, actions: list[Any]) -> list[StepResult | None]:
+        if self.t == 2:
+            time.sleep(60)
+        return super().step(actions)
+
+
+def test_an_env_call_that_hangs_is_stopped_by_env_timeout() -> None:
+    """``test_environment`` and ``test_pipeline`` waited for it forever."""
+    from looprl.distributed import test_pipeline
+    from looprl.environments.faults import EnvironmentFailure
+
+    name = registered("seed004-sleeps", Sleeps)
+    start = time.monotonic()
+    with pytest.raises(EnvironmentCheckError) as error:
+        test_environment(name, steps=8, env_timeout=1)
+    assert str(error.value) == ("env 'seed004-sleeps': step() raised EnvironmentTimeout: it ran "
+                                "past env_timeout=1 s (looprl run's runtime.env_timeout)")
+    with pytest.raises(EnvironmentFailure) as error:
+        test_pipeline(env=name, policy="actor-critic", trainer="ppo", env_timeout=1,
+                      policy_args=dict(obs_dim={"obs": 1}, action_dim=3), n_envs=1)
+    assert str(error.value) == ("Sleeps.step() raised EnvironmentTimeout: it ran past "
+                                "env_timeout=1 s (looprl run's runtime.env_timeout) (copy 0, "
+                                "episode 1, step 3)")
+    assert time.monotonic() - start < 30
+    with pytest.raises(ValueError, match="env_timeout .* must be"):
+        test_environment(name, env_timeout=-1)

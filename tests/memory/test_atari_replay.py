@@ -597,7 +597,9 @@ def test_a_pickled_buffer_goes_on_joining_its_streams(kind: type) -> None:
 
 def test_stream_numbers_of_the_wrong_shape_are_one_line() -> None:
     segment = _stream_segments(10, length=4, seed=0)[0][0]
-    segment.stream = torch.tensor([3, 4])  # one number per column, not per row and column
+    with pytest.raises(ValueError, match="stream: 2; give every field the same number of rows"):
+        segment.stream = torch.tensor([3, 4])  # one number per column, not per row and column
+    segment.__dict__["stream"] = torch.tensor([3, 4])  # (behind its back: the buffer's check)
     with pytest.raises(ValueError, match=r"stream has shape \(2,\); it numbers each column"):
         AtariReplayBuffer(100, n_step=2).put(segment)
 

@@ -33,19 +33,8 @@ class Actor(Agent, ParallelAgent):
 
     def rollout(self, request: RolloutRequest) -> RolloutResult:
         """The policy's ``rollout`` of ``request``, inside the actor's stream if seeded."""
-        try:
-            with self.stream or nullcontext():
-                return self.policy.rollout(request)
-        except RuntimeError as error:  # (torch's: e.g. "mat1 and mat2 shapes cannot be ...")
-            shape = getattr(request.obs, "shape", None)
-            if "shape" not in str(error) or shape is None:
-                raise
-            shown = ({name: tuple(each[1:]) for name, each in shape.items()}
-                     if isinstance(shape, dict) else tuple(shape[1:]))  # (a NamedArray's fields)
-            raise ValueError(f"{type(self.policy).__name__} cannot act on an observation of "
-                             f"shape {shown} ({error}): give it the states of the environment "
-                             "it was built for (the shapes its observation_space declares)"
-                             ) from error
+        with self.stream or nullcontext():
+            return self.policy.rollout(request)  # (its input checked: looprl.core.checked)
 
     def act(self, state: Any) -> Any:
         """The policy's action for ``state``, or one per row of a ``StateArray``."""

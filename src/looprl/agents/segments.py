@@ -50,9 +50,7 @@ def on_device(batch: SampleBatch, device: torch.device) -> SampleBatch:
 def prepare_sample(sample: SampleBatch, device: Any, trainer: str, required: tuple[str, ...]
                    ) -> SampleBatch:
     """``sample`` as torch tensors on ``device``, checked to be ``[T + 1, B]`` segments
-    (``TypeError``: no ``NamedArray``; ``ValueError``: a required field missing, a bad shape)."""
-    if not isinstance(sample, NamedArray):
-        raise TypeError(f"{trainer} trainer: expected a SampleBatch, got {type(sample).__name__}")
+    (``ValueError``: a required field missing, a bad shape)."""
     missing = [name for name in required if getattr(sample, name, None) is None]
     if missing:
         raise ValueError(f"{trainer} trainer: the sample lacks field(s) {missing}; actors must "

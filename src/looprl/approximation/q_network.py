@@ -16,7 +16,7 @@ from looprl.core.state import State
 from looprl.nn import RLNetwork
 
 __all__ = ["FeatureModule", "FeatureNetwork", "QModule", "QNetwork", "VModule", "VNetwork",
-           "action_index", "gather_actions"]
+           "action_index", "check_actions", "gather_actions"]
 
 
 class QModule(RLNetwork):
@@ -42,16 +42,18 @@ def gather_actions(values: torch.Tensor, actions: Any, atoms: bool = False) -> t
         raise
 
 
-def check_actions(actions: torch.Tensor, num_actions: int) -> None:
+def check_actions(actions: torch.Tensor, num_actions: int,
+                  who: str = "q(states, actions): the approximation") -> None:
     """A one-line ``ValueError`` naming the first of ``actions`` that is no whole number in
-    ``0 .. num_actions - 1`` (1.5, NaN); a device sync, so not on every step's path."""
+    ``0 .. num_actions - 1`` (1.5, NaN); a device sync, so not on every step's path (``who``:
+    what has the actions, as the line begins)."""
     bad = (actions < 0) | (actions >= num_actions)
     if actions.is_floating_point():
         bad |= actions != actions.round()  # (NaN too: it is not itself)
     bad = actions[bad]
     if bad.numel():
         first = bad.flatten()[0].item()
-        raise ValueError(f"q(states, actions): the approximation has {num_actions} actions, so "
+        raise ValueError(f"{who} has {num_actions} actions, so "
                          f"actions must be whole numbers 0 .. {num_actions - 1}, got "
                          f"{f'{first:g}' if isinstance(first, float) else first}")
 

@@ -146,14 +146,14 @@ class EnvRestarts:
 def env_call(runner: Any) -> tuple[float, str, int | None, str, int | None, int | None] | None:
     """``(seconds, env, copy, method, episode, step)`` of ``runner``'s env call in progress
     (``None`` if none; ``copy``: ``None`` for a vector env, ``episode`` and ``step`` too unless
-    it has one copy); thread-safe."""
+    it has one copy); thread-safe. ``runner``: an ``EnvRunner``, or what has its ``env_call``
+    and ``env_place`` (``test_environment``'s checker)."""
     call = runner.env_call
     if call is None:
         return None
     since, copy, method = call
-    copies = runner._copies
-    episode, step = copies.place(copy, method)  # (a vector env's: of its one copy, if one)
-    return time.monotonic() - since, copies.name, copy, method, episode, step
+    name, episode, step = runner.env_place(copy, method)  # (a vector env's: of its one copy)
+    return time.monotonic() - since, name, copy, method, episode, step
 
 
 def hung(call: tuple[float, str, int | None, str, int | None, int | None], option: str,

@@ -236,6 +236,10 @@ class EnvRunner:
         """Close the environment copies (one that raises: an ``EnvironmentFailure``)."""
         self._copies.close()
 
+    def env_place(self, copy: int | None, method: str) -> tuple[str, int | None, int | None]:
+        """``(env name, episode, step)`` of an ``env_call`` (``EnvWatch`` names it)."""
+        return self._copies.name, *self._copies.place(copy, method)
+
     def truncate(self) -> None:
         """End every episode in progress as truncated at the latest observations (not
         reported); the next ``advance`` resets every env copy instead of stepping it."""

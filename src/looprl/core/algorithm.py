@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from looprl.core.batches import SampleBatch, TrainerStepResult
+from looprl.core.checked import checked
 from looprl.core.hyperparameter import Hyperparameter, merge_hyperparameters
 from looprl.core.registry import Registry
 
@@ -25,6 +26,15 @@ class _ByName(ABCMeta):
 
 
 class _PartOfAlgorithm:
+    #: the methods whose input ``looprl.core.checked`` checks, in every subclass that defines them
+    _checked: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in cls._checked:
+            if name in cls.__dict__:
+                setattr(cls, name, checked(cls.__dict__[name]))
+
     def approximations(self) -> dict[str, Any]:
         """The ``Approximation`` objects this part owns (a trainer: besides its policy's)."""
         return {}
@@ -37,8 +47,10 @@ class _PartOfAlgorithm:
 
 class Policy(_PartOfAlgorithm, metaclass=_ByName):
     """Acting half of an algorithm: ``rollout`` for actors, ``analyze`` for trainers. It owns
-    the parameters that a trainer optimizes."""
+    the parameters that a trainer optimizes. What a subclass's ``rollout``/``analyze`` is given
+    is checked where it fails (``looprl.core.checked``)."""
 
+    _checked = ("rollout", "analyze")
     #: Incremented by the trainer at every update (staleness, on Ray).
     version: int = 0
     #: The exploration policy this one acts through (writes ``metrics['explored']``).
@@ -92,7 +104,10 @@ class Policy(_PartOfAlgorithm, metaclass=_ByName):
 
 class Trainer(_PartOfAlgorithm, metaclass=_ByName):
     """Learning half of an algorithm: updates ``policy`` from batches; after ``step``,
-    ``predictions`` holds what it computed (detached), ``td_error`` the TD errors (or ``None``)."""
+    ``predictions`` holds what it computed (detached), ``td_error`` the TD errors (or ``None``).
+    What a subclass's ``step`` is given is checked (``looprl.core.checked``)."""
+
+    _checked = ("step",)
 
     predictions: dict[str, Any] = {}  # noqa: B006
     td_error: Any = None

@@ -71,3 +71,10 @@ def leaf_repr(value: Any) -> str:
     if isinstance(value, np.ndarray):
         return f"ndarray(shape={value.shape}, dtype={value.dtype})"
     return repr(value)
+
+
+def kind(value: Any) -> str:
+    """``value``'s type with its package: ``numpy.ndarray``, ``torch.Tensor``, ``float``."""
+    cls = type(value)
+    package = cls.__module__.split(".")[0]
+    return cls.__name__ if package == "builtins" else f"{package}.{cls.__name__}"

@@ -103,6 +103,7 @@ class NamedArray:
         if name not in self._fields:
             raise AttributeError(f"{type(self).__name__} has no field {name!r}; fields are "
                                  f"{self._fields}")
+        _check_rows_of(self, name, value)
         self.__dict__[name] = value
 
     def __getitem__(self: T, idx: Any) -> Any:
@@ -123,11 +124,11 @@ class NamedArray:
         if isinstance(idx, str):
             if idx not in self._fields:
                 raise KeyError(f"{type(self).__name__} has no field {idx!r}")
-            self.__dict__[idx] = value
-            return
+            return setattr(self, idx, value)
         named = isinstance(value, NamedArray)
         if named and set(value._fields) != set(self._fields):
             raise ValueError(f"fields {value._fields} do not match {self._fields}")
+        name = ""
         try:
             for name, leaf in self.items():
                 src = value.__dict__[name] if named else value
@@ -142,11 +143,12 @@ class NamedArray:
                     leaf[leaves.convert_index(idx, leaf)] = src
                 else:
                     leaf[leaves.convert_index(idx, leaf)] = leaves.as_numpy(src)
-        except (IndexError, ValueError, RuntimeError):
+        except (IndexError, ValueError, RuntimeError) as error:
             _diagnose_lengths(self)
             if named:
                 _diagnose_lengths(value)
-            raise
+            raise ValueError(f"cannot write {type(self).__name__} field {name!r} at {idx!r}: "
+                             f"{error}") from None
 
     def to(self: T, device: str | torch.device = "cpu") -> T:
         """Moves every leaf to ``device`` as a torch tensor (one line if torch cannot use it)."""
@@ -260,6 +262,11 @@ def _length(value: Any) -> int | None:
             return None
     shape = getattr(value, "shape", None)
     return shape[0] if shape else None
+
+
+def _check_rows_of(x: NamedArray, name: str, value: Any) -> None:
+    """``_check_lengths`` of ``x`` with field ``name`` set to ``value``."""
+    _check_lengths(type(x).__name__, {**dict(x.items()), name: value})
 
 
 def _diagnose_lengths(x: NamedArray) -> None:
@@ -404,13 +411,6 @@ def _zeros_like(x: Any) -> Any:
         x, lambda v: torch.zeros_like(v) if isinstance(v, torch.Tensor) else np.zeros_like(v))
 
 
-def _kind(value: Any) -> str:
-    """``value``'s type with its package: ``numpy.ndarray``, ``torch.Tensor``, ``float``."""
-    kind = type(value)
-    package = kind.__module__.split(".")[0]
-    return kind.__name__ if package == "builtins" else f"{package}.{kind.__name__}"
-
-
 class _MixedBackends(TypeError):
     """Leaves of one field that mix torch tensors and NumPy arrays (``_aggregate`` names it)."""
 
@@ -422,7 +422,8 @@ def _per_library(np_fn: Callable, torch_fn: Callable, dim: int) -> Callable[[lis
         tensor = isinstance(xs[0], torch.Tensor)
         for i, x in enumerate(xs):
             if isinstance(x, torch.Tensor) is not tensor:
-                raise _MixedBackends(f"item 0 is a {_kind(xs[0])} and item {i} a {_kind(x)}")
+                raise _MixedBackends(f"item 0 is a {leaves.kind(xs[0])} and item {i} a "
+                                     f"{leaves.kind(x)}")
         return torch_fn(xs, dim) if tensor else np_fn(xs, dim)
     return aggregate
 

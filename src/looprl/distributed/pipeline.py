@@ -21,6 +21,7 @@ from looprl.agents.independent import IndependentTrainer
 from looprl.agents.independent_learner import IndependentLearner
 from looprl.agents.learner import make_learner
 from looprl.collector import EnvRunner, Episode
+from looprl.collector.recovery import EnvWatch, fault_limits
 from looprl.core.logger import DummyLogger, Logger
 from looprl.core.suggest import a_type, check_count, check_seed, did_you_mean
 from looprl.distributed.config import AlgorithmSpec
@@ -173,13 +174,14 @@ class PipelineReport:
 
 
 def test_pipeline(spec: AlgorithmSpec | None = None, episodes: int = 5, max_frames: int = 100_000,
-                  n_envs: int = 2, segment_length: int = 32, seed: int = 0, **spec_kwargs: Any
-                  ) -> PipelineReport:
+                  n_envs: int = 2, segment_length: int = 32, seed: int = 0,
+                  env_timeout: float | None = 60.0, **spec_kwargs: Any) -> PipelineReport:
     """Run an environment, a policy and a trainer together in this process (``spec``, or
     ``AlgorithmSpec``'s fields as keywords), checking what a distributed run needs (one
     answer per row, segments that fit the buffer, finite stats, a new ``policy.version``
     per step), until ``episodes`` episodes with a training step, or ``max_frames`` env steps.
-    ``ValueError`` names a part that misbehaves (``FloatingPointError``: a diverged loss).
+    ``ValueError`` names a part that misbehaves (``FloatingPointError``: a diverged loss; an
+    ``EnvironmentFailure``: an env call that raised or ran past ``env_timeout`` seconds).
     SRL's keywords ``env_name``, ``policy_name`` and ``trainer_name`` name ``env``, ``policy``
     and ``trainer``; keywords given with ``spec`` replace its fields. The caller's global
     random generators go on as it left them."""
@@ -188,6 +190,7 @@ def test_pipeline(spec: AlgorithmSpec | None = None, episodes: int = 5, max_fram
     random.setstate(caller)
     check_count(n_envs=n_envs, episodes=episodes, max_frames=max_frames)
     seed = check_seed("test_pipeline", seed, optional=False)
+    env_timeout = fault_limits(0, env_timeout)[1]
     spec = _spec(spec, spec_kwargs)
     with run_scope():  # (seeded: the caller's random numbers go on)
         seed_everything(seed)
@@ -198,20 +201,27 @@ def test_pipeline(spec: AlgorithmSpec | None = None, episodes: int = 5, max_fram
                            meta=spec.make_meta(), whole_episodes=spec.whole_episodes,
                            agent_names=spec.agent_names(policy))
         report, actor = PipelineReport(), Actor(policy)
-        while runner.frames < max_frames:
-            collect(runner, actor)
-            report.episodes += [episode.ret for episode in runner.pop_episodes()]
-            for sample in runner.segments():
-                core.put(sample)
-            if _trained(core, report, runner, spec) and runner.hooks is not None:
-                load_shared_state(runner.hooks.components, core.shared_state())
-            if len(report.episodes) >= episodes and report.train_steps > 0:
-                break
+        with EnvWatch(runner, env_timeout):
+            _run(runner, actor, core, report, spec, episodes, max_frames)
         report.frames = runner.frames
         if report.train_steps == 0:
             raise ValueError(f"the trainer never stepped in {runner.frames} frames: its buffer "
                              "was never ready (give more max_frames or a smaller batch)")
         return report
+
+
+def _run(runner: EnvRunner, actor: Actor, core: Any, report: PipelineReport,
+         spec: AlgorithmSpec, episodes: int, max_frames: int) -> None:
+    """``test_pipeline``'s loop: act, store, train until its ``episodes`` or ``max_frames``."""
+    while runner.frames < max_frames:
+        collect(runner, actor)
+        report.episodes += [episode.ret for episode in runner.pop_episodes()]
+        for sample in runner.segments():
+            core.put(sample)
+        if _trained(core, report, runner, spec) and runner.hooks is not None:
+            load_shared_state(runner.hooks.components, core.shared_state())
+        if len(report.episodes) >= episodes and report.train_steps > 0:
+            return
 
 
 #: SRL's ``test_pipeline`` keywords and the ``AlgorithmSpec`` fields they name

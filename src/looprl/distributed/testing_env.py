@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Mapping
 from contextlib import closing, suppress
 from typing import Any
@@ -12,12 +13,17 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from looprl.collector.recovery import EnvWatch, fault_limits
 from looprl.core.suggest import check_count, is_whole
 from looprl.environments.faults import EnvironmentOutputError
 from looprl.environments.multiagent import MASK
 from looprl.environments.srl import Environment, StepResult, make, spaces_of
 
 logger = logging.getLogger(__name__)
+
+
+#: steps in a row with no agent given a turn (all ``None``) that ``test_environment`` refuses
+TURNLESS = 100
 
 
 class EnvironmentCheckError(ValueError):
@@ -43,19 +49,25 @@ class EnvironmentReport:
 
 
 def test_environment(env_name: str, env_args: dict | None = None, test_stepping: bool = True,
-                     steps: int = 200, seed: int = 0) -> EnvironmentReport:
+                     steps: int = 200, seed: int = 0, env_timeout: float | None = 60.0
+                     ) -> EnvironmentReport:
     """Make ``env_name`` and check that it follows the SRL environment API: one ``StepResult``
     or ``None`` per agent from ``reset``/``step``; observations as dicts of numpy arrays of
     constant keys, shapes and dtypes (in ``observation_spaces`` when defined); ``reward`` real
     numbers, ``done``/``truncated`` bool or 0/1, ``info`` a dict or ``None``. With
     ``test_stepping`` it steps ``steps`` times with actions sampled from ``action_spaces``
-    (legal ones under an ``"action_mask"``). ``EnvironmentCheckError``: the first problem."""
+    (legal ones under an ``"action_mask"``). ``EnvironmentCheckError``: the first problem (a
+    ``reset``/``step`` that runs past ``env_timeout`` seconds is stopped there, in the main
+    thread; ``None``: no limit)."""
     check_count(steps=steps)
+    env_timeout = fault_limits(0, env_timeout)[1]
     if not isinstance(env_args or {}, Mapping):  # (was make()'s "argument after ** must be")
         raise TypeError(f"test_environment's env_args is a dict of the environment's arguments, "
                         f"got {type(env_args).__name__} {env_args!r:.40}")
     with closing(make(env_name, **(env_args or {}))) as env:
-        report = _Checker(env_name, env, seed).run(test_stepping, steps)
+        checker = _Checker(env_name, env, seed)
+        with EnvWatch(checker, env_timeout):
+            report = checker.run(test_stepping, steps)
     logger.info("environment %r passed test_environment: %s", env_name, report)
     return report
 
@@ -68,6 +80,8 @@ class _Checker:
 
     def __init__(self, env_name: str, env: Environment, seed: int):
         self.name, self.env, self.seed = env_name, env, seed
+        self.env_call: tuple[float, None, str] | None = None  # (``EnvWatch`` reads it)
+        self.episode, self.step = 0, 0  # (of the call in progress, as EnvWatch names it)
         self.rng = np.random.default_rng(seed)
         count = env.agent_count
         if not is_whole(count) or count < 1:
@@ -100,30 +114,44 @@ class _Checker:
                             "test_environment step the env, or pass test_stepping=False")
         for i, space in enumerate(self.action_spaces):
             space.seed(self.seed + i)
-        episodes, ended = 0, False
+        episodes, turnless, playing = 0, 0, [_live(r) for r in results]
         for _ in range(steps):
             actions = [self._action(i, r) if _live(r) else None for i, r in enumerate(results)]
-            results = self._call("step", actions)
-            ended = ended or any(r is not None and not _live(r) for r in results)
-            if not any(_live(r) for r in results):
-                if not ended:
-                    raise self.fail("step() returned None for every agent although no agent's "
-                                    "episode ended: nobody is left to act")
+            results = [r if r is None or playing[i] or _live(r) else None  # (SRL's garbage
+                       for i, r in enumerate(self._call("step", actions))]  # steps: as runs)
+            playing = [_live(r) if r is not None else on for r, on in zip(results, playing)]
+            turnless = turnless + 1 if all(r is None for r in results) else 0
+            if turnless >= TURNLESS:
+                raise self.fail(f"step() returned None for every agent {TURNLESS} times in a "
+                                f"row while agents {[i for i, on in enumerate(playing) if on]} "
+                                "play on: none is given a turn (a run would cut the episode at "
+                                "its cap); return a StepResult for the agents whose turn is next")
+            if not turnless and not any(playing):  # (as a run ends an episode)
                 episodes += 1
-                results, ended = self._reset(), False
+                results = self._reset()
+                playing = [_live(r) for r in results]
         return self._report(episodes, steps)
 
     def _reset(self) -> list[StepResult | None]:
+        self.episode, self.step = self.episode + 1, 0
         results = self._call("reset")
         if all(r is None for r in results):
             raise self.fail("reset() returned None for every agent: at least one must act")
         return results
 
+    def env_place(self, copy: None, method: str) -> tuple[str, int, int | None]:
+        """``(env name, episode, step)`` of the call in progress (``EnvWatch`` names it)."""
+        return self.name, self.episode, self.step + 1 if method == "step" else None
+
     def _call(self, method: str, *args: Any) -> list[StepResult | None]:
+        self.env_call = (time.monotonic(), None, method)
         try:
             results = getattr(self.env, method)(*args)
         except Exception as error:
             raise self.fail(f"{method}() raised {type(error).__name__}: {error}") from error
+        finally:
+            self.env_call = None
+        self.step += method == "step"
         if not isinstance(results, (list, tuple)):
             raise self.fail(f"{method}() must return a list, got {type(results).__name__}")
         if len(results) != self.n:

@@ -36,6 +36,17 @@ def _tensors(value: Any, path: str, depth: int = 0) -> Iterator[tuple[str, torch
             yield from _tensors(item, f"{path}[{i}]", depth + 1)
 
 
+def _frames(error: BaseException) -> Iterator[Any]:
+    """The looprl frames of ``error``'s traceback and of the errors it was raised from."""
+    while error is not None:
+        traceback = error.__traceback__
+        while traceback is not None:
+            if "looprl" in traceback.tb_frame.f_code.co_filename:
+                yield traceback.tb_frame
+            traceback = traceback.tb_next
+        error = error.__cause__
+
+
 def explain_divergence(error: FloatingPointError, env_name: str, frame: int,
                        nonfinite_episode: tuple[int, int] | None = None,
                        running_return_nonfinite: bool = False,
@@ -56,11 +67,7 @@ def blamed_data(error: FloatingPointError, env_name: str, frame: int,
     seen, finite), or the environment's or its (a Ray trainer's, which sees neither)."""
     kinds: list[str] = []  # (of the data in ``error``'s frames with NaN or inf)
     huge: dict[str, float] = {}  # (and beyond ``HUGE``)
-    traceback = error.__traceback__
-    while traceback is not None:
-        stack_frame, traceback = traceback.tb_frame, traceback.tb_next
-        if "looprl" not in stack_frame.f_code.co_filename:
-            continue
+    for stack_frame in _frames(error):
         for name, value in stack_frame.f_locals.items():
             for path, tensor in _tensors(value, name):
                 kind = kind_of(path)

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from looprl.approximation.q_network import check_actions
 from looprl.core.suggest import check_count
 from looprl.nn.layers import ActionBounds
 
@@ -41,20 +42,32 @@ class CategoricalHead:
     @staticmethod
     def log_prob(logits: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """``log pi(a | s)`` of ``actions`` (one per row)."""
-        log_p = torch.log_softmax(logits, dim=-1)
-        return log_p.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+        return _picked(torch.log_softmax(logits, dim=-1), actions)
 
     @staticmethod
     def log_prob_and_entropy(logits: torch.Tensor, actions: torch.Tensor
                              ) -> tuple[torch.Tensor, torch.Tensor]:
         """``log pi(a | s)`` and the entropy of ``pi(. | s)``, sharing one log-softmax."""
         log_p = torch.log_softmax(logits, dim=-1)
-        return log_p.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1), _entropy(log_p)
+        return _picked(log_p, actions), _entropy(log_p)
 
     @staticmethod
     def entropy(logits: torch.Tensor) -> torch.Tensor:
         """The entropy of ``pi(. | s)`` per row."""
         return _entropy(torch.log_softmax(logits, dim=-1))
+
+
+def _picked(log_p: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """``log_p[..., actions]`` row by row; an action that is no whole number in ``0 .. n - 1``
+    is a one-line ``ValueError`` (checked where it fails, or is fractional: no sync per call)."""
+    n = log_p.shape[-1]
+    if actions.is_floating_point():
+        check_actions(actions, n, "a categorical policy")
+    try:
+        return log_p.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+    except (RuntimeError, IndexError):
+        check_actions(actions, n, "a categorical policy")
+        raise
 
 
 def _entropy(log_p: torch.Tensor) -> torch.Tensor:
