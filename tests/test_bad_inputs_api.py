@@ -464,3 +464,59 @@ def test_parts_refuse_no_size_and_a_name_that_is_no_text(tmp_path):
                                         "NoneType None$"):  # (was os.path's TypeError)
         ParallelEnvExperiment(a2c.env(env).device("cpu").build(), env, logdir=None)
     assert len(apex_epsilons(1)) == SumTree(1).size == 1
+
+
+# -- ALL's approximations, schedules, builder and watch -------------------------------------
+def test_an_approximation_of_a_model_that_is_no_module_is_one_line():
+    """``QNetwork('model')`` and the other wrappers took it: "'str' object is not callable" at
+    the first call."""
+    import gymnasium as gym
+
+    from looprl.approximation import FeatureNetwork, VNetwork
+    from looprl.policies import DeterministicPolicy, GaussianPolicy, SoftmaxPolicy
+
+    box = gym.spaces.Box(-1.0, 1.0, (2,))
+    for make in (QNetwork, VNetwork, FeatureNetwork, SoftmaxPolicy,
+                 lambda model: GaussianPolicy(model, space=box),
+                 lambda model: DeterministicPolicy(model, space=box)):
+        with pytest.raises(TypeError) as error:
+            make("model")
+        assert "an approximation's model is a torch nn.Module" in one_line(error)
+        assert "got a str 'model'" in one_line(error)
+
+
+def test_a_linear_scheduler_of_text_is_refused_when_made():
+    """Was: "unsupported operand type(s) for -: 'float' and 'str'" at the first read."""
+    from looprl.approximation import LinearScheduler
+
+    with pytest.raises(ValueError) as error:
+        LinearScheduler("1", 0.1, 0, 10)
+    assert one_line(error) == "LinearScheduler's initial_value must be a finite number, got '1'"
+    with pytest.raises(ValueError, match="decay_end is a step count, a number, got '10'"):
+        LinearScheduler(1.0, 0.1, 0, "10")
+    assert LinearScheduler(1.0, 0.0, 0, 10, name="epsilon")(5) == 0.5
+
+
+def test_the_builders_hyperparameters_take_a_dict_and_its_name_takes_text():
+    """``ppo(hyperparameters='lr=1e-3')`` said "argument after ** must be a mapping";
+    ``ppo.hyperparameters({...})`` "takes 1 positional argument"; ``name(123)`` was met by the
+    logger at the run."""
+    assert ppo.hyperparameters({"lr": 5e-4}, epochs=2)._hyperparameters["lr"] == 5e-4
+    assert ppo(hyperparameters={"lr": 5e-4})._hyperparameters["lr"] == 5e-4
+    with pytest.raises(TypeError) as error:
+        ppo(hyperparameters="lr=1e-3")
+    assert one_line(error) == ("ppo.hyperparameters() takes name=value keywords or a dict of "
+                               "them, got a str 'lr=1e-3'")
+    with pytest.raises(TypeError) as error:
+        ppo.name(123)
+    assert one_line(error) == "ppo.name() takes the preset's display name as text, got an int 123"
+
+
+def test_load_and_watch_of_an_environment_id_says_what_to_build(tmp_path):
+    """Was: AttributeError "'str' object has no attribute 'name'" after loading the preset."""
+    from looprl.experiments import load_and_watch
+
+    with pytest.raises(TypeError) as error:
+        load_and_watch(tmp_path / "preset.pt", "CartPole-v1")
+    assert one_line(error).endswith("got str 'CartPole-v1': build one "
+                                    "(GymEnvironment('CartPole-v1'))")

@@ -8,7 +8,8 @@ from typing import Any
 
 from torch.optim import Optimizer
 
-from looprl.core.suggest import check_positive, did_you_mean
+from looprl.core.ranges import FINITE
+from looprl.core.suggest import check_positive, did_you_mean, is_number
 
 __all__ = ["LR_SCHEDULES", "LinearScheduler", "ProgressLR", "Schedulable", "Schedule", "Warmup",
            "anneal", "check_lr_schedule", "linear_schedule"]
@@ -66,6 +67,12 @@ class LinearScheduler(Schedule):
 
     def __init__(self, initial_value: float, final_value: float, decay_start: int,
                  decay_end: int, name: str = "variable", logger: Any = None, **kwargs: Any):
+        FINITE.check("initial_value", initial_value, "LinearScheduler")  # (text was met at
+        FINITE.check("final_value", final_value, "LinearScheduler")  # the first read)
+        for key, step in (("decay_start", decay_start), ("decay_end", decay_end)):
+            if not is_number(step):
+                raise ValueError(f"LinearScheduler's {key} is a step count, a number, got "
+                                 f"{step!r:.40}")
         super().__init__(name=name, logger=logger, **kwargs)
         self.initial_value = initial_value
         self.final_value = final_value

@@ -23,11 +23,13 @@ class Range:
     text: str = ""
 
     def holds(self, value: Any) -> bool:
-        """Whether ``value`` lies in the range, a finite number (``None``, bools and non-numbers
-        but text pass)."""
+        """Whether ``value`` lies in the range, a finite number (a NumPy number or a one-element
+        array or tensor too; ``None``, bools and non-numbers but text pass)."""
         if isinstance(value, str | bytes):
             return False
-        if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        if not isinstance(value, int | float):
+            value = one_number(value)
+        if value is None or isinstance(value, bool):
             return True
         if not is_finite(value):
             return False
@@ -53,6 +55,21 @@ class Range:
         huge = infinite and (isinstance(value, int) or math.isfinite(value))
         size = " (at most 3.4e38 in size, float32's largest)" if huge else ""
         return f"{finite}{self.text}{size}"
+
+
+def one_number(value: Any) -> float | None:
+    """``value`` as a float if it is one real number: a NumPy number, a one-element array or
+    tensor (``None``: it is not; a bool stays a bool)."""
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return value
+    shape = getattr(value, "shape", None)
+    if isinstance(value, numbers.Real) or (shape is not None and math.prod(shape) == 1 and
+                                           getattr(value, "dtype", None) is not None):
+        try:
+            return float(value)
+        except (TypeError, ValueError):  # (a complex number, an object array)
+            return None
+    return None
 
 
 #: the largest size a hyperparameter may have: float32's (no float32 tensor holds 1e300)

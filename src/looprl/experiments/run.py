@@ -134,7 +134,8 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
                         f"{type(logger).__name__}; pass a logger object to an Experiment "
                         "(SingleEnvExperiment(preset, env, logger=...))")
     logger_object(logger)  # (one line for another name, before anything is built)
-    MetaStack(list(meta))  # (and for anything that is no MetaComponent: meta=["rnd"])
+    meta = list(meta) if isinstance(meta, list | tuple) else [meta]  # (meta=RND(), as runners)
+    MetaStack(meta)  # (and for anything that is no MetaComponent: meta=["rnd"])
     check_path(logdir, "run_experiment's logdir")
     if not is_whole(test_episodes) or test_episodes < 0:
         error = ValueError if is_whole(test_episodes) else TypeError

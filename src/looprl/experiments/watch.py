@@ -128,6 +128,16 @@ def watch_env(preset: Any, env_id: str, window: bool) -> tuple[Any, bool]:
     return env, window
 
 
+def _check_env(env: Any, caller: str) -> None:
+    """A one-line ``TypeError`` unless ``env`` is a looprl environment ``watch`` can play."""
+    refuse_gymnasium(env, caller)
+    if not isinstance(env, Environment | MultiagentPettingZooEnv):
+        built = f" (GymEnvironment({env!r}))" if isinstance(env, str) else ""
+        raise TypeError(f"{caller} plays in a looprl Environment (GymEnvironment, "
+                        "AtariEnvironment, ...) or a MultiagentPettingZooEnv, got "
+                        f"{type(env).__name__}{built and f' {env!r}: build one{built}'}")
+
+
 def _check_spaces(preset: Any, env: Any) -> None:
     """``check_spaces``, ``env`` closed if it fails."""
     try:
@@ -172,11 +182,7 @@ def watch(agent: Any, env: Any, fps: float | None = None, n_episodes: int | None
     episodes = either("episodes", episodes, "n_episodes", n_episodes, 1)
     check_episodes(episodes, "watch", least=1)
     check_agent(agent, "watch")
-    refuse_gymnasium(env, "watch")
-    if not isinstance(env, Environment | MultiagentPettingZooEnv):
-        raise TypeError("watch plays in a looprl Environment (GymEnvironment, "
-                        "AtariEnvironment, ...) or a MultiagentPettingZooEnv, got "
-                        f"{type(env).__name__}")
+    _check_env(env, "watch")
     fps = fps or default_fps(env)
     shown = gif is not None or not warn_unseen(env)  # (unseen: played at full speed)
     # (before pygame starts: SDL made SIGTERM a quit event, which nothing reads)
@@ -267,6 +273,7 @@ def load_and_watch(filename: str | Path, env: Any, fps: float | None = 60,
                    n_episodes: int = sys.maxsize, **options: Any,
                    ) -> tuple[list[float] | list[dict[str, float]], Path | None]:
     """``watch`` the test agent of the preset saved at ``filename`` (normalized as trained)."""
+    _check_env(env, "load_and_watch")
     preset = load_preset(str(filename), device=getattr(env, "device", None))
     _check_spaces(preset, env)
     load_normalization(env, preset_normalization(filename, env), env.name)

@@ -127,6 +127,11 @@ class MetaStack:
                 raise TypeError(f"{component!r} is not a MetaComponent: attach instances of "
                                 "looprl.meta components (e.g. RND()), or subclass MetaComponent")
             check_hooks(component)
+        twice = {type(c).__name__ for c in self.components
+                 if sum(other is c for other in self.components) > 1}
+        if twice:  # (its hooks would run twice per call: a bonus added twice)
+            raise ValueError(f"the same {', '.join(sorted(twice))} instance is attached twice: "
+                             "attach each component once (two of a kind: two instances)")
         curricula = [type(c).__name__ for c in self.components if c.needs_contexts]
         if len(curricula) > 1:
             raise ValueError(f"{' and '.join(curricula)} each pick the instances of the "

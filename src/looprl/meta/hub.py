@@ -247,10 +247,11 @@ class MetaHub:
         metrics["batch"] = seen = hook_batch(batch)
         fields = seen.values()
         self.run("pre_update")
-        replaced = metrics["batch"]
+        replaced = metrics.get("batch")
         if replaced is not seen and not isinstance(replaced, NamedArray):
-            raise TypeError(f"A meta component wrote metrics['batch'] as a "
-                            f"{type(replaced).__name__}; it must stay a SampleBatch (replace "
+            wrote = ("removed metrics['batch']" if "batch" not in metrics else
+                     f"wrote metrics['batch'] as a {type(replaced).__name__}")
+            raise TypeError(f"A meta component {wrote}; it must stay a SampleBatch (replace "
                             "it with another SampleBatch for the trainer to learn from)")
         result = trainer.step(assigned(batch, seen, fields) if replaced is seen else replaced)
         metrics.update(update=metrics.get("update", 0) + 1, losses=dict(result.stats),

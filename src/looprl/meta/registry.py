@@ -75,6 +75,9 @@ def make_component(name: str, **kwargs: Any) -> MetaComponent:
     """The component ``name`` (or Hydra's ``_target_`` argument) built with ``kwargs``; a
     one-line ``ValueError`` for an unknown, missing or mistyped argument, and a one-line
     ``MetaComponentFailure`` for an error its ``__init__`` raised."""
+    if isinstance(name, type) and issubclass(name, MetaComponent):  # (the class itself)
+        name = next((key for key, cls in COMPONENTS.items() if cls is name),
+                    f"{name.__module__}:{name.__qualname__}")
     cls = component_class(str(kwargs.pop("_target_", name)))
     parameters = accepted_parameters(cls)
     unknown = [key for key in kwargs if key not in parameters]

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from looprl.core.ranges import NON_NEGATIVE, POSITIVE
-from looprl.core.suggest import check_count, check_device, check_seed
+from looprl.core.suggest import check_count, check_device, check_flag, check_seed
 from looprl.environments.bodies import RunningMeanStd
 from looprl.meta.component import MetaComponent
 from looprl.nn import FEATURE_EXTRACTORS, feature_extractor, linear_head
@@ -115,7 +115,8 @@ class RND(MetaComponent):
                              f"{hidden!r}")
         check_count(**{f"hidden[{i}]": size for i, size in enumerate(hidden)})
         weight = NON_NEGATIVE.check("internal_reward_weight", internal_reward_weight, owner)
-        self.internal_reward_weight, self.normalize = float(weight), normalize
+        self.internal_reward_weight = float(weight)
+        self.normalize = check_flag(f"{owner}'s normalize", normalize)  # ('no' is true)
         self.network, self.feature_dim, self.hidden = network, int(feature_dim), tuple(hidden)
         self.batch_size, self.gradient_steps = int(batch_size), int(gradient_steps)
         self.update_every, self._update_calls = int(update_every), 0
@@ -132,6 +133,9 @@ class RND(MetaComponent):
         self.post_step_methods.append(self.get_reward)
         self.post_update_methods.append(self.update_predictor)
         if obs_shape is not None:
+            if isinstance(obs_shape, str) or not isinstance(obs_shape, Sequence):  # ('44': 4, 4)
+                raise ValueError(f"{owner}'s obs_shape is the observations' shape, a sequence "
+                                 f"of sizes like (4,), got {obs_shape!r:.40}")
             self.initialize_networks(obs_shape)
 
     def initialize_networks(self, shape: Sequence[int]) -> None:
@@ -297,7 +301,8 @@ class NovelD(RND):
         super().__init__(**kwargs)
         POSITIVE.check("resolution", resolution, "NovelD")
         NON_NEGATIVE.check("alpha", alpha, "NovelD")
-        self.alpha, self.episodic, self.resolution = float(alpha), episodic, float(resolution)
+        self.alpha, self.resolution = float(alpha), float(resolution)
+        self.episodic = check_flag("NovelD's episodic", episodic)
         self.visited: list[set[bytes]] = []
         if episodic:
             self.post_episode_methods.append(self.reset_episodes)

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from looprl.core.ranges import FINITE, NON_NEGATIVE, POSITIVE, Range, range_of
-from looprl.core.suggest import check_choice, check_count
+from looprl.core.suggest import check_choice, check_count, check_flag
 from looprl.meta.component import MetaComponent
 
 __all__ = ["CosineLRSchedule", "HPSchedule", "cosine_restarts"]
@@ -147,7 +147,7 @@ class HPSchedule(MetaComponent):
         if missing:
             raise ValueError(f"A {kind!r} schedule needs {', '.join(missing)} "
                              f"(it takes start, {', '.join(KIND_ARGUMENTS[kind])})")
-        self.integer = integer
+        self.integer = check_flag(f"{type(self).__name__}'s integer", integer)
         valid = range_of(key)  # (the values the agent takes: linear and cosine stay between)
         for name, value in (("start", self.start), ("end", self.end)):
             if valid is not None and value is not None:

@@ -12,7 +12,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from looprl.core.state import State
-from looprl.core.suggest import check_choice, is_whole
+from looprl.core.suggest import a_type, check_choice, is_whole
 
 __all__ = ["ACTIVATIONS", "MLP", "ActionBounds", "Aggregation", "Dueling", "Flatten", "Float",
            "Linear0", "NoisyFactorizedLinear", "RLNetwork", "Scale", "TanhActionBound",
@@ -197,13 +197,23 @@ class MLP(nn.Sequential):
         super().__init__(*dense, orthogonal_init(nn.Linear(last, out_dim), gain))
 
 
+def checked_model(model: Any) -> nn.Module:
+    """``model`` if it is a torch ``nn.Module``, else a one-line ``TypeError`` (it was
+    "'str' object is not callable" at the first call)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"an approximation's model is a torch nn.Module of the observations "
+                        f"(e.g. QNetwork(nn.Linear(4, 2), optimizer)), got {a_type(model)} "
+                        f"{model!r:.40}")
+    return model
+
+
 class RLNetwork(nn.Module):
     """Calls ``model`` on a state's observations (``State.apply``: zero where terminated) or on
     observations in place of a state; ``_`` is ignored (ALL's shape argument)."""
 
     def __init__(self, model: nn.Module, _: Any = None):
         super().__init__()
-        self.model = model
+        self.model = checked_model(model)
 
     @property
     def device(self) -> torch.device:

@@ -15,7 +15,7 @@ from looprl.approximation import Approximation
 from looprl.core import State
 from looprl.core.ranges import check_ranges
 from looprl.nn import RLNetwork
-from looprl.nn.layers import box_space
+from looprl.nn.layers import box_space, checked_model
 from looprl.policies.distributions import ActionBounds, TanhGaussianHead
 
 __all__ = ["DeterministicActor", "DeterministicPolicy", "GaussianPolicy", "GaussianPolicyNetwork",
@@ -73,7 +73,7 @@ class DeterministicActor(nn.Module):
 
     def __init__(self, model: nn.Module, space: Any):
         super().__init__()
-        self.model = model
+        self.model = checked_model(model)
         box_space(space, "DeterministicPolicy")
         self.bounds = ActionBounds(space.low, space.high)
 
@@ -125,7 +125,7 @@ class SoftDeterministicActor(nn.Module):
     def __init__(self, model: nn.Module, space: Any, log_std_min: float = -20.0,
                  log_std_max: float = 2.0):
         super().__init__()
-        self.model = model
+        self.model = checked_model(model)
         box_space(space, "SoftDeterministicPolicy")
         self.head = TanhGaussianHead(space.low, space.high, log_std_min, log_std_max)
 

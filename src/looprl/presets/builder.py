@@ -7,7 +7,7 @@ import copy
 import inspect
 import logging
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -16,7 +16,14 @@ import torch
 from looprl.core import Preset
 from looprl.core.observations import check_default_dtype
 from looprl.core.ranges import check_ranges, range_of
-from looprl.core.suggest import check_device, is_number, is_out_of_memory, one_line, warn_once
+from looprl.core.suggest import (
+    a_type,
+    check_device,
+    is_number,
+    is_out_of_memory,
+    one_line,
+    warn_once,
+)
 from looprl.environments.base import Environment
 from looprl.environments.gym import refuse_gymnasium
 from looprl.environments.multiagent import MultiagentEnvironment, MultiagentPettingZooEnv
@@ -113,8 +120,7 @@ class PresetBuilder:
         for key, value in settings.items():
             if value is None:  # (ALL's: keeps what was set)
                 continue
-            builder = (builder.hyperparameters(**value) if key == "hyperparameters"
-                       else getattr(builder, key)(value))
+            builder = getattr(builder, key)(value)
         return builder
 
     def _preset_builder(self, **changes: Any) -> PresetBuilder:
@@ -159,15 +165,22 @@ class PresetBuilder:
         return self._meta
 
     def name(self, name: str) -> PresetBuilder:
-        """Set the preset's display name."""
+        """Set the preset's display name (text)."""
+        if not isinstance(name, str):  # (was met by the logger, at the run)
+            raise TypeError(f"{self.default_name}.name() takes the preset's display name as "
+                            f"text, got {a_type(name)} {name!r:.40}")
         return self._preset_builder(name=name)
 
-    def hyperparameters(self, **hyperparameters: Any) -> PresetBuilder:
-        """Override hyperparameters (``UnknownHyperparameterError``, a ``KeyError``, for
-        unknown names); ALL 0.9's names work too (``looprl.presets.all_names``). Values are
-        checked against looprl's ranges only for looprl's presets: a user's preset's ``sigma``
-        or ``hidden`` is its own."""
-        hyperparameters, all_given = self._from_all_names(hyperparameters)
+    def hyperparameters(self, values: Mapping[str, Any] | None = None, /,
+                        **hyperparameters: Any) -> PresetBuilder:
+        """Override hyperparameters, given as keywords or a dict (``UnknownHyperparameterError``,
+        a ``KeyError``, for unknown names); ALL 0.9's names work too
+        (``looprl.presets.all_names``). Values are checked against looprl's ranges only for
+        looprl's presets: a user's preset's ``sigma`` or ``hidden`` is its own."""
+        if values is not None and not isinstance(values, Mapping):
+            raise TypeError(f"{self.default_name}.hyperparameters() takes name=value keywords "
+                            f"or a dict of them, got {a_type(values)} {values!r:.40}")
+        hyperparameters, all_given = self._from_all_names({**(values or {}), **hyperparameters})
         for key, value in hyperparameters.items():
             if key not in self.default_hyperparameters:
                 raise no_such_hyperparameter(key, self.default_name, self.default_hyperparameters)

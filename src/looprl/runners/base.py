@@ -145,6 +145,9 @@ class Runner:
         self.checkpoint_every, self.checkpoint_replay = checkpoint_every, checkpoint_replay
         self.keep_checkpoints = check_checkpointing(checkpoint_every, keep_checkpoints,
                                                     checkpoint_replay, logdir=logdir)
+        if not isinstance(run_info or {}, dict):  # (was: "'str' object is not a mapping")
+            raise TypeError(f"run_info is a dict of what to note in the run's files, got "
+                            f"{type(run_info).__name__} {run_info!r:.40}")
         self.run_info = {"runner": self.name, "meta": [repr(component) for component in self.meta],
                          **(run_info or {}), "seed": self.seed}  # (its own: a PBT member's)
         self.wandb = check_wandb(wandb, logdir)

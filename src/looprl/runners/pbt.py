@@ -221,6 +221,13 @@ class PBTRunner(Runner):
                                   ("resample_probability", resample_probability, 1.0)):
             if not (is_number(value) and 0 <= value <= high):  # (Tune's bounds)
                 raise ValueError(f"{name} must be a number in [0, {high:g}], got {value!r}")
+        if not (is_number(gpus_per_member) and 0 <= gpus_per_member < math.inf):
+            raise ValueError(f"gpus_per_member is the GPUs each member reserves, a number >= 0 "
+                             f"(0: the CPU), got {gpus_per_member!r:.40}")
+        if perturbation_interval >= num_steps:
+            log.warning("PBT: perturbation_interval=%s is not below num_steps=%s, so the members "
+                        "are never compared: give a shorter interval", perturbation_interval,
+                        num_steps)
         device = kwargs.get("device")
         if device is not None and (str(device).startswith("cuda")) != (gpus_per_member > 0):
             raise ValueError(f"device={device!r} with gpus_per_member={gpus_per_member:g}: PBT "

@@ -1,0 +1,113 @@
+"""Mighty-style mistakes in the Python API of the meta components and runners: each is one
+line when it is made (they ran on silently, or failed later in Python's words)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from looprl.meta import RND, HPSchedule, MetaComponent, NovelD
+from looprl.meta.registry import make_component
+from looprl.presets.classic_control import ppo
+from looprl.runners import OnlineRunner, PBTRunner
+
+SMALL_PPO = ppo.hyperparameters(n_envs=2, n_steps=16, minibatch_size=16, epochs=1)
+
+
+def one_line(error: pytest.ExceptionInfo) -> str:
+    message = str(error.value)
+    assert "\n" not in message, message
+    return message
+
+
+class Hook(MetaComponent):
+    """A user's component running ``fn(metrics)`` at ``hook``."""
+
+    def __init__(self, hook: str, fn: Any):
+        super().__init__()
+        self.fn = fn
+        getattr(self, f"{hook}_methods").append(self.call)
+
+    def call(self, metrics: dict[str, Any]) -> None:
+        self.fn(metrics)
+
+
+def online(tmp_path, meta: list[Any]) -> Any:
+    return OnlineRunner(SMALL_PPO, "CartPole-v1", num_steps=128, meta=meta, eval_episodes=0,
+                        quiet=True, logdir=str(tmp_path), seed=0).run()
+
+
+@pytest.mark.parametrize("make, line", [
+    (lambda: RND(normalize="no"), "RND's normalize must be True or False, got 'no'"),
+    (lambda: NovelD(episodic="no"), "NovelD's episodic must be True or False, got 'no'"),
+    (lambda: HPSchedule("hp/epochs", "linear", 2, 4, duration=10, integer="no"),
+     "HPSchedule's integer must be True or False, got 'no'"),
+    (lambda: RND(obs_shape="44"), "RND's obs_shape is the observations' shape, a sequence of "
+                                  "sizes like (4,), got '44'"),
+], ids=["rnd-normalize", "noveld-episodic", "schedule-integer", "rnd-obs-shape"])
+def test_a_switch_or_shape_given_as_text_is_refused(make, line):
+    """'no' switched the option on (text is true); '44' was the shape (4, 4)."""
+    with pytest.raises(ValueError) as error:
+        make()
+    assert one_line(error) == line
+
+
+def test_make_component_takes_a_component_class_as_its_name():
+    """Was: 'cannot import "<class 'looprl.meta.rnd"'."""
+    assert isinstance(make_component(RND, normalize=True), RND)
+    assert isinstance(make_component(Hook, hook="post_step", fn=print), Hook)
+
+
+@pytest.mark.parametrize("value", [torch.tensor(-1.0), np.float32(-1.0), np.float32("nan")])
+def test_a_hook_that_writes_a_bad_learning_rate_as_a_tensor_or_numpy_number_is_refused(
+        tmp_path, value):
+    """A tensor or a NumPy number passed the range check: training went on at lr -1."""
+    writes = Hook("pre_update", lambda metrics: metrics.__setitem__("hp/lr", value))
+    with pytest.raises(ValueError) as error:
+        online(tmp_path, [writes])
+    assert "Hook at pre_update: hp/lr must be >= 0, got" in one_line(error)
+
+
+def test_a_hook_that_removes_the_batch_says_so(tmp_path):
+    """Was: KeyError 'batch'."""
+    removes = Hook("pre_update", lambda metrics: metrics.pop("batch"))
+    with pytest.raises(TypeError) as error:
+        online(tmp_path, [removes])
+    assert "A meta component removed metrics['batch']; it must stay a SampleBatch" in \
+        one_line(error)
+
+
+def test_one_instance_attached_twice_is_refused(tmp_path):
+    """Its hooks ran twice per call: RND's bonus was added twice."""
+    rnd = RND()
+    with pytest.raises(ValueError) as error:
+        online(tmp_path, [rnd, rnd])
+    assert one_line(error) == ("the same RND instance is attached twice: attach each component "
+                               "once (two of a kind: two instances)")
+
+
+def test_run_experiment_takes_one_component_as_the_runners_do(tmp_path):
+    """Was: "'RND' object is not iterable"."""
+    from looprl.environments import GymEnvironment
+    from looprl.experiments import run_experiment
+
+    result, = run_experiment([SMALL_PPO], [GymEnvironment("CartPole-v1")], 64, meta=RND(),
+                             logdir=str(tmp_path), quiet=True, test_episodes=0)
+    assert result.frames >= 64
+
+
+def test_runner_arguments_of_the_wrong_kind_are_one_line(caplog):
+    with pytest.raises(TypeError) as error:
+        OnlineRunner(ppo, "CartPole-v1", run_info="x")
+    assert one_line(error) == "run_info is a dict of what to note in the run's files, got str 'x'"
+    with pytest.raises(ValueError) as error:  # (-1 is true: its members would ask for CUDA)
+        PBTRunner(ppo, "CartPole-v1", {"hp/lr": (1e-5, 1e-2)}, gpus_per_member=-1)
+    assert "gpus_per_member is the GPUs each member reserves, a number >= 0" in one_line(error)
+    with caplog.at_level(logging.WARNING, logger="looprl.runners.pbt"):
+        PBTRunner(ppo, "CartPole-v1", {"hp/lr": (1e-5, 1e-2)}, num_steps=1000,
+                  perturbation_interval=5000)
+    assert "perturbation_interval=5000 is not below num_steps=1000" in caplog.text
