@@ -520,3 +520,26 @@ def test_load_and_watch_of_an_environment_id_says_what_to_build(tmp_path):
         load_and_watch(tmp_path / "preset.pt", "CartPole-v1")
     assert one_line(error).endswith("got str 'CartPole-v1': build one "
                                     "(GymEnvironment('CartPole-v1'))")
+
+
+def test_a_v_network_of_more_than_one_output_is_one_line():
+    """Its "values" were [B, 2], met as a broadcasting error in the user's loss."""
+    from looprl.approximation import VNetwork
+
+    v = VNetwork(nn.Linear(4, 2))
+    with pytest.raises(ValueError) as error:
+        v(StateArray({"observation": torch.zeros(3, 4)}, (3,)))
+    assert one_line(error) == ("a VNetwork's model gives one value per state, of shape [..., 1], "
+                               "got shape (3, 2): end it with a layer of 1 output")
+    assert VNetwork(nn.Linear(4, 1))(StateArray({"observation": torch.zeros(3, 4)}, (3,))
+                                     ).shape == (3,)
+
+
+def test_a_replay_buffer_refuses_a_text_action():
+    """Was NumPy's "can't convert np.ndarray of type numpy.str_"."""
+    from looprl.memory import ExperienceReplayBuffer
+
+    state = State({"observation": torch.zeros(4), "reward": 0.0, "done": False})
+    with pytest.raises(TypeError) as error:
+        ExperienceReplayBuffer(10).store(state, "left", state)
+    assert "action is a number per state (or an array), got text 'left'" in one_line(error)

@@ -111,3 +111,31 @@ def test_runner_arguments_of_the_wrong_kind_are_one_line(caplog):
         PBTRunner(ppo, "CartPole-v1", {"hp/lr": (1e-5, 1e-2)}, num_steps=1000,
                   perturbation_interval=5000)
     assert "perturbation_interval=5000 is not below num_steps=1000" in caplog.text
+
+
+def test_a_hook_method_that_takes_no_argument_is_refused_when_attached():
+    """Was Python's "takes 0 positional arguments but 1 was given" at its first call."""
+    from looprl.meta.component import MetaStack
+
+    class NoArgument(MetaComponent):
+        def __init__(self):
+            super().__init__()
+            self.post_step_methods.append(self.count)
+
+        def count(self):
+            pass
+
+    with pytest.raises(TypeError) as error:
+        MetaStack([NoArgument()])
+    assert "which is not callable with one argument: append methods that take the metrics " \
+        "dictionary" in one_line(error)
+
+
+def test_a_hook_that_narrows_the_observations_is_named_by_the_trainer(tmp_path):
+    """Was torch's "mat1 and mat2 shapes cannot be multiplied (16x2 and 4x16)"."""
+    def narrow(metrics):
+        metrics["batch"].obs = metrics["batch"].obs[..., :2]
+
+    with pytest.raises(ValueError) as error:
+        online(tmp_path, [Hook("pre_update", narrow)])
+    assert "cannot learn from observations of shape" in one_line(error)

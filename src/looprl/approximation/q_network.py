@@ -89,7 +89,11 @@ class VModule(RLNetwork):
     """Maps a ``State``/``StateArray`` to one value per state."""
 
     def forward(self, state: Any) -> torch.Tensor:
-        return super().forward(state).squeeze(-1)
+        values = super().forward(state)
+        if values.shape[-1:] != (1,):  # (was taken: a model of 2 outputs gave [B, 2] "values")
+            raise ValueError(f"a VNetwork's model gives one value per state, of shape [..., 1], "
+                             f"got shape {tuple(values.shape)}: end it with a layer of 1 output")
+        return values.squeeze(-1)
 
 
 class VNetwork(Approximation):

@@ -63,13 +63,16 @@ def explained(part: Any, method: str, data: Any, error: Exception) -> Exception 
             f"NaN or inf, and the loss is not finite on them ({error}); this is not a "
             "learning-rate problem: give it finite data (looprl.distributed.test_environment "
             "checks an environment's)")
-    if method == "rollout" and isinstance(error, RuntimeError) and "shape" in str(error):
+    if isinstance(error, RuntimeError) and "shape" in str(error) and (
+            method == "rollout" or "mat1 and mat2" in str(error)):  # (a layer's input width)
+        lead = 1 if method == "rollout" else 2  # ([B, ...] rows, or [T, B, ...] segments)
         shape = getattr(data.obs, "shape", None) if "obs" in data else None
-        shown = ({key: tuple(each[1:]) for key, each in shape.items()}  # (a NamedArray's)
-                 if isinstance(shape, dict) else None if shape is None else tuple(shape[1:]))
-        return ValueError(f"{type(part).__name__} cannot act on an observation of shape "
-                          f"{shown} ({error}): give it the states of the environment it was "
-                          "built for (the shapes its observation_space declares)")
+        shown = ({key: tuple(each[lead:]) for key, each in shape.items()}  # (a NamedArray's)
+                 if isinstance(shape, dict) else None if shape is None else tuple(shape[lead:]))
+        does = "act on an observation" if method == "rollout" else "learn from observations"
+        return ValueError(f"{type(part).__name__} cannot {does} of shape {shown} ({error}): "
+                          "give it the states of the environment it was built for (the shapes "
+                          "its observation_space declares)")
     return None
 
 

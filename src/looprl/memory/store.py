@@ -46,6 +46,9 @@ def check_transition(owner: str, state: Any, action: Any, next_state: Any, batch
 def check_action(call: str, state: Any, action: Any) -> None:
     """One line (``TypeError``) naming ``call`` for an ``action`` of ``None`` out of a ``state``
     other than ``None`` or a single state that ended (ALL's first and discarded actions)."""
+    if isinstance(action, str | bytes):  # (was NumPy's "can't convert np.ndarray of type")
+        raise TypeError(f"{call}: action is a number per state (or an array), got text "
+                        f"{action!r:.40}")
     if action is None and state is not None and (isinstance(state, StateArray)
                                                  or not bool(state.done)):
         what = ("a batch of states (a StateArray); pass the actions taken in them"

@@ -179,15 +179,27 @@ def check_hooks(component: MetaComponent) -> None:
             raise TypeError(f"{name} has no {hook}_methods: call super().__init__() first in "
                             f"{name}.__init__")
         for method in methods:
-            if not callable(method):
-                raise TypeError(f"{name}.{hook}_methods holds {method!r}, which is not "
-                                "callable: append methods that take the metrics dictionary")
+            if not callable(method) or not _takes_one(method):
+                raise TypeError(f"{name}.{hook}_methods holds {method!r:.60}, which is not "
+                                "callable with one argument: append methods that take the "
+                                "metrics dictionary (def my_method(self, metrics))")
             if any(other is not component and type(other) is type(component)
                    for other in _instances(method)):
                 raise TypeError(f"{name}.{hook}_methods holds a hook of another {name} (a "
                                 "lambda, local function or method bound to it), so this copy's "
                                 "hooks would change that one: append this instance's own "
                                 f"methods (self.{hook}_methods.append(self.my_method))")
+
+
+def _takes_one(method: Hook) -> bool:
+    """Whether ``method`` can be called with one positional argument (if its signature says)."""
+    try:
+        inspect.signature(method).bind(None)
+    except TypeError:
+        return False
+    except ValueError:  # (no signature: a builtin's)
+        pass
+    return True
 
 
 def _instances(method: Hook) -> list[Any]:
