@@ -464,6 +464,9 @@ def _died_and_resumed(tmp_path: Path, name: str, values: tuple[float, float, flo
     logger.close()
     resumed = pickle.loads(saved)
     resumed.frame = resumed_frame
+    # (an events file is named by its second, then by a per-process count compared as text: in
+    # the same second the resumed file's count 10 would sort before the first file's 9)
+    time.sleep(1.0 - time.time() % 1.0)
     resumed.add_log(name, values[2])  # (its first write after the checkpoint cuts)
     resumed.close()
     return Path(logger.log_dir)

@@ -139,3 +139,23 @@ def test_a_hook_that_narrows_the_observations_is_named_by_the_trainer(tmp_path):
     with pytest.raises(ValueError) as error:
         online(tmp_path, [Hook("pre_update", narrow)])
     assert "cannot learn from observations of shape" in one_line(error)
+
+
+def test_a_hook_that_cuts_terminated_is_named_for_it(tmp_path):
+    """The line blamed the reward (its rows were compared with terminated's)."""
+    def cut(metrics):
+        metrics["transition"]["terminated"] = metrics["transition"]["terminated"][:1]
+
+    with pytest.raises(ValueError) as error:
+        online(tmp_path, [Hook("post_step", cut)])
+    assert one_line(error) == ("Hook at post_step: metrics['transition']['terminated'] has 1 "
+                               "rows: it must keep its 2, one per environment copy")
+
+
+def test_a_test_env_of_other_spaces_is_refused_before_training():
+    """Was found at the evaluation, after the whole training budget."""
+    with pytest.raises(ValueError) as error:
+        OnlineRunner(ppo, "CartPole-v1", test_env="MountainCar-v0")
+    assert one_line(error) == ("test_env MountainCar-v0 has Box(2,), Discrete(3), env "
+                               "CartPole-v1 Box(4,), Discrete(2): a held-out environment has the "
+                               "spaces (and agents) of the one trained in")

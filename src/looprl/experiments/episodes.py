@@ -174,20 +174,26 @@ def check_spaces(preset: Any, env: Any, where: str = "looprl") -> Any:
         raise ValueError(f"The preset was built for the multi-agent {preset.env_name}; {name} "
                          "is a single-agent environment: train it with a single-agent preset "
                          "(dqn, not multiagent.dqn)")
+    given = spaces_of(env)
     if agents is None:
-        trained, given = map(_shapes, (spaces, (env.observation_space, env.action_space)))
-        what, sep, same = "observations, actions", ", ", "spaces"
+        trained, what, sep, same = _shapes(spaces), "observations, actions", ", ", "spaces"
     else:
-        trained, given = map(_agent_shapes, (agents, {agent: (
-            env.observation_space(agent), env.action_space(agent), env.has_action_mask(agent))
-            for agent in env.possible_agents}))
-        what, sep = "agents, observations, actions", "; "
+        trained, what, sep = _agent_shapes(agents), "agents, observations, actions", "; "
         same = "agents, in the same order, and spaces"
     if trained != given:
         raise ValueError(f"The preset was built for {preset.env_name} ({what}: {sep.join(trained)}"
                          f"), {name} has {sep.join(given)}: use it in an environment of the same "
                          f"{same} (for looprl watch: its own, without --env)")
     return env
+
+
+def spaces_of(env: Any) -> list[str]:
+    """``env``'s spaces as ``check_spaces`` compares them: ``['Box(4,)', 'Discrete(2)']``, a
+    multi-agent environment's per agent."""
+    if not isinstance(env, MultiagentEnvironment):
+        return _shapes((env.observation_space, env.action_space))
+    return _agent_shapes({agent: (env.observation_space(agent), env.action_space(agent),
+                                  env.has_action_mask(agent)) for agent in env.possible_agents})
 
 
 def _agent_shapes(agents: dict[str, tuple[Any, Any, bool]]) -> list[str]:

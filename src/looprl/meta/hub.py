@@ -273,6 +273,7 @@ class MetaHub:
         if self._exploration is not None:
             self.metrics["explored"] = self._exploration.explored
         known = len(transition)  # the loop's keys: a hook's new ones come after them
+        rows = len(transition["terminated"])  # (one per environment copy)
         self.run("post_step")
         if len(transition) != known:
             self._means = self._means or TransitionMeans()
@@ -283,7 +284,11 @@ class MetaHub:
             raise written_by(ValueError(f"metrics['transition'] lost its key {key} (change "
                                         "its values, keep its keys)"), self.components,
                              "post_step") from None
-        check_transition(reward, len(terminated))
+        check_transition(reward, rows)
+        if len(terminated) != rows:  # (was blamed on the reward)
+            raise written_by(ValueError(f"metrics['transition']['terminated'] has "
+                                        f"{len(terminated)} rows: it must keep its {rows}, one "
+                                        "per environment copy"), self.components, "post_step")
         if ended is not None and bool(ended.any()):
             self.end_episodes(ended, list(returns), list(lengths))
         return reward

@@ -36,7 +36,7 @@ from looprl.experiments.checkpoint import (
     check_unfinished,
     load_checkpoint,
 )
-from looprl.experiments.episodes import run_scope
+from looprl.experiments.episodes import run_scope, spaces_of
 from looprl.experiments.experiment import Experiment, seed_everything
 from looprl.experiments.logger import MemoryLogger, RecordingLogger, check_wandb, mean_return
 from looprl.experiments.run import fresh_components, make_experiment
@@ -131,6 +131,12 @@ class Runner:
         self.builder = agent.device(device) if device is not None else agent
         self.env = _environment(agent, env)
         self.test_env = None if test_env is None else _environment(agent, test_env, "test_env")
+        held_out, trained = (None, None) if test_env is None else map(
+            spaces_of, (self.test_env, self.env))
+        if held_out != trained:  # (was found at the evaluation, after the training)
+            raise ValueError(f"test_env {self.test_env.name} has {', '.join(held_out)}, env "
+                             f"{self.env.name} {', '.join(trained)}: a held-out environment "
+                             "has the spaces (and agents) of the one trained in")
         self.seed = check_seed(type(self).__name__, seed, optional=False)
         self.logdir = logdir
         self.meta = tuple(meta) if isinstance(meta, list | tuple) else (meta,)  # (meta=RND())
