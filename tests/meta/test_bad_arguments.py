@@ -148,8 +148,8 @@ def test_a_hook_that_cuts_terminated_is_named_for_it(tmp_path):
 
     with pytest.raises(ValueError) as error:
         online(tmp_path, [Hook("post_step", cut)])
-    assert one_line(error) == ("Hook at post_step: metrics['transition']['terminated'] has 1 "
-                               "rows: it must keep its 2, one per environment copy")
+    assert one_line(error) == ("A meta component wrote transition['terminated'] with 1 rows; "
+                               "it must keep its 2, one per environment copy")
 
 
 def test_a_test_env_of_other_spaces_is_refused_before_training():

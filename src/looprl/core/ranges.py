@@ -7,6 +7,8 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 __all__ = ["HP_RANGES", "PRESET_RANGES", "RANGES", "Range", "check_arguments", "check_ranges",
            "is_finite", "range_of"]
 
@@ -57,10 +59,10 @@ class Range:
         return f"{finite}{self.text}{size}"
 
 
-def one_number(value: Any) -> float | None:
+def one_number(value: Any) -> float | bool | None:
     """``value`` as a float if it is one real number: a NumPy number, a one-element array or
     tensor (``None``: it is not; a bool stays a bool)."""
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
+    if isinstance(value, bool | np.bool_):
         return value
     shape = getattr(value, "shape", None)
     if isinstance(value, numbers.Real) or (shape is not None and math.prod(shape) == 1 and

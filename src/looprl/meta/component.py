@@ -213,8 +213,12 @@ def _instances(method: Hook) -> list[Any]:
     return values
 
 
-def check_transition(reward: Any, n: int) -> None:
-    """``ValueError`` if a hook left ``transition['reward']`` with the wrong shape or type."""
+def check_transition(reward: Any, terminated: Any, n: int) -> None:
+    """``ValueError`` if a hook left ``transition['reward']`` or ``['terminated']`` with the
+    wrong shape or type (``n``: the rows the loop gave them)."""
+    if len(terminated) != n:  # (was blamed on the reward)
+        raise ValueError(f"A meta component wrote transition['terminated'] with "
+                         f"{len(terminated)} rows; it must keep its {n}, one per environment copy")
     if not isinstance(reward, torch.Tensor) or tuple(reward.shape) != (n,):
         shape = tuple(reward.shape) if hasattr(reward, "shape") else type(reward).__name__
         raise ValueError(f"A meta component wrote transition['reward'] as {shape}; it must "

@@ -249,8 +249,8 @@ class MetaHub:
         self.run("pre_update")
         replaced = metrics.get("batch")
         if replaced is not seen and not isinstance(replaced, NamedArray):
-            wrote = ("removed metrics['batch']" if "batch" not in metrics else
-                     f"wrote metrics['batch'] as a {type(replaced).__name__}")
+            wrote = f"wrote metrics['batch'] as a {type(replaced).__name__}" if replaced else \
+                "removed metrics['batch']"
             raise TypeError(f"A meta component {wrote}; it must stay a SampleBatch (replace "
                             "it with another SampleBatch for the trainer to learn from)")
         result = trainer.step(assigned(batch, seen, fields) if replaced is seen else replaced)
@@ -272,8 +272,7 @@ class MetaHub:
         self.metrics.update(transition=transition, step=step)
         if self._exploration is not None:
             self.metrics["explored"] = self._exploration.explored
-        known = len(transition)  # the loop's keys: a hook's new ones come after them
-        rows = len(transition["terminated"])  # (one per environment copy)
+        known, rows = len(transition), len(transition["terminated"])  # (hooks' keys: later)
         self.run("post_step")
         if len(transition) != known:
             self._means = self._means or TransitionMeans()
@@ -284,11 +283,7 @@ class MetaHub:
             raise written_by(ValueError(f"metrics['transition'] lost its key {key} (change "
                                         "its values, keep its keys)"), self.components,
                              "post_step") from None
-        check_transition(reward, rows)
-        if len(terminated) != rows:  # (was blamed on the reward)
-            raise written_by(ValueError(f"metrics['transition']['terminated'] has "
-                                        f"{len(terminated)} rows: it must keep its {rows}, one "
-                                        "per environment copy"), self.components, "post_step")
+        check_transition(reward, terminated, rows)
         if ended is not None and bool(ended.any()):
             self.end_episodes(ended, list(returns), list(lengths))
         return reward
