@@ -543,3 +543,15 @@ def test_a_replay_buffer_refuses_a_text_action():
     with pytest.raises(TypeError) as error:
         ExperienceReplayBuffer(10).store(state, "left", state)
     assert "action is a number per state (or an array), got text 'left'" in one_line(error)
+
+
+def test_an_epsilon_schedule_beyond_a_probability_is_refused():
+    """A float epsilon was checked; a LinearScheduler's ends were not (1.5 explored always)."""
+    from looprl.approximation import LinearScheduler
+    from looprl.policies import GreedyPolicy
+
+    q = QNetwork(nn.Linear(4, 2))
+    with pytest.raises(ValueError) as error:
+        GreedyPolicy(q, 2, epsilon=LinearScheduler(1.5, -0.5, 0, 5))
+    assert one_line(error) == "epsilon is a probability in [0, 1], got a schedule from 1.5 to -0.5"
+    assert GreedyPolicy(q, 2, epsilon=LinearScheduler(1.0, 0.1, 0, 5)).epsilon == 1.0

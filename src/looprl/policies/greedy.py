@@ -149,12 +149,16 @@ class GreedyPolicy:
                 raise ValueError(f"{kinds} shape {tuple(epsilon.shape)}")
             self._per_env = epsilon.dim() == 1
             epsilon = epsilon if self._per_env else float(epsilon)
-        if isinstance(epsilon, int | float):
-            in_range = 0.0 <= epsilon <= 1.0
-        else:  # (one per copy, or a schedule: its values are its own)
-            in_range = self._scheduled or bool(((epsilon >= 0) & (epsilon <= 1)).all())
+        ends = [getattr(epsilon, end, 0.0) for end in ("initial_value", "final_value")]
+        if self._scheduled:  # (a LinearScheduler's values lie between its ends; others' their own)
+            in_range = all(0.0 <= end <= 1.0 for end in ends)
+            shown = f"a schedule from {ends[0]!r} to {ends[1]!r}"
+        elif isinstance(epsilon, int | float):
+            in_range, shown = 0.0 <= epsilon <= 1.0, repr(epsilon)
+        else:  # (one per copy)
+            in_range, shown = bool(((epsilon >= 0) & (epsilon <= 1)).all()), repr(epsilon)
         if not in_range:
-            raise ValueError(f"epsilon is a probability in [0, 1], got {epsilon!r}")
+            raise ValueError(f"epsilon is a probability in [0, 1], got {shown}")
         self._epsilon = epsilon
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
