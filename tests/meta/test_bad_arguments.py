@@ -79,6 +79,9 @@ def test_a_hook_that_removes_the_batch_says_so(tmp_path):
         online(tmp_path, [removes])
     assert "A meta component removed metrics['batch']; it must stay a SampleBatch" in \
         one_line(error)
+    empties = Hook("pre_update", lambda metrics: metrics.__setitem__("batch", {}))
+    with pytest.raises(TypeError, match=r"wrote metrics\['batch'\] as a dict; it must stay"):
+        online(tmp_path, [empties])
 
 
 def test_one_instance_attached_twice_is_refused(tmp_path):

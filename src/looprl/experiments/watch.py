@@ -132,10 +132,10 @@ def _check_env(env: Any, caller: str) -> None:
     """A one-line ``TypeError`` unless ``env`` is a looprl environment ``watch`` can play."""
     refuse_gymnasium(env, caller)
     if not isinstance(env, Environment | MultiagentPettingZooEnv):
-        built = f" (GymEnvironment({env!r}))" if isinstance(env, str) else ""
+        fix = f" {env!r}: build one (GymEnvironment({env!r}))" if isinstance(env, str) else ""
         raise TypeError(f"{caller} plays in a looprl Environment (GymEnvironment, "
                         "AtariEnvironment, ...) or a MultiagentPettingZooEnv, got "
-                        f"{type(env).__name__}{built and f' {env!r}: build one{built}'}")
+                        f"{type(env).__name__}{fix}")
 
 
 def _check_spaces(preset: Any, env: Any) -> None:

@@ -249,8 +249,8 @@ class MetaHub:
         self.run("pre_update")
         replaced = metrics.get("batch")
         if replaced is not seen and not isinstance(replaced, NamedArray):
-            wrote = f"wrote metrics['batch'] as a {type(replaced).__name__}" if replaced else \
-                "removed metrics['batch']"
+            wrote = (f"wrote metrics['batch'] as a {type(replaced).__name__}" if "batch" in
+                     metrics else "removed metrics['batch']")
             raise TypeError(f"A meta component {wrote}; it must stay a SampleBatch (replace "
                             "it with another SampleBatch for the trainer to learn from)")
         result = trainer.step(assigned(batch, seen, fields) if replaced is seen else replaced)

@@ -149,8 +149,8 @@ class GreedyPolicy:
                 raise ValueError(f"{kinds} shape {tuple(epsilon.shape)}")
             self._per_env = epsilon.dim() == 1
             epsilon = epsilon if self._per_env else float(epsilon)
-        ends = [getattr(epsilon, end, 0.0) for end in ("initial_value", "final_value")]
         if self._scheduled:  # (a LinearScheduler's values lie between its ends; others' their own)
+            ends = [getattr(epsilon, end, 0.0) for end in ("initial_value", "final_value")]
             in_range = all(0.0 <= end <= 1.0 for end in ends)
             shown = f"a schedule from {ends[0]!r} to {ends[1]!r}"
         elif isinstance(epsilon, int | float):

@@ -131,12 +131,11 @@ class Runner:
         self.builder = agent.device(device) if device is not None else agent
         self.env = _environment(agent, env)
         self.test_env = None if test_env is None else _environment(agent, test_env, "test_env")
-        held_out, trained = (None, None) if test_env is None else map(
-            spaces_of, (self.test_env, self.env))
-        if held_out != trained:  # (was found at the evaluation, after the training)
+        held_out = None if test_env is None else spaces_of(self.test_env)
+        if held_out is not None and held_out != spaces_of(self.env):  # (was found at the end)
             raise ValueError(f"test_env {self.test_env.name} has {', '.join(held_out)}, env "
-                             f"{self.env.name} {', '.join(trained)}: a held-out environment "
-                             "has the spaces (and agents) of the one trained in")
+                             f"{self.env.name} {', '.join(spaces_of(self.env))}: a held-out "
+                             "environment has the spaces (and agents) of the one trained in")
         self.seed = check_seed(type(self).__name__, seed, optional=False)
         self.logdir = logdir
         self.meta = tuple(meta) if isinstance(meta, list | tuple) else (meta,)  # (meta=RND())
