@@ -491,7 +491,8 @@ def test_a_linear_scheduler_of_text_is_refused_when_made():
 
     with pytest.raises(ValueError) as error:
         LinearScheduler("1", 0.1, 0, 10)
-    assert one_line(error) == "LinearScheduler's initial_value must be a finite number, got '1'"
+    assert one_line(error) == ("LinearScheduler's initial_value must be a finite number, got '1'; "
+                               "give it as a number, not text")
     with pytest.raises(ValueError, match="decay_end is a step count, a number, got '10'"):
         LinearScheduler(1.0, 0.1, 0, "10")
     assert LinearScheduler(1.0, 0.0, 0, 10, name="epsilon")(5) == 0.5

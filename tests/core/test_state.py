@@ -46,6 +46,15 @@ def test_a_done_that_is_no_flag_is_one_line(done) -> None:
         State(torch.zeros(2), done=done)
 
 
+@pytest.mark.parametrize("mask", [2, -1.0, np.float64(1.5), torch.tensor(-2.0), float("nan")])
+def test_a_mask_outside_zero_and_one_is_one_line(mask) -> None:
+    """The mask multiplies the bootstrapped value: State(obs, mask=2) doubled it silently."""
+    for kept in (0, 1, 0.5, np.float32(1.0), torch.tensor(0.0)):
+        assert State(torch.zeros(2), mask=kept).mask == kept
+    with pytest.raises(ValueError, match=r"mask is 0\. where the episode terminated, else 1\., "):
+        State(torch.zeros(2), mask=mask)
+
+
 def test_state_requires_observation() -> None:
     with pytest.raises(KeyError, match="observation"):
         State({"reward": 1.0})

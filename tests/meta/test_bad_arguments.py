@@ -48,9 +48,12 @@ def online(tmp_path, meta: list[Any]) -> Any:
      "HPSchedule's integer must be True or False, got 'no'"),
     (lambda: RND(obs_shape="44"), "RND's obs_shape is the observations' shape, a sequence of "
                                   "sizes like (4,), got '44'"),
-], ids=["rnd-normalize", "noveld-episodic", "schedule-integer", "rnd-obs-shape"])
-def test_a_switch_or_shape_given_as_text_is_refused(make, line):
-    """'no' switched the option on (text is true); '44' was the shape (4, 4)."""
+    (lambda: RND(internal_reward_weight="0.1"), "RND's internal_reward_weight must be >= 0, "
+                                                "got '0.1'; give it as a number, not text"),
+], ids=["rnd-normalize", "noveld-episodic", "schedule-integer", "rnd-obs-shape", "rnd-weight"])
+def test_a_switch_shape_or_number_given_as_text_is_refused(make, line):
+    """'no' switched the option on (text is true); '44' was the shape (4, 4); '0.1' was
+    refused as not >= 0, which it looks to be."""
     with pytest.raises(ValueError) as error:
         make()
     assert one_line(error) == line

@@ -152,11 +152,13 @@ def test_hp_schedule_state_dict_resumes():
          r"^HPSchedule's decay must be finite and positive \(> 0\), got nan$"),
         # (were: "could not convert string to float", or a TypeError mid-training)
         (("hp/lr", "linear", "abc"), dict(end=0.0, duration=5),
-         r"^HPSchedule's start must be a finite number, got 'abc'$"),
+         r"^HPSchedule's start must be a finite number, got 'abc'; give it as a number, "
+         r"not text$"),
         (("hp/lr", "linear", None), dict(end=0.0, duration=5),
          r"^HPSchedule's start must be a finite number, got None$"),
         (("hp/lr", "step", 1.0), dict(every=3, factor="abc"),
-         r"^HPSchedule's factor must be a finite number, got 'abc'$"),
+         r"^HPSchedule's factor must be a finite number, got 'abc'; give it as a number, "
+         r"not text$"),
         (("hp/lr", "step", 1.0), dict(every=3, factor=float("-inf")),
          r"^HPSchedule's factor must be a finite number, got -inf$"),
         (("hp/lr", "linear", 1.0), dict(end=float("nan"), duration=5),

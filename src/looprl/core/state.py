@@ -56,6 +56,9 @@ def _check_scalars(x: dict[str, Any], kind: str) -> None:
                             "batch of states use StateArray(x, shape) or State.array([...])")
         if key == "done" and value not in (0, 1):  # (np.array(2) was read as True)
             raise TypeError(f"a single {kind}'s done is True or False (or 1 or 0), got {value!r}")
+        if key == "mask" and not 0 <= value <= 1:  # (it multiplies the bootstrapped value)
+            raise ValueError(f"a single {kind}'s mask is 0. where the episode terminated, else "
+                             f"1., got {value!r}")
 
 
 def _is_number(value: Any) -> bool:
@@ -150,7 +153,7 @@ class State(dict):
         x = _entries(x, kwargs, type(self).__name__)
         reward, done = x.setdefault("reward", 0.0), x.setdefault("done", False)
         if type(reward) not in _SCALARS or type(done) not in _SCALARS or done not in (0, 1) or (
-                "mask" in x and type(x["mask"]) not in _SCALARS):
+                "mask" in x and (type(x["mask"]) not in _SCALARS or not 0 <= x["mask"] <= 1)):
             _check_scalars(x, type(self).__name__)
         x.setdefault("mask", 1.0 - float(done))
         super().__init__(x)
