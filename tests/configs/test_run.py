@@ -319,8 +319,10 @@ def test_the_slurm_launcher_without_slurm_is_one_line(tmp_path: Path, capsys,
     (["runner=es", "runner.popsze=3"], "'popsze' is not an argument of the runner es"),
     (["runner=es", "frames=2000"],  # (was: each individual trained 10,000 steps, silently)
      "frames does not apply to runner=es: each individual trains runner.num_steps_per_iteration"),
-    (["runner=pbt", *QUIET], "runner=pbt needs mutations: set runner.mutations=..."),
-    (["runner=optuna", *QUIET], "runner=optuna needs search_space: set runner.search_space=..."),
+    (["runner=pbt", *QUIET], "runner=pbt needs mutations: set "
+                             "runner.mutations='{hp/lr: [1e-5, 1e-2, log]}'"),
+    (["runner=optuna", *QUIET], "runner=optuna needs search_space: set "
+                                "runner.search_space='{lr: {low: 1e-5, high: 1e-2, log: true}}'"),
     (["algorithm.lr=abc", *QUIET], "Hyperparameter 'lr' must be float (like 0.001), got 'abc'"),
     # (was "must be int (like 64)": the range, as the others' lines say it)
     (["algorithm.minibatch_size=32.5", *QUIET],

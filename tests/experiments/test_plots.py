@@ -185,6 +185,30 @@ def test_runs_of_a_multirun_have_labels_that_tell_them_apart(
         "dqn (0/dqn/CartPole-v1)", "dqn (1/dqn/CartPole-v1)", "dqn (CartPole-v1_2)"]
 
 
+def test_one_agents_runs_have_a_color_each_and_many_runs_only_their_means(
+    tmp_path: Path, saved_figures: list[Figure]
+) -> None:
+    """A sweep of one agent (seeds, ES individuals, trials) was drawn in one color, its runs
+    told apart by four line styles only, under every run's raw returns and band."""
+    for job in range(3):
+        _episode_run(tmp_path / str(job), "dqn", "CartPole-v1", [1.0, 2.0, 3.0])
+    plot_returns_100(str(tmp_path))
+    (ax,) = [ax for ax in saved_figures[0].axes if ax.get_visible()]
+    means = [line for line in ax.get_lines() if line.get_label().startswith("dqn")]
+    assert len({line.get_color() for line in means}) == 3
+    assert len(ax.get_lines()) == 6 and len(ax.collections) == 3  # (raw and band: 3 runs)
+    for job in range(3, 6):
+        _episode_run(tmp_path / str(job), "dqn", "CartPole-v1", [1.0, 2.0, 3.0])
+    plot_returns_100(str(tmp_path))
+    (ax,) = [ax for ax in saved_figures[1].axes if ax.get_visible()]
+    assert len(ax.get_lines()) == 6 and not ax.collections  # (6 runs: the means only)
+    assert len({line.get_color() for line in ax.get_lines()}) == 6
+    _episode_run(tmp_path / "0", "ppo", "CartPole-v1", [1.0, 2.0])  # (two agents: by agent)
+    plot_returns_100(str(tmp_path))
+    (ax,) = [ax for ax in saved_figures[2].axes if ax.get_visible()]
+    assert len({line.get_color() for line in ax.get_lines()}) == 2
+
+
 def test_a_large_sweep_in_one_panel_keeps_its_axes(tmp_path: Path,
                                                    saved_figures: list[Figure]) -> None:
     """30 runs of one environment (``looprl plot`` of a multirun): their legend was taller

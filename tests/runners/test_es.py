@@ -149,7 +149,8 @@ def test_bad_inputs_are_one_line_errors(small_ppo):
          "valid: cma, openai"),
         (dict(search_targets={"lr": (1e-4, 1e-2)}, es="cma"), TypeError,  # (Mighty's name)
          "^ESRunner takes the strategy as strategy='cma' \\(Mighty's es\\); valid: cma"),
-        (dict(), ValueError, "Nothing to search"),
+        (dict(), ValueError, "Nothing to search: give search_targets .*looprl run: "
+                             "runner.search_targets='{lr:"),
         (dict(search_targets={"lr": (1e-4, 1e-2)}, reset_agent=False), ValueError,
          "need a fresh agent"),
         # sigma 0 was cma's ZeroDivisionError (a traceback), or openai's NaN search; -1 and

@@ -307,8 +307,13 @@ def check_required(options: dict[str, Any], owner: str, node: str) -> None:
     ``_component_node``) in its config ``node``."""
     missing = [key for key, value in options.items() if value == "???"]
     if missing:
-        raise ValueError(f"{owner} needs {', '.join(missing)}: set "
-                         + " ".join(f"{node}.{key}=..." for key in missing))
+        raise ValueError(f"{owner} needs {', '.join(missing)}: set " + " ".join(
+            f"{node}.{key}={EXAMPLES.get(key, '...')}" for key in missing))
+
+
+#: a value of each required runner argument, as ``check_required`` shows it
+EXAMPLES = {"search_space": "'{lr: {low: 1e-5, high: 1e-2, log: true}}'",
+            "mutations": "'{hp/lr: [1e-5, 1e-2, log]}'"}
 
 
 def _builder(cfg: Any) -> tuple[Any, Any, Any]:

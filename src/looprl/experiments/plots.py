@@ -25,6 +25,7 @@ logger = logging.getLogger(__name__)
 
 _MAX_COLUMNS = 3
 _LINESTYLES = ("-", "--", ":", "-.")
+_SPREAD_RUNS = 4  # a panel of more runs draws their means only (no raw returns, no std bands)
 _WINDOW = 100
 _REMEDY = "move it away (or its run directory) and plot again"
 
@@ -164,19 +165,22 @@ def _run_label(run: _Run, runs: list[_Run]) -> str:
 
 
 def _draw_env(ax: Axes, env: str, runs: list[_Run], colors: dict[str, str], timesteps: int) -> None:
-    """Draw one environment's runs: raw returns, std band and mean line of each."""
+    """Draw one environment's runs: raw returns and std band (up to ``_SPREAD_RUNS`` runs) and
+    mean line of each; ``colors``: by agent, or by run path where the plot has one agent."""
     seen: dict[str, int] = {}
     for run in runs:
         repeat = seen[run.agent] = seen.get(run.agent, -1) + 1
         same = [r for r in runs if r.agent == run.agent and r.env == run.env]
         label = run.agent if len(same) == 1 else f"{run.agent} ({_run_label(run, same)})"
-        color, frame, mean, std = colors[run.agent], run.frame, run.mean, run.std
+        color = colors.get(run.agent) or colors[str(run.path)]
+        frame, mean, std = run.frame, run.mean, run.std
         # every point at one frame (one episode; episodes ending together): no line to draw
         dot = {"marker": "o", "markersize": 5} if np.ptp(frame) == 0 else {}
-        if run.raw is not None:
-            ax.plot(frame, run.raw, color=color, alpha=0.25, linewidth=0.6, zorder=1)
-        ax.fill_between(frame, mean - std, mean + std, color=color, alpha=0.15, linewidth=0,
-                        zorder=2)
+        if len(runs) <= _SPREAD_RUNS:  # (more: a thicket over the means)
+            if run.raw is not None:
+                ax.plot(frame, run.raw, color=color, alpha=0.25, linewidth=0.6, zorder=1)
+            ax.fill_between(frame, mean - std, mean + std, color=color, alpha=0.15,
+                            linewidth=0, zorder=2)
         ax.plot(frame, mean, label=label, color=color, linewidth=1.8, zorder=3,
                 linestyle=_LINESTYLES[repeat % len(_LINESTYLES)], **dot)
     if timesteps > 0:
@@ -203,6 +207,8 @@ def _figure(runs: list[_Run], timesteps: int) -> Figure:
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
     agents = sorted({run.agent for run in runs})  # one color each, the same in every subplot
     colors = {agent: f"C{i % 10}" for i, agent in enumerate(agents)}
+    if len(agents) == 1:  # (one agent's seeds, trials or members: one color each)
+        colors = {str(run.path): f"C{i % 10}" for i, run in enumerate(runs)}
     for ax, env in zip(axes, envs):
         _draw_env(ax, env, [r for r in runs if r.env == env], colors, timesteps)
     for ax in axes[len(envs) :]:

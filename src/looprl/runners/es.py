@@ -191,7 +191,9 @@ class ESRunner(Runner):
         self.shape = fitness_shaper(fitness_shaping)
         targets = search_mapping(search_targets, "search_targets")
         if not targets and not search_params:
-            raise ValueError("Nothing to search: give search_targets, search_params=True, or both")
+            raise ValueError("Nothing to search: give search_targets (bounds by name: {'lr': "
+                             "(1e-4, 1e-2, 'log')}; looprl run: runner.search_targets="
+                             "'{lr:[1e-4,1e-2,log]}'), search_params=True, or both")
         self.search_targets = dict(targets)  # (Mighty's: name -> bounds, in the given order)
         self.search_params = check_flag("search_params", search_params)
         self.train_agent = check_flag("train_agent", train_agent)
