@@ -697,25 +697,31 @@ def test_the_monitor_reports_trainer_0_with_every_trainers_lags_and_counts() -> 
 
 def test_the_monitor_logs_the_workers_log_keys_as_a_local_run_does(tmp_path) -> None:
     """Every actor's values in one series, each at the run's frame when its episode ended
-    (the trainer's at the poll's), under the keys a local run logs; and the hp/* row."""
+    (the trainer's at the poll's), under the keys a local run logs; and an hp/* row at each
+    episode's end: the values its actor sent with it, else (an actor acting through a policy
+    worker) the trainer's as last read."""
     from looprl.experiments.logger import ExperimentLogger
 
     log = ExperimentLogger("ppo", "CartPole-v1", str(tmp_path), verbose=True)
     monitor = RunMonitor(DistributedResult(), SampleCounts(), log, ["trainer"])
     monitor.throughput.path = None  # (no throughput.csv rows: these stats have no timings)
-    monitor.record({"trainer": {"received": 1, "dropped": 0, "lags": [], "steps": 1,
-                                "meta": {"log/rnd/predictor_loss": 0.5},
-                                "hp": {"hp/lr": 0.001}},
-                    "actor0": {"frames": 8, "episodes": [(1.0, 8, 8)],
+    trainer = {"received": 1, "dropped": 0, "lags": [], "steps": 1,
+               "meta": {"log/rnd/predictor_loss": 0.5}, "hp": {"hp/lr": 0.001}}
+    monitor.record({"trainer": trainer,
+                    "actor0": {"frames": 8, "episodes": [(1.0, 8, 8, (), {"hp/lr": 0.003})],
                                "meta": [(8, {"log/plr/seen": 3.0})], "finished": False},
-                    "actor1": {"frames": 8, "episodes": [(1.0, 4, 4)],
+                    "actor1": {"frames": 8, "episodes": [(1.0, 4, 4, (), {"hp/lr": 0.002})],
                                "meta": [(4, {"log/plr/seen": 1.0})], "finished": False}}, 0.5)
+    monitor.record({"trainer": trainer, "actor0": {"frames": 4, "episodes": [(1.0, 4, 4)],
+                                                   "finished": False}}, 0.5)
     log.close()
     run = tmp_path / "ppo" / "CartPole-v1"
     rows = (run / "log.csv").read_text().splitlines()
     # 16 frames in all: actor1's episode ended at about frame 8, actor0's at frame 16
-    assert rows[1:] == ["8,plr/seen,1.0", "16,plr/seen,3.0", "16,rnd/predictor_loss,0.5"]
-    assert (run / "hyperparameters.csv").read_text().splitlines() == ["frame,hp/lr", "16,0.001"]
+    assert rows[1:] == ["8,plr/seen,1.0", "16,plr/seen,3.0", "16,rnd/predictor_loss,0.5",
+                        "20,rnd/predictor_loss,0.5"]
+    assert (run / "hyperparameters.csv").read_text().splitlines() == [
+        "frame,hp/lr", "8,0.002", "16,0.003", "20,0.001"]
 
 
 def test_ape_x_explorations_are_probabilities() -> None:

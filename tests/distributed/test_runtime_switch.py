@@ -1,7 +1,8 @@
 """The runtime is a switch: ``looprl run ... runtime=ray runtime.actors=1 runtime.sync=true``
 gives what ``runtime=local`` gives with the same seed, bit for bit: every episode of
 ``results.csv``, the trainer's losses (``losses.csv``, at the same frames), the final
-evaluation's episodes and the final parameters. One code path makes
+evaluation's episodes, the ``hp/*`` values at each episode's end (``hyperparameters.csv``) and the
+final parameters. One code path makes
 it so: the local loop and the Ray actor run the same collector and policy (seeded alike), the
 local run and the trainer
 worker the same ``Learner`` (its replay seeded alike; independent learners: one per agent),
@@ -120,6 +121,11 @@ def test_one_synchronous_ray_actor_gives_the_local_run_bit_for_bit(local_ray, tm
     assert losses
     for mine in losses:
         assert (ray / mine.relative_to(local)).read_text() == mine.read_text()
+    # the hp/* values at each episode's end (was: on Ray a row each time the driver read the
+    # trainer's statistics, at the frame it had then)
+    rows = (local / "hyperparameters.csv").read_text().splitlines()
+    assert len(rows) == len(episodes.splitlines()) and rows[0].startswith("frame,hp/")
+    assert (ray / "hyperparameters.csv").read_text().splitlines() == rows
     results = {side: json.loads((tmp_path / side / "results.json").read_text())
                for side in ("local", "ray")}
     trained, local_train = results["ray"]["train"], results["local"]["train"]

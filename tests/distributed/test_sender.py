@@ -155,12 +155,13 @@ def test_a_publication_carries_tensors_as_arrays_and_gives_back_equal_tensors():
     parameters = {"weight": torch.randn(3, 4), "steps": torch.tensor(5),
                   "half": torch.randn(2, dtype=torch.bfloat16), "note": "kept"}
     payload = publication(parameters, [{"rnd": 1}], [{"hp/lr": 0.1}],
-                          [{"hp/epsilon": (3, 0.2)}])
+                          [{"hp/epsilon": (3, 0.2)}], {"hp/lr": 0.1, "hp/epsilon": 0.5})
     carried = pickle.loads(payload)[0]  # (what travels: arrays where NumPy has the dtype)
     assert isinstance(carried["weight"], np.ndarray) and isinstance(carried["steps"], np.ndarray)
-    restored, shared, values, written = unpack(payload)
+    restored, shared, values, written, run_values = unpack(payload)
     assert shared == [{"rnd": 1}] and values == [{"hp/lr": 0.1}]
     assert written == [{"hp/epsilon": (3, 0.2)}]
+    assert run_values == {"hp/lr": 0.1, "hp/epsilon": 0.5}
     assert restored["note"] == "kept"
     for key in ("weight", "steps", "half"):
         assert isinstance(restored[key], torch.Tensor)

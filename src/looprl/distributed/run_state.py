@@ -318,6 +318,7 @@ class RunMonitor:
         self.hyperparameters: dict[str, Hyperparameter] = {}
         self.actors_finished: dict[str, bool] = {}
         self._acting: dict[str, Any] = {}  # actor 0's exploration ``hp/*`` (``acting_values``)
+        self._read: dict[str, Any] = {}  # the ``hp/*`` values last read (``_record_trainer``)
         self.cuts: tuple[int, str, int | None] = (0, "", None)  # (``log_cuts``' arguments)
 
     def record(self, stats: dict[str, dict[str, Any]], seconds: float) -> None:
@@ -379,6 +380,9 @@ class RunMonitor:
                 self.log.frame = round(frame_then)
                 self.log.add_episode_return(ret)
                 self.log.episode += 1
+                hp = each[1] if len(each) > 1 and each[1] is not None else self._read
+                if hp:  # (the actor's at the episode's end, as a local run's; else the latest)
+                    self.log.add_hyperparameters(hp)
             if each and each[0]:  # (several agents: each one's return, in its own run directory)
                 named = {self.agents[index] if index < len(self.agents) else f"agent{index}": ret
                          for index, ret in enumerate(each[0])}
@@ -422,6 +426,7 @@ class RunMonitor:
         values = trainer.get("hp", {})
         values = {**values, **{k: v for k, v in self._acting.items() if k in values}}
         self.hyperparameters.update({key: _reading(value) for key, value in values.items()})
+        self._read = values
         logged = trainer.get("logged", [])  # ``LossRecorder``'s
         self.last_losses.update((name, value) for agent, kind, name, value, _ in logged
                                 if kind == "loss" and agent is None)  # (an agent's: its logs)
@@ -433,8 +438,6 @@ class RunMonitor:
             getattr(log, f"add_{kind}")(name, value)
             log.frame = before
         self.log.frame = self.result.frames
-        if values:
-            self.log.add_hyperparameters(values)
 
 
 def _reading(value: Any) -> Hyperparameter:

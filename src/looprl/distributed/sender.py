@@ -112,6 +112,7 @@ class PolicyCopy:
         self.hubs: list[Any] = []  # (the meta hubs whose steps read the trainer's ``hp/*``)
         self.server, self.interval = server, interval
         self.serial = 0  # the last publication loaded
+        self.trainer_values: dict[str, Any] = {}  # its ``hp/*`` values, as a run logs them
         self._next = 0.0
         self._pending: Any = None
 
@@ -151,7 +152,7 @@ class PolicyCopy:
     def _load(self, found: tuple[int, int, bytes] | None) -> None:
         self._pending = None
         if found is not None:
-            parameters, shared, values, written = unpack(found[2])
+            parameters, shared, values, written, self.trainer_values = unpack(found[2])
             load_parameters(self.policy, parameters)
             self.serial, self.policy.version = found[0], found[1]
             if self.components:

@@ -19,25 +19,28 @@ logger = logging.getLogger(__name__)
 
 
 def publication(parameters: dict[str, Any], shared: list[Any] = (),
-                values: list[dict[str, Any]] = (), written: list[dict[str, Any]] = ()) -> bytes:
+                values: list[dict[str, Any]] = (), written: list[dict[str, Any]] = (),
+                run_values: dict[str, Any] | None = None) -> bytes:
     """The policy's ``parameters`` (CPU tensors, as NumPy arrays where NumPy has their dtype:
     ten times cheaper to pickle), the meta components' ``shared`` states, the ``hp/*``
-    ``values`` of each learner (one per agent of independent learners) and the exploration
-    keys its update hooks ``written`` (``MetaHub.published_writes``), cloudpickled."""
+    ``values`` of each learner (one per agent of independent learners), the exploration
+    keys its update hooks ``written`` (``MetaHub.published_writes``) and ``run_values``, the
+    trainer's ``hp/*`` values as a run logs them (``hyperparameters.csv``), cloudpickled."""
     arrays = {key: _array(value) for key, value in parameters.items()}
     converted = [key for key, value in parameters.items() if arrays[key] is not value]
-    return cloudpickle.dumps((arrays, converted, list(shared), list(values), list(written)))
+    return cloudpickle.dumps((arrays, converted, list(shared), list(values), list(written),
+                              dict(run_values or {})))
 
 
 def unpack(payload: bytes) -> tuple[dict[str, Any], list[Any], list[dict[str, Any]],
-                                    list[dict[str, Any]]]:
-    """``(parameters, shared, values, written)`` of a ``publication`` (plain pickle reads
-    cloudpickle)."""
+                                    list[dict[str, Any]], dict[str, Any]]:
+    """``(parameters, shared, values, written, run_values)`` of a ``publication`` (plain
+    pickle reads cloudpickle)."""
     import torch
-    arrays, converted, shared, values, written = pickle.loads(payload)
+    arrays, converted, shared, values, written, run_values = pickle.loads(payload)
     for key in converted:
         arrays[key] = torch.from_numpy(arrays[key])
-    return arrays, shared, values, written
+    return arrays, shared, values, written, run_values
 
 
 def _array(value: Any) -> Any:

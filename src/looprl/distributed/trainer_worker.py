@@ -387,11 +387,13 @@ class TrainerWorker(Worker):
         self._published_at = time.monotonic()
         policy = self.core.policy
         if self.rank == 0:
+            cores = getattr(self.core, "cores", None)  # (independent learners': one each)
+            values = [hyperparameter_values(core) for core in cores or [self.core]]
             self.publisher.send(policy.version, publication(
-                on_cpu(policy_parameters(policy)), on_cpu(self.core.shared_state()),
-                [hyperparameter_values(core) for core in getattr(self.core, "cores", [self.core])],
+                on_cpu(policy_parameters(policy)), on_cpu(self.core.shared_state()), values,
                 [hub.published_writes() if hub is not None else {}
-                 for hub in self._writes.hubs]))
+                 for hub in self._writes.hubs],
+                values[0] if cores is None else hyperparameter_values(self.core)))
         self._published = policy.version  # trainers step together: rank 0 published it too
 
 

@@ -364,13 +364,30 @@ class ActorWorker(Worker):
         episodes = self.runner.pop_episodes()
         frames, self.runner.frames = self.runner.frames, 0
         values = self.runner.meta_scalars() if episodes and self.runner.hooks is not None else None
+        hp = self._hp_row() if episodes else None
         with self._lock:
             self._stats["frames"] += frames
-            self._stats["episodes"] += [(e.ret, e.length, self._stats["frames"], e.returns)
+            self._stats["episodes"] += [(e.ret, e.length, self._stats["frames"], e.returns, hp)
                                         for e in episodes]
             if values:
                 self._stats["meta"].append((self._stats["frames"], values))
             self._answer_state()
+
+    def _hp_row(self) -> dict[str, Any] | None:
+        """The ``hp/*`` values a local run logs where an episode ends: the trainer's, published
+        with the parameters this actor acts with, its own exploration's, and what its hooks
+        wrote since (``None``: an evaluation's episodes, which have none; an actor acting through
+        a policy worker: the driver logs the values it read last)."""
+        if self.evaluation or self.policy_worker is not None or self.local is None:
+            return None
+        row = dict(self.local.trainer_values)
+        row.update((key, value) for key, value in acting_values(self.local.policy).items()
+                   if key in row)
+        for hub in self.local.hubs:  # (as they read them: an agent's keys end in /<agent>)
+            suffix = f"/{hub.metrics['agent']}" if "agent" in hub.metrics else ""
+            row.update((key + suffix, h.get()) for key, h in hub.hyperparameters.items()
+                       if key + suffix in row)
+        return row
 
     def _answer_state(self) -> None:
         """(Holding the lock.) Take the components' state if ``components_state`` asks."""

@@ -109,12 +109,16 @@ def worker_keys(found: dict[str, Hyperparameter], policy: Any, actor: bool,
     acting = acting_values(policy)
 
     def other(key: str, own: Hyperparameter | None) -> Hyperparameter:
+        # (hp/lr is set on every optimizer's hp/lr/<name>, as ``agent_hyperparameters`` sets it)
+        parts = [each for each in found if each.startswith("hp/lr/")] if key == "hp/lr" else []
+
         def get() -> Any:
             return trainer[key] if actor and (key in trainer or own is None) else own.get()
 
         def set_(value: Any) -> None:
             if actor:
-                trainer[key] = value
+                for each in (key, *parts):
+                    trainer[each] = value
             else:
                 own.set(value)  # (the trainer's copy: what it publishes)
             write(key, value)
