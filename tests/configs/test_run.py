@@ -311,6 +311,8 @@ def test_the_slurm_launcher_without_slurm_is_one_line(tmp_path: Path, capsys,
     (["meta.rnd.lr=1"], "add it with meta=[rnd]"),
     (["meta=[rnd]", "meta.rnd.lrr=1"],  # (was "meta.lrr: ...": the component's name lost)
      "meta.rnd.lrr: 'lrr' is not an argument of rnd. Did you mean 'lr'?"),
+    (["meta=[rnd]", "meta.rnd.rnd_output_dim=64"],  # (Mighty's name: was no suggestion)
+     "Did you mean 'feature_dim' (Mighty's 'rnd_output_dim')?"),
     (["meta=[network_reset]", *QUIET], "meta network_reset needs every: set "
                                        "meta.network_reset.every=..."),
     (["meta=[hp_schedule]", "meta.hp_schedule.key=hp/lr", *QUIET],

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from looprl.meta import RND, HPSchedule, MetaComponent, NovelD
+from looprl.meta import PLR, RND, HPSchedule, MetaComponent, NovelD
 from looprl.meta.registry import make_component
 from looprl.presets.classic_control import ppo
 from looprl.runners import OnlineRunner, PBTRunner
@@ -57,6 +57,41 @@ def test_a_switch_shape_or_number_given_as_text_is_refused(make, line):
     with pytest.raises(ValueError) as error:
         make()
     assert one_line(error) == line
+
+
+@pytest.mark.parametrize("make, line", [
+    (lambda: RND(rnd_output_dim=64), "'rnd_output_dim' is not an argument of RND. Did you mean "
+                                     "'feature_dim' (Mighty's 'rnd_output_dim')? Valid: "),
+    (lambda: PLR(sample_strategy="random"), "'sample_strategy' is not an argument of PLR. Did "
+                                            "you mean 'strategy' (Mighty's 'sample_strategy')?"),
+    (lambda: NovelD(lrr=1e-3), "'lrr' is not an argument of NovelD. Did you mean 'lr'?"),
+    (lambda: Hook("post_step", print, scale=2), "'scale' is not an argument of Hook. Valid: "
+                                                "hook, fn"),
+], ids=["rnd-mighty-name", "plr-mighty-name", "noveld-typo", "users-component"])
+def test_an_argument_a_component_does_not_take_names_those_it_takes(make, line):
+    """As looprl run's meta.rnd.rnd_output_dim says it (was Python's "RND.__init__() got an
+    unexpected keyword argument 'rnd_output_dim'", no word of feature_dim)."""
+    with pytest.raises(TypeError) as error:
+        make()
+    assert one_line(error).startswith(line)
+
+
+def test_a_component_that_keeps_any_keyword_keeps_it_and_a_subclass_is_checked_whole():
+    class Options(MetaComponent):
+        def __init__(self, **options: Any):
+            super().__init__()
+            self.options = options
+
+    class Bigger(RND):
+        def __init__(self, extra: int = 1, **kwargs: Any):
+            super().__init__(**kwargs)
+            self.extra = extra
+
+    assert Options(anything=3).options == {"anything": 3}
+    assert Bigger(extra=2, feature_dim=8).extra == 2  # (RND's arguments through **kwargs)
+    with pytest.raises(TypeError, match="^'feature_dimm' is not an argument of Bigger. Did you "
+                                        "mean 'feature_dim'\\? Valid: extra, internal_reward"):
+        Bigger(extra=2, feature_dimm=8)
 
 
 def test_make_component_takes_a_component_class_as_its_name():

@@ -1,5 +1,6 @@
-"""Vanilla Actor-Critic (Sutton & Barto, 2018, section 13.5), online over parallel
-environments: the TD error of every step is the actor's advantage and the critic's error."""
+"""Vanilla Actor-Critic (Sutton & Barto, 2018, section 13.5,
+http://incompleteideas.net/book/the-book-2nd.html), online over parallel environments: the TD
+error of every step is the actor's advantage and the critic's error."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Vanilla Policy Gradient, REINFORCE with a learned baseline (Williams, 1992): one step of
+"""Vanilla Policy Gradient, REINFORCE with a learned baseline (Williams, 1992,
+https://doi.org/10.1007/BF00992696): one step of
 ``-mean(log pi(a|s) * (G - V(s)))`` per batch of complete episodes while ``V`` regresses
 onto the Monte-Carlo return ``G``, i.e. ``A2CTrainer(gae_lambda=1)``."""
 

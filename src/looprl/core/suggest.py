@@ -17,6 +17,37 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+#: Mighty's names of settings that looprl's presets name otherwise (docs/coming-from-mighty.md):
+#: not aliases, a did-you-mean (``hyperparameter_hint``)
+MIGHTY_NAMES = {"zipf_param": "ez_mu", "epsilon_start": "initial_exploration",
+                "epsilon_final": "final_exploration",
+                "epsilon_decay_steps": "final_exploration_step", "gae_lambda": "lam",
+                "td_update_class": "update", "replay_buffer_class": "buffer",
+                "learning_rate": "lr", "gamma": "discount_factor", "max_grad_norm": "clip_grad",
+                "n_units": "hidden", "n_gradient_steps": "epochs", "policy_class": "exploration",
+                "es": "strategy", "clip_range": "clip", "ppo_clip": "clip",
+                "ent_coef": "entropy_coef", "vf_coef": "value_coef",
+                "value_loss_coef": "value_coef", "policy_lr": "lr_actor", "q_lr": "lr_critic",
+                "tau": "polyak_rate", "soft_update_weight": "polyak_rate",
+                "batch_size": "minibatch_size", "learning_starts": "replay_start_size",
+                "buffer_size": "replay_buffer_size", "capacity": "replay_buffer_size",
+                "target_update_freq": "target_update_frequency",
+                # meta components' (RND's, PLR's) arguments
+                "rnd_output_dim": "feature_dim", "rnd_lr": "lr", "rnd_network_config": "network",
+                "sample_strategy": "strategy"}
+
+
+def hyperparameter_hint(name: str, valid: list[str]) -> str:
+    """``did_you_mean`` for an unknown hyperparameter or argument: looprl's name of a Mighty one
+    (``MIGHTY_NAMES``; its ``hp/*`` key where ``valid`` holds those) where the preset has it,
+    else the closest of ``valid``."""
+    ours = MIGHTY_NAMES.get(name.removeprefix("hp/"))
+    for mine in (ours, f"hp/{ours}"):
+        if ours is not None and mine in valid:
+            return f" Did you mean {mine!r} (Mighty's {name!r})?"
+    return did_you_mean(name, valid)
+
+
 def did_you_mean(name: str, choices: Iterable[str], n: int = 1) -> str:
     """``" Did you mean 'x'?"`` naming up to ``n`` close matches of ``name``, or ``""``; up to
     8 choices under ``name`` (``hp/epsilon/player_1`` for ``hp/epsilon``: one per agent) first."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import inspect
 import os
 import traceback
@@ -13,7 +14,7 @@ from typing import Any
 
 import torch
 
-from looprl.core.suggest import check_choice, did_you_mean
+from looprl.core.suggest import check_choice, did_you_mean, hyperparameter_hint
 
 #: The hook points, in the order they occur around one step, update and episode.
 HOOKS = ("pre_episode", "pre_step", "post_step", "pre_update", "post_update", "post_episode")
@@ -38,6 +39,14 @@ class MetaComponent:
     def __init__(self) -> None:
         for hook in HOOKS:
             setattr(self, hook + "_methods", [])
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass's ``__init__`` refuses a keyword it does not take in one line naming the
+        ones it takes (``check_arguments``), its own and a user's."""
+        super().__init_subclass__(**kwargs)
+        init = vars(cls).get("__init__")
+        if init is not None and not getattr(init, "checks_arguments", False):
+            cls.__init__ = _checking(init)  # type: ignore[method-assign]
 
     def methods(self, hook: str) -> list[Hook]:
         """The methods this component runs at ``hook`` (one of ``HOOKS``)."""
@@ -100,13 +109,55 @@ class MetaComponentFailure(RuntimeError):
     """An exception raised in a meta component's hook method (its own code or a call it made)."""
 
 
+def _checking(init: Callable[..., None]) -> Callable[..., None]:
+    @functools.wraps(init)
+    def checked(self: MetaComponent, *args: Any, **kwargs: Any) -> None:
+        if kwargs and type(self).__init__ is checked:  # (the outermost call, the class's own)
+            check_arguments(type(self), kwargs)
+        init(self, *args, **kwargs)
+
+    checked.checks_arguments = True  # type: ignore[attr-defined]
+    return checked
+
+
+def _parameters(cls: type) -> tuple[dict[str, inspect.Parameter], bool]:
+    """The keyword parameters ``cls(...)`` accepts, following ``**kwargs`` up the classes, and
+    whether that is all (``False``: an ``__init__`` taking ``**kwargs`` keeps what it gets)."""
+    found: dict[str, inspect.Parameter] = {}
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass) or klass in (MetaComponent, object):
+            continue
+        parameters = inspect.signature(klass.__init__).parameters.values()
+        found.update((p.name, p) for p in parameters if p.name not in found and p.name != "self"
+                     and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+            return found, True
+    return found, False
+
+
+def accepted_parameters(cls: type) -> dict[str, inspect.Parameter]:
+    """The keyword parameters ``cls(...)`` accepts, following ``**kwargs`` up the classes."""
+    return _parameters(cls)[0]
+
+
+def check_arguments(cls: type, kwargs: dict[str, Any]) -> None:
+    """A one-line ``TypeError`` for a keyword of ``kwargs`` that ``cls(...)`` does not take (a
+    Mighty name: looprl's, ``hyperparameter_hint``), naming the ones it takes."""
+    valid, complete = _parameters(cls)
+    unknown = [key for key in kwargs if key not in valid]
+    if unknown and complete:
+        raise TypeError(f"{unknown[0]!r} is not an argument of {cls.__name__}."
+                        f"{hyperparameter_hint(unknown[0], list(valid))} Valid: "
+                        f"{', '.join(valid) or 'none'}")
+
+
 def component_failure(error: Exception, method: Any, hook: str) -> MetaComponentFailure | None:
     """``"Typo.read at post_step raised KeyError: 'nxt_state' (comps.py:12)"``, the line in the
     method's file; ``None`` for looprl's own one-line errors (raised in looprl's code)."""
     frames = traceback.extract_tb(error.__traceback__)
     if not frames or frames[-1].filename.startswith(_LOOPRL):
         return None
-    own = getattr(getattr(method, "__func__", method), "__code__", None)
+    own = getattr(inspect.unwrap(getattr(method, "__func__", method)), "__code__", None)
     line = next((frame for frame in reversed(frames)
                  if own is not None and frame.filename == own.co_filename), frames[-1])
     where = os.path.relpath(line.filename) if line.filename.startswith(os.getcwd()) else \

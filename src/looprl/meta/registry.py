@@ -4,13 +4,12 @@ lr=1e-4)``, ``make_component('my_pkg.module:MyComponent', scale=0.1)``, or Hydra
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from looprl.core.imports import import_object, is_import_path
 from looprl.core.registry import Registry
 from looprl.core.suggest import check_flag, did_you_mean, is_number
-from looprl.meta.component import MetaComponent, component_failure
+from looprl.meta.component import MetaComponent, accepted_parameters, component_failure
 from looprl.meta.plr import PLR, SPaCE
 from looprl.meta.reset import NetworkReset
 from looprl.meta.rnd import RND, NovelD
@@ -36,20 +35,6 @@ def own_name(class_name: str) -> str | None:
     ``PrioritizedLevelReplay``: ``plr``), or ``None``."""
     by_class = {cls.__name__: name for name, cls in COMPONENTS.items()}
     return {**by_class, "PrioritizedLevelReplay": "plr"}.get(class_name)
-
-
-def accepted_parameters(cls: type) -> dict[str, inspect.Parameter]:
-    """The keyword parameters ``cls(...)`` accepts, following ``**kwargs`` up the classes."""
-    found: dict[str, inspect.Parameter] = {}
-    for klass in cls.__mro__:
-        if "__init__" not in vars(klass) or klass in (MetaComponent, object):
-            continue
-        parameters = inspect.signature(klass.__init__).parameters.values()
-        found.update((p.name, p) for p in parameters if p.name not in found and p.name != "self"
-                     and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
-        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
-            break
-    return found
 
 
 def component_class(name: str) -> type[MetaComponent]:
