@@ -45,7 +45,7 @@ class Range:
         number = isinstance(value, numbers.Real) and not isinstance(value, bool)
         if not (number and self.holds(value if isinstance(value, int | float) else float(value))):
             whose = f"{owner}'s {name}" if owner else name
-            text = ("; give it as a number, not text" if isinstance(value, str | bytes) else "")
+            text = "; give it as a number, not text" if isinstance(value, str | bytes) else ""
             raise ValueError(f"{whose} must be {self.requirement(value)}, "
                              f"got {got or f'{value!r:.40}'}{text}")
         return value

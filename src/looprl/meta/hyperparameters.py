@@ -34,10 +34,16 @@ __all__ = ["Hyperparameter", "acting_schedules", "acting_values", "agent_hyperpa
 def agent_hyperparameters(agent: Any) -> dict[str, Hyperparameter]:
     """Every ``hp/*`` key ``agent`` declares, and ``hp/lr`` over all of its optimizers."""
     found = dict(agent.hyperparameters())
-    rates = [{"hp/lr": rate} for key, rate in found.items() if key.startswith("hp/lr/")]
+    rates = [{"hp/lr": found[key]} for key in merged_keys("hp/lr", found)]
     if rates:
         found["hp/lr"] = merge_hyperparameters(*rates)["hp/lr"]
     return found
+
+
+def merged_keys(key: str, keys: Any) -> list[str]:
+    """The keys of ``keys`` that ``key`` reads and sets together (``hp/lr``: every optimizer's
+    ``hp/lr/<name>``)."""
+    return [each for each in keys if each.startswith("hp/lr/")] if key == "hp/lr" else []
 
 
 def acting_values(policy: Any) -> dict[str, Any]:
@@ -109,8 +115,7 @@ def worker_keys(found: dict[str, Hyperparameter], policy: Any, actor: bool,
     acting = acting_values(policy)
 
     def other(key: str, own: Hyperparameter | None) -> Hyperparameter:
-        # (hp/lr is set on every optimizer's hp/lr/<name>, as ``agent_hyperparameters`` sets it)
-        parts = [each for each in found if each.startswith("hp/lr/")] if key == "hp/lr" else []
+        parts = merged_keys(key, found)  # (set together, as ``agent_hyperparameters`` sets them)
 
         def get() -> Any:
             return trainer[key] if actor and (key in trainer or own is None) else own.get()
